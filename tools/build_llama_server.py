@@ -1,0 +1,184 @@
+"""Build llama.cpp's llama-server once and cache it outside the checkout.
+
+The source is the llama.cpp tree vendored in the ``llama-cpp-python`` source
+distribution on PyPI (the only network this project reaches). The binary is built
+static and CPU-only, then moved atomically into
+``${EVIDENCE_CACHE_DIR:-~/.cache/evidence}/llama-server-<version>/llama-server``.
+
+Usage: ``python tools/build_llama_server.py`` prints the binary path as its last
+stdout line; progress goes to stderr. Importable: ``ensure_llama_server()``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+BINARY_NAME = "llama-server"
+BUILD_JOBS = "2"
+
+CMAKE_FLAGS: tuple[str, ...] = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DLLAMA_BUILD_SERVER=ON",
+    # Without this the build downloads prebuilt web UI assets, and there is no network.
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    # A binary that runs on any x86-64/arm64 machine of the project, not only the
+    # one that built it; numerics then do not depend on the builder's CPU.
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_OPENMP=OFF",
+)
+
+
+class BuildError(RuntimeError):
+    """The llama-server build could not be completed."""
+
+
+def _log(message: str) -> None:
+    print(f"[build_llama_server] {message}", file=sys.stderr, flush=True)
+
+
+def cache_root() -> Path:
+    configured = os.environ.get("EVIDENCE_CACHE_DIR")
+    base = Path(configured) if configured else Path.home() / ".cache" / "evidence"
+    return base.expanduser()
+
+
+def cached_binary_path(version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
+    return cache_root() / f"llama-server-{version}" / BINARY_NAME
+
+
+def binary_works(binary: Path) -> bool:
+    """True when ``binary --version`` runs and exits 0."""
+    if not binary.is_file() or not os.access(binary, os.X_OK):
+        return False
+    try:
+        result = subprocess.run(
+            [str(binary), "--version"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0
+
+
+def _run(command: list[str], cwd: Path | None = None) -> None:
+    _log("$ " + " ".join(command))
+    # Tool output goes to stderr so stdout keeps only the final path.
+    result = subprocess.run(command, cwd=cwd, stdout=sys.stderr, stderr=sys.stderr, check=False)
+    if result.returncode != 0:
+        raise BuildError(f"command failed with exit code {result.returncode}: {command[0]}")
+
+
+def _download_sdist(version: str, dest: Path) -> Path:
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--dest",
+            str(dest),
+            f"llama-cpp-python=={version}",
+        ]
+    )
+    archives = sorted(dest.glob("llama_cpp_python-*.tar.gz"))
+    if len(archives) != 1:
+        raise BuildError(f"expected one llama_cpp_python sdist in {dest}, found {archives}")
+    return archives[0]
+
+
+def _unpack_llama_cpp(archive: Path, dest: Path) -> Path:
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    sources = sorted(dest.glob("*/vendor/llama.cpp/CMakeLists.txt"))
+    if len(sources) != 1:
+        raise BuildError(f"no vendor/llama.cpp tree found in {archive.name}")
+    return sources[0].parent
+
+
+def _build(source: Path, build_dir: Path) -> Path:
+    _run(["cmake", "-S", str(source), "-B", str(build_dir), *CMAKE_FLAGS])
+    _run(
+        [
+            "cmake",
+            "--build",
+            str(build_dir),
+            "--config",
+            "Release",
+            "--target",
+            BINARY_NAME,
+            "-j",
+            BUILD_JOBS,
+        ]
+    )
+    built = build_dir / "bin" / BINARY_NAME
+    if not binary_works(built):
+        raise BuildError(f"built binary does not run: {built}")
+    return built
+
+
+def ensure_llama_server(version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
+    """Return the path of a working cached llama-server, building it if needed."""
+    target = cached_binary_path(version)
+    if binary_works(target):
+        return target
+    final_dir = target.parent
+    final_dir.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    # The work dir sits beside the cache entry so the final rename stays on one
+    # filesystem (atomic); a killed build leaves only a ".build-*" dir behind.
+    prefix = f".build-{final_dir.name}-"
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=final_dir.parent) as tmp:
+        work = Path(tmp)
+        _log(f"building llama-server from llama-cpp-python {version} in {work}")
+        archive = _download_sdist(version, work / "sdist")
+        source = _unpack_llama_cpp(archive, work / "src")
+        built = _build(source, work / "build")
+        staged = work / "staged"
+        staged.mkdir()
+        shutil.copy2(built, staged / BINARY_NAME)
+        (staged / "BUILD_INFO.txt").write_text(
+            f"llama-cpp-python=={version}\ncmake flags: {' '.join(CMAKE_FLAGS)}\n",
+            encoding="utf-8",
+        )
+        if final_dir.exists():
+            # A stale or broken entry (its binary failed the check above).
+            shutil.rmtree(final_dir)
+        staged.rename(final_dir)
+    _log(f"built in {time.monotonic() - started:.0f} s")
+    if not binary_works(target):
+        raise BuildError(f"cached binary does not run: {target}")
+    return target
+
+
+def main() -> int:
+    try:
+        path = ensure_llama_server()
+    except BuildError as error:
+        _log(f"error: {error}")
+        return 1
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

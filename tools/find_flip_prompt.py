@@ -1,0 +1,292 @@
+"""Search a prompt whose greedy output differs between a cold and a warm prompt cache.
+
+Starts the cached llama-server (``build_llama_server.ensure_llama_server``) on the tiny
+model (``make_tiny_model.write_tiny_model``), then for prompts drawn deterministically
+from a seed: erase slot 0, send a cold request, send the same request warm. The first
+prompt whose cold and warm outputs differ stably (3 repeats) is the "flip" fixture; the
+first whose outputs agree stably is the "stable" one. Both go to
+``tests/fixtures/llama_prompts.json``.
+
+Server flags (each checked against ``--help``): ``-np 1`` so slot 0 is the only slot,
+``--cache-ram 0`` so no host-RAM prompt cache survives an erase, ``--slot-save-path``
+because ``POST /slots/0?action=erase`` answers 501 without it, ``--metrics`` for
+``/metrics``, ``--no-warmup`` for a faster start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from build_llama_server import ensure_llama_server
+from make_tiny_model import WORDS, write_tiny_model
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "tests" / "fixtures" / "llama_prompts.json"
+MODEL_ALIAS = "tiny"
+STABILITY_REPEATS = 3
+REQUEST_TIMEOUT_S = 60.0
+STARTUP_TIMEOUT_S = 60.0
+
+
+def _log(message: str) -> None:
+    print(f"[find_flip_prompt] {message}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def server_args(binary: Path, model: Path, port: int, slot_dir: Path) -> list[str]:
+    """The llama-server command line; fails if this build lacks one of the flags."""
+    args = [
+        str(binary),
+        "-m",
+        str(model),
+        "--alias",
+        MODEL_ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-np",
+        "1",
+        "--cache-ram",
+        "0",
+        "--slot-save-path",
+        str(slot_dir),
+        "--metrics",
+        "--no-warmup",
+    ]
+    help_text = subprocess.run(
+        [str(binary), "--help"], capture_output=True, text=True, check=False, timeout=60
+    ).stdout
+    missing = [a for a in args if a.startswith("-") and a not in help_text]
+    if missing:
+        raise RuntimeError(f"llama-server lacks flags: {missing}")
+    return args
+
+
+@dataclass(frozen=True)
+class Reply:
+    content: str
+    cached_tokens: int
+    prompt_tokens: int
+    seconds: float
+
+
+class Server:
+    """A running llama-server reached over HTTP on 127.0.0.1."""
+
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(
+            self.base + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT_S) as resp:
+            raw = resp.read().decode()
+        return json.loads(raw) if raw.lstrip().startswith(("{", "[")) else raw
+
+    def wait_ready(self, proc: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"llama-server exited with code {proc.returncode}")
+            with contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError):
+                if self.request("GET", "/health").get("status") == "ok":
+                    return
+            time.sleep(0.1)
+        raise RuntimeError("llama-server did not become ready")
+
+    def erase_slot(self) -> None:
+        answer = self.request("POST", "/slots/0?action=erase")
+        if answer.get("id_slot") != 0:
+            raise RuntimeError(f"unexpected erase answer: {answer}")
+
+    def chat(self, prompt: str, max_tokens: int, cache_prompt: bool = True) -> Reply:
+        body: dict[str, Any] = {
+            "model": MODEL_ALIAS,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0,
+            "top_k": 1,
+            "top_p": 1,
+            "min_p": 0,
+            "repeat_penalty": 1.0,
+            "seed": 0,
+            "max_tokens": max_tokens,
+            "stream": False,
+        }
+        if not cache_prompt:
+            body["cache_prompt"] = False
+        started = time.monotonic()
+        answer = self.request("POST", "/v1/chat/completions", body)
+        usage = answer["usage"]
+        return Reply(
+            content=answer["choices"][0]["message"]["content"],
+            cached_tokens=int(usage["prompt_tokens_details"]["cached_tokens"]),
+            prompt_tokens=int(usage["prompt_tokens"]),
+            seconds=time.monotonic() - started,
+        )
+
+    def cold_warm(self, prompt: str, max_tokens: int) -> tuple[Reply, Reply]:
+        self.erase_slot()
+        cold = self.chat(prompt, max_tokens)
+        warm = self.chat(prompt, max_tokens)
+        if cold.cached_tokens != 0 or warm.cached_tokens == 0:
+            raise RuntimeError(
+                f"cache state not as intended: cold cached {cold.cached_tokens}, "
+                f"warm cached {warm.cached_tokens}"
+            )
+        return cold, warm
+
+
+@contextlib.contextmanager
+def running_server(binary: Path, model: Path, workdir: Path) -> Iterator[Server]:
+    port = free_port()
+    slot_dir = workdir / "slots"
+    slot_dir.mkdir()
+    args = server_args(binary, model, port, slot_dir)
+    log_path = workdir / "llama-server.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        _log(f"started llama-server pid {proc.pid} on port {port}")
+        try:
+            server = Server(port)
+            server.wait_ready(proc)
+            yield server
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            _log(f"stopped llama-server pid {proc.pid}")
+
+
+def candidate_prompts(seed: int) -> Iterator[str]:
+    rng = random.Random(seed)
+    while True:
+        yield " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
+
+
+def is_stable(server: Server, prompt: str, max_tokens: int, flips: bool) -> bool:
+    """Repeat cold/warm: all colds equal, all warms equal, and cold != warm iff flips."""
+    pairs = [server.cold_warm(prompt, max_tokens) for _ in range(STABILITY_REPEATS)]
+    colds = {cold.content for cold, _ in pairs}
+    warms = {warm.content for _, warm in pairs}
+    return len(colds) == 1 and len(warms) == 1 and (colds != warms) == flips
+
+
+def search(server: Server, prompt_seed: int, max_tokens: int, max_prompts: int) -> dict[str, Any]:
+    flip: str | None = None
+    stable: str | None = None
+    tried = 0
+    seen: set[str] = set()
+    started = time.monotonic()
+    for prompt in candidate_prompts(prompt_seed):
+        if flip is not None and stable is not None:
+            break
+        if tried >= max_prompts:
+            raise RuntimeError(f"no flipping prompt among {tried} candidates")
+        if prompt in seen:
+            continue
+        seen.add(prompt)
+        tried += 1
+        cold, warm = server.cold_warm(prompt, max_tokens)
+        flips = cold.content != warm.content
+        if flips and flip is None and is_stable(server, prompt, max_tokens, flips=True):
+            flip = prompt
+            _log(f"flip after {tried} prompts: {prompt!r}")
+        elif not flips and stable is None and is_stable(server, prompt, max_tokens, flips=False):
+            stable = prompt
+            _log(f"stable after {tried} prompts: {prompt!r}")
+    assert flip is not None and stable is not None
+    _log(f"searched {tried} prompts in {time.monotonic() - started:.1f} s")
+
+    server.erase_slot()
+    cold = server.chat(flip, max_tokens)
+    warm = server.chat(flip, max_tokens)
+    no_cache = server.chat(flip, max_tokens, cache_prompt=False)
+    _log(
+        f"cache_prompt:false equals cold: {no_cache.content == cold.content} "
+        f"(cached_tokens {no_cache.cached_tokens}); one request took {cold.seconds:.3f} s"
+    )
+    return {
+        "flip": {
+            "prompt": flip,
+            "cold_content": cold.content,
+            "warm_content": warm.content,
+            "no_cache_content_equals_cold": no_cache.content == cold.content,
+        },
+        "stable": {"prompt": stable},
+        "prompts_tried": tried,
+    }
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--model-seed", type=int, default=0)
+    parser.add_argument("--prompt-seed", type=int, default=0)
+    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--max-prompts", type=int, default=5000)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    # A SIGTERM unwinds like Ctrl-C, so the server is stopped in either case.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+
+    binary = ensure_llama_server()
+    with tempfile.TemporaryDirectory(prefix="find-flip-") as tmp:
+        workdir = Path(tmp)
+        model = workdir / "tiny.gguf"
+        write_tiny_model(model, seed=args.model_seed)
+        try:
+            with running_server(binary, model, workdir) as server:
+                found = search(server, args.prompt_seed, args.max_tokens, args.max_prompts)
+        except KeyboardInterrupt:
+            _log("interrupted")
+            return 130
+    fixture = {
+        "model_seed": args.model_seed,
+        "prompt_seed": args.prompt_seed,
+        "max_tokens": args.max_tokens,
+        **found,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(fixture, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

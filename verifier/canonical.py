@@ -1,0 +1,103 @@
+"""The canonical output hash and the first difference between two outputs (EVIDENCE.md)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import rfc8785
+
+from verifier.model import Sha256Hex
+
+
+class OutputHashError(ValueError):
+    """The response has no canonical output (not a chat completion, or ambiguous)."""
+
+
+def canonical_output(response: Any) -> dict[str, Any]:
+    """Reduce a chat-completion response to the object whose RFC 8785 bytes are hashed."""
+    if not isinstance(response, dict):
+        raise OutputHashError("the response is not a JSON object")
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise OutputHashError("the response has no choices[0]")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise OutputHashError("choices[0] has no message object")
+
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise OutputHashError("message.content is neither a string nor null")
+
+    reasoning: Any = None
+    has_rc = "reasoning_content" in message and message["reasoning_content"] is not None
+    has_r = "reasoning" in message and message["reasoning"] is not None
+    if has_rc and has_r and message["reasoning_content"] != message["reasoning"]:
+        raise OutputHashError("message.reasoning_content and message.reasoning differ")
+    if has_rc:
+        reasoning = message["reasoning_content"]
+    elif has_r:
+        reasoning = message["reasoning"]
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise OutputHashError("the reasoning field is not a string")
+
+    tool_calls: list[dict[str, Any]] | None = None
+    if "tool_calls" in message and message["tool_calls"] is not None:
+        raw_calls = message["tool_calls"]
+        if not isinstance(raw_calls, list):
+            raise OutputHashError("message.tool_calls is not a list")
+        tool_calls = []
+        for call in raw_calls:
+            if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+                raise OutputHashError("a tool call has no function object")
+            function = call["function"]
+            tool_calls.append(
+                {
+                    "type": call.get("type"),
+                    "function": {
+                        "name": function.get("name"),
+                        "arguments": function.get("arguments"),
+                    },
+                }
+            )
+    return {"content": content, "reasoning_content": reasoning, "tool_calls": tool_calls}
+
+
+def output_hash(response: Any) -> Sha256Hex:
+    """SHA-256 (lowercase hex) of the RFC 8785 serialization of the canonical output."""
+    canonical = canonical_output(response)
+    try:
+        encoded: bytes = rfc8785.dumps(canonical)
+    except Exception as exc:  # rfc8785 raises its own types for floats out of range etc.
+        raise OutputHashError(f"cannot canonicalize the output: {exc}") from None
+    return Sha256Hex(hashlib.sha256(encoded).hexdigest())
+
+
+@dataclass(frozen=True)
+class FirstDifference:
+    """Where two texts first differ, by Unicode code point, with a short excerpt of each side."""
+
+    field: str
+    index: int
+    left_excerpt: str
+    right_excerpt: str
+
+
+def first_difference(
+    field: str, left: str | None, right: str | None, *, context: int = 40
+) -> FirstDifference | None:
+    """Zero-based index of the first differing code point, or None when the texts are equal."""
+    if left == right:
+        return None
+    a = left or ""
+    b = right or ""
+    index = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    start = max(0, index - context)
+
+    def excerpt(text: str) -> str:
+        prefix = "…" if start > 0 else ""
+        suffix = "…" if index + context < len(text) else ""
+        return prefix + text[start : index + context] + suffix
+
+    return FirstDifference(field, index, excerpt(a), excerpt(b))

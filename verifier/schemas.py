@@ -1,0 +1,99 @@
+"""The JSON Schemas of every document, loaded offline through a `referencing` registry."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from verifier.errors import SchemaVersionError
+
+SUPPORTED_MAJOR = 1
+SCHEMA_VERSION = "1.0"
+SUFFIX = ".schema.json"
+
+# The schema each document kind is validated against.
+KIND_TO_SCHEMA = {
+    "evidence.experiment": "experiment",
+    "evidence.record": "record",
+    "evidence.model-manifest": "model-manifest",
+    "evidence.redaction-ledger": "redaction-ledger",
+    "evidence.report": "report",
+    "evidence.raw-run": "raw-run",
+    "evidence.raw-server": "raw-server",
+    "evidence.raw-exchange": "raw-exchange",
+    "evidence.raw-model-manifest": "raw-model-manifest",
+}
+
+
+def schema_dir() -> Path:
+    """Where the schemas are: inside the installed wheel, else the source tree's `schemas/`."""
+    packaged = Path(str(resources.files("verifier"))) / "_schemas"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "schemas"
+
+
+@cache
+def load_all() -> dict[str, dict[str, Any]]:
+    """Every schema by name (file name without `.schema.json`)."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for path in sorted(schema_dir().glob("*" + SUFFIX)):
+        schemas[path.name.removesuffix(SUFFIX)] = json.loads(path.read_text("utf-8"))
+    return schemas
+
+
+@cache
+def registry() -> Registry[Any]:
+    resources_ = [
+        (schema["$id"], Resource.from_contents(schema, default_specification=DRAFT202012))
+        for schema in load_all().values()
+    ]
+    return Registry().with_resources(resources_)
+
+
+@cache
+def validator(name: str) -> Draft202012Validator:
+    schema = load_all()[name]
+    return Draft202012Validator(schema, registry=registry())
+
+
+@dataclass(frozen=True)
+class SchemaViolation:
+    pointer: str
+    message: str
+    schema_path: str
+
+
+def validate(document: Any, name: str) -> list[SchemaViolation]:
+    """Every violation of the named schema, sorted by location (not only the first)."""
+    violations = []
+    for error in validator(name).iter_errors(document):
+        pointer = "".join(
+            "/" + str(part).replace("~", "~0").replace("/", "~1") for part in error.absolute_path
+        )
+        schema_path = "/".join(str(p) for p in error.absolute_schema_path)
+        violations.append(SchemaViolation(pointer, error.message, schema_path))
+    return sorted(violations, key=lambda v: (v.pointer, v.message))
+
+
+def check_schema_version(document: Any, *, where: str) -> None:
+    """Refuse a document whose schema_version has an unknown major version."""
+    if not isinstance(document, dict):
+        return
+    version = document.get("schema_version")
+    if not isinstance(version, str):
+        return  # the schema check reports a missing or mistyped version
+    major = version.split(".", 1)[0]
+    if major != str(SUPPORTED_MAJOR):
+        raise SchemaVersionError(
+            f"{where}: schema_version {version!r} has major version {major}; this tool reads "
+            f"major version {SUPPORTED_MAJOR} only. Upgrade evidence to read it."
+        )

@@ -92,7 +92,9 @@ def first_difference(
         return None
     a = left or ""
     b = right or ""
-    index = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    index = next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
     start = max(0, index - context)
 
     def excerpt(text: str) -> str:

@@ -47,11 +47,11 @@ def loads_strict(data: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
         raise InvalidDocument("a byte-order mark is not allowed")
     _check_depth(data, max_depth)
     try:
-        return json.loads(
-            text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant
-        )
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
-        raise InvalidDocument(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise InvalidDocument(
+            f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
     except RecursionError:
         raise InvalidDocument("nesting too deep") from None
 

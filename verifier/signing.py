@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,17 +40,11 @@ def generate_key_pair(out_dir: Path) -> KeyPairPaths:
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    with private_path.open("xb", opener=_private_opener) as handle:
-        handle.write(private_pem)
+    with os.fdopen(os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fd:
+        fd.write(private_pem)
     with public_path.open("xb") as handle:
         handle.write(public_pem)
     return KeyPairPaths(private_path, public_path)
-
-
-def _private_opener(path: str, flags: int) -> int:
-    import os
-
-    return os.open(path, flags, 0o600)
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:

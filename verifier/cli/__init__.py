@@ -1,0 +1,44 @@
+"""The `evidence` command line: thin typer commands over the pure core."""
+
+from __future__ import annotations
+
+import typer
+
+from verifier import __version__
+from verifier.cli import keys_cmd, schema_cmd
+
+app = typer.Typer(
+    name="evidence",
+    help=(
+        "Capture, export and verify evidence that an LLM server's greedy reply depends on "
+        "its prompt-cache state.\n\n"
+        "Pipeline: capture (private raw dir) -> export (public bundle) -> verify (verdict)."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"evidence {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Capture, export and verify cache-state evidence bundles."""
+
+
+for _module in (keys_cmd, schema_cmd):
+    _module.register(app)
+
+
+def main() -> None:
+    app()

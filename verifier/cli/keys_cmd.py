@@ -1,0 +1,31 @@
+"""`evidence keygen`: an Ed25519 key pair for signing bundles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from verifier import signing
+from verifier.cli.common import boundary, stderr
+
+
+def keygen(
+    out: Annotated[
+        Path, typer.Option("--out", help="Directory for the two PEM files (created if needed).")
+    ],
+) -> None:
+    """Make an Ed25519 key pair: a PKCS#8 private key (mode 0600) and its public key.
+
+    Sign an export with [bold]--sign-key[/] PRIVATE.pem; reviewers verify with
+    [bold]evidence verify --key[/] PUBLIC.pem, or with stock OpenSSL:
+    openssl pkeyutl -verify -pubin -inkey PUBLIC.pem -rawin -in SHA256SUMS -sigfile SHA256SUMS.sig
+    """
+    paths = signing.generate_key_pair(out)
+    stderr.print(f"private key: {paths.private} (keep it secret)")
+    stderr.print(f"public key:  {paths.public} (publish it)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(boundary(keygen))

@@ -1,4 +1,4 @@
-"""One error root for everything a user can cause; each subclass carries its message and exit code."""
+"""One error root for all a user can cause; each subclass carries its text and exit code."""
 
 from __future__ import annotations
 

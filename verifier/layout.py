@@ -1,4 +1,4 @@
-"""File names of the raw capture directory and of the public bundle: the one place that knows them."""
+"""File names of the raw capture directory and the public bundle, kept in one place."""
 
 from __future__ import annotations
 

@@ -489,7 +489,7 @@ def write_seed_raw(out: Path) -> None:
     _write(out / "run.json", run)
     (out / "harness.log").write_text(
         f"{_ts(0)} capture started by {USER}@{HOST} in {WORKDIR}\n"
-        f"{_ts(0)} binary {BINARY} sha256 e9d52181962009218f539569802d5fc2a389fb607d18ffad2b14b2f41dfdc608\n"
+        f"{_ts(0)} binary {BINARY} sha256 {_library_entries()[0]['sha256']}\n"
         f"{_ts(0)} model {MODEL_DIR} hashed: 9 files\n"
         f"{_ts(clock)} capture finished: 28 requests\n",
         encoding="utf-8",

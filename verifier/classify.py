@@ -1,0 +1,319 @@
+"""The verdict table of EVIDENCE.md, per condition and for the experiment."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from verifier.canonical import FirstDifference, first_difference
+from verifier.model import Arm, Verdict
+from verifier.proofs import RequestProof, counter_deltas
+from verifier.records import Condition, Record, TelemetryMap
+
+MIN_PER_SIDE = 2  # proven warm requests, and proven cold/disabled ones, needed for a verdict
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class OutputClass:
+    label: str  # A, B, ... in order of first appearance in the experiment
+    output_hash: str
+    count: int
+
+
+@dataclass(frozen=True)
+class ClassTelemetry:
+    """What the telemetry said around the requests of one output class in one condition."""
+
+    label: str
+    requests: int
+    cached_tokens: tuple[int | None, ...]  # distinct values seen
+    counter_deltas: dict[str, tuple[float, ...]]  # counter or sample -> distinct deltas seen
+
+
+@dataclass(frozen=True)
+class FiniteSampleBound:
+    requests: int
+    variations: int
+    upper_bound: float | None  # 95% upper bound on the per-request variation rate
+
+    @property
+    def sentence(self) -> str:
+        if self.requests == 0:
+            return "no comparable request"
+        if self.variations:
+            return f"{self.variations} variations within arms in {self.requests} requests"
+        return (
+            f"no variation within arms in {self.requests} requests "
+            f"(95% upper bound on the per-request variation rate: {self.upper_bound:.1%})"
+        )
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    condition: Condition
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    counts: dict[Arm, dict[str, int]]  # arm -> class label -> proven requests
+    baseline_label: str | None  # A: what cold and disabled requests gave
+    warm_label: str | None  # B: what warm requests gave
+    excluded: tuple[RequestProof, ...]  # failed or unproven: out of the comparison
+    capped: int
+    first_differences: tuple[FirstDifference, ...]
+    class_telemetry: tuple[ClassTelemetry, ...]
+    bound: FiniteSampleBound
+
+
+@dataclass(frozen=True)
+class Classification:
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    classes: tuple[OutputClass, ...]
+    conditions: tuple[ConditionResult, ...]
+    proofs: tuple[RequestProof, ...]
+    bound: FiniteSampleBound
+    first_differences: tuple[FirstDifference, ...] = field(default=())
+
+
+def _labels(proofs: Sequence[RequestProof], order: Sequence[str]) -> dict[str, str]:
+    rank = {cid: i for i, cid in enumerate(order)}
+    labels: dict[str, str] = {}
+    for proof in sorted(
+        proofs, key=lambda p: (rank.get(p.record.condition, 99), p.record.sequence)
+    ):
+        digest = proof.record.output_hash
+        if digest is not None and proof.failed is None and digest not in labels:
+            labels[digest] = _label_name(len(labels))
+    return labels
+
+
+def _label_name(index: int) -> str:
+    name = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        name = chr(ord("A") + rest) + name
+    return name
+
+
+def _bound(requests: int, variations: int) -> FiniteSampleBound:
+    upper = 1 - (1 - CONFIDENCE) ** (1 / requests) if requests and not variations else None
+    return FiniteSampleBound(requests, variations, upper)
+
+
+def _variations(by_arm: dict[Arm, Counter[str]]) -> int:
+    """Requests whose output differs from the most common output of their arm."""
+    return sum(sum(c.values()) - max(c.values()) for c in by_arm.values() if c)
+
+
+def _differences(left: Record | None, right: Record | None) -> tuple[FirstDifference, ...]:
+    if left is None or right is None:
+        return ()
+    found = [
+        first_difference("content", left.content, right.content),
+        first_difference("reasoning_content", left.reasoning, right.reasoning),
+    ]
+    return tuple(d for d in found if d is not None)
+
+
+def _class_telemetry(
+    proofs: Sequence[RequestProof], labels: dict[str, str], telemetry: TelemetryMap
+) -> tuple[ClassTelemetry, ...]:
+    grouped: dict[str, list[RequestProof]] = defaultdict(list)
+    for proof in proofs:
+        grouped[labels[proof.record.output_hash or ""]].append(proof)
+    result = []
+    refs = telemetry.hit_counters + telemetry.reuse_counters + telemetry.store_counters
+    for label in sorted(grouped, key=lambda s: (len(s), s)):
+        members = grouped[label]
+        deltas: dict[str, set[float]] = defaultdict(set)
+        for proof in members:
+            record = proof.record
+            for d in counter_deltas(record, refs):
+                if d.delta is not None:
+                    deltas[d.ref].add(d.delta)
+            for ref in telemetry.path_counters:
+                before = record.before.samples(ref)
+                for key, after in record.after.samples(ref).items():
+                    deltas[key].add(after - before.get(key, 0.0))
+        cached = sorted({p.cached_tokens for p in members}, key=lambda v: (v is None, v or 0))
+        result.append(
+            ClassTelemetry(
+                label,
+                len(members),
+                tuple(cached),
+                {k: tuple(sorted(v)) for k, v in sorted(deltas.items())},
+            )
+        )
+    return tuple(result)
+
+
+def classify_condition(
+    condition: Condition,
+    proofs: Sequence[RequestProof],
+    labels: dict[str, str],
+    telemetry: TelemetryMap,
+    prompt_mismatch: bool,
+) -> ConditionResult:
+    comparable = [p for p in proofs if p.comparable]
+    excluded = tuple(p for p in proofs if not p.comparable)
+    by_arm: dict[Arm, Counter[str]] = {arm: Counter() for arm in Arm}
+    for proof in comparable:
+        by_arm[proof.arm][labels[proof.record.output_hash or ""]] += 1
+    counts = {arm: dict(sorted(c.items())) for arm, c in by_arm.items()}
+    warm = by_arm[Arm.WARM]
+    baseline: Counter[str] = Counter()
+    for arm in Arm:
+        if arm.is_baseline:
+            baseline.update(by_arm[arm])
+    capped = sum(1 for p in comparable if p.capped)
+    variations = _variations(by_arm)
+    bound = _bound(len(comparable), variations)
+    reasons: list[str] = []
+    unproven_warm = [p for p in excluded if p.arm is Arm.WARM and p.failed is None]
+
+    verdict: Verdict
+    varying = [arm for arm, c in by_arm.items() if len(c) > 1]
+    if varying:
+        verdict = Verdict.NONDETERMINISTIC
+        for arm in varying:
+            spread = ", ".join(f"{n}x {label}" for label, n in sorted(by_arm[arm].items()))
+            reasons.append(f"the {arm} arm varies within itself: {spread}")
+    elif prompt_mismatch:
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append("prompt_tokens differ between requests: the prompt was not the same")
+    elif not comparable:
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append("no request is both successful and proven")
+    elif capped == len(comparable):
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append("every compared request hit the token cap (finish_reason: length)")
+    elif not warm:
+        verdict = Verdict.INCONCLUSIVE
+        if unproven_warm:
+            reasons.append(
+                f"warm hits not proven: {len(unproven_warm)} claimed warm requests lack "
+                "hit evidence"
+            )
+        else:
+            reasons.append("the warm arm is empty")
+    elif not baseline:
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append("no proven cold or cache-disabled request")
+    elif sum(warm.values()) < MIN_PER_SIDE or sum(baseline.values()) < MIN_PER_SIDE:
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append(
+            f"too few requests: {sum(warm.values())} proven warm and {sum(baseline.values())} "
+            f"proven cold/disabled; at least {MIN_PER_SIDE} of each are needed"
+        )
+    elif len(baseline) > 1:
+        verdict = Verdict.INCONCLUSIVE
+        per_arm = "; ".join(
+            f"{arm}: {', '.join(sorted(by_arm[arm]))}"
+            for arm in Arm
+            if arm.is_baseline and by_arm[arm]
+        )
+        reasons.append(f"the cold and cache-disabled arms disagree ({per_arm})")
+    else:
+        (a,) = baseline
+        (b,) = warm
+        if a != b:
+            verdict = Verdict.CACHE_STATE_DEPENDENT
+            reasons.append(
+                f"every proven cold/disabled request gave {a}, "
+                f"every proven warm request gave {b}"
+            )
+        else:
+            verdict = Verdict.CACHE_STATE_INDEPENDENT
+            reasons.append(f"every proven request gave {a}, warm and cold alike")
+    if unproven_warm and verdict is not Verdict.INCONCLUSIVE:
+        reasons.append(
+            f"{len(unproven_warm)} claimed warm requests were not proven and were left out"
+        )
+    if capped and verdict is not Verdict.INCONCLUSIVE:
+        reasons.append(f"{capped} compared requests hit the token cap: their outputs are truncated")
+
+    baseline_label = baseline.most_common(1)[0][0] if baseline else None
+    warm_label = warm.most_common(1)[0][0] if warm else None
+
+    def example(label: str | None) -> Record | None:
+        for proof in comparable:
+            if label is not None and labels[proof.record.output_hash or ""] == label:
+                return proof.record
+        return None
+
+    differences: tuple[FirstDifference, ...] = ()
+    if baseline_label and warm_label and baseline_label != warm_label:
+        differences = _differences(example(baseline_label), example(warm_label))
+    return ConditionResult(
+        condition=condition,
+        verdict=verdict,
+        reasons=tuple(reasons),
+        counts=counts,
+        baseline_label=baseline_label,
+        warm_label=warm_label,
+        excluded=excluded,
+        capped=capped,
+        first_differences=differences,
+        class_telemetry=_class_telemetry(comparable, labels, telemetry),
+        bound=bound,
+    )
+
+
+_PRECEDENCE = (
+    Verdict.NONDETERMINISTIC,
+    Verdict.CACHE_STATE_DEPENDENT,
+    Verdict.INCONCLUSIVE,
+    Verdict.CACHE_STATE_INDEPENDENT,
+)
+
+
+def classify(
+    conditions: Sequence[Condition], proofs: Sequence[RequestProof], telemetry: TelemetryMap
+) -> Classification:
+    """Classify each condition, then the experiment.
+
+    The experiment takes the most telling verdict of its conditions: variation within an arm
+    outweighs a split, a proven split outweighs an undecided condition, and
+    `cache-state-independent` needs every condition to agree.
+    """
+    order = [c.id for c in conditions]
+    labels = _labels(proofs, order)
+    prompts = {p.prompt_tokens for p in proofs if p.failed is None and p.prompt_tokens is not None}
+    prompt_mismatch = len(prompts) > 1
+    results = tuple(
+        classify_condition(
+            condition,
+            [p for p in proofs if p.record.condition == condition.id],
+            labels,
+            telemetry,
+            prompt_mismatch,
+        )
+        for condition in conditions
+    )
+    verdicts = {r.verdict for r in results}
+    verdict = next((v for v in _PRECEDENCE if v in verdicts), Verdict.INCONCLUSIVE)
+    reasons = [f"{r.condition.id}: {r.verdict}" for r in results]
+    if prompt_mismatch:
+        reasons.insert(0, "prompt_tokens differ: " + ", ".join(str(p) for p in sorted(prompts)))
+    counter: Counter[str] = Counter()
+    for proof in proofs:
+        if proof.comparable and proof.record.output_hash:
+            counter[proof.record.output_hash] += 1
+    classes = tuple(
+        OutputClass(label, digest, counter[digest])
+        for digest, label in sorted(labels.items(), key=lambda kv: (len(kv[1]), kv[1]))
+    )
+    comparable = sum(r.bound.requests for r in results)
+    variations = sum(r.bound.variations for r in results)
+    first = next((r.first_differences for r in results if r.first_differences), ())
+    return Classification(
+        verdict=verdict,
+        reasons=tuple(reasons),
+        classes=classes,
+        conditions=results,
+        proofs=tuple(proofs),
+        bound=_bound(comparable, variations),
+        first_differences=first,
+    )

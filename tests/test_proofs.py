@@ -1,0 +1,190 @@
+"""The proof rules, one rule at a time, on hand-made records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from verifier.classify import classify
+from verifier.model import Arm, Verdict
+from verifier.proofs import prove_all, prove_request
+from verifier.records import Condition, Record, Snapshot, TelemetryMap
+
+TELEMETRY = TelemetryMap(
+    cached_tokens_pointer="/usage/prompt_tokens_details/cached_tokens",
+    prompt_tokens_pointer="/usage/prompt_tokens",
+    hit_counters=("metric:hits_total",),
+    reuse_counters=(),
+    store_counters=("stats:lookups",),
+    path_counters=("metric:launches_total",),
+    cache_enabled_pointer="/enabled",
+    cache_entries_pointer="/entries",
+)
+OPT_OUT = {"cache_prompt": False}
+
+
+def snapshot(hits: float, lookups: int = 0, entries: int = 0, enabled: bool = True) -> Snapshot:
+    return Snapshot(
+        {"enabled": enabled, "entries": entries, "lookups": lookups},
+        {"hits_total": hits, 'launches_total{path="gather"}': 10.0 * hits},
+    )
+
+
+def record(
+    arm: Arm,
+    *,
+    sequence: int = 1,
+    cached: int | None = 0,
+    hits: tuple[float, float] | None = None,
+    lookups: tuple[int, int] = (0, 0),
+    entries: int = 0,
+    enabled: bool = True,
+    preceded_by: str = "request",
+    output: str = "A",
+    finish: str = "stop",
+    status: int = 200,
+    body: dict[str, Any] | None = None,
+    condition: str = "c",
+) -> Record:
+    if hits is None:
+        hits = (10 * sequence, 10 * sequence)  # counters only grow between requests
+    usage: dict[str, Any] = {"prompt_tokens": 42}
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return Record(
+        file=f"records/{condition}/{sequence:03d}.json",
+        condition=condition,
+        sequence=sequence,
+        phase="cycle-1",
+        server_instance=1,
+        claimed_arm=arm,
+        preceded_by=preceded_by,
+        request_body=body if body is not None else {},
+        http_status=status,
+        response={
+            "choices": [{"message": {"content": output}, "finish_reason": finish}],
+            "usage": usage,
+        },
+        output_hash=(output * 64)[:64].lower() if status == 200 else None,
+        before=snapshot(hits[0], lookups[0], entries, enabled),
+        after=snapshot(hits[1], lookups[1], entries, enabled),
+    )
+
+
+def prove(r: Record, server_disabled: bool = False) -> tuple[bool, str]:
+    proof = prove_request(
+        r, TELEMETRY, server_disabled=server_disabled, opt_out_fields=OPT_OUT, previous=None
+    )
+    return proof.proven, proof.reason
+
+
+def test_warm_needs_partial_hit_and_counter() -> None:
+    assert prove(record(Arm.WARM, cached=32, hits=(0, 2)))[0]
+    assert "unknown" in prove(record(Arm.WARM, cached=None, hits=(0, 2)))[1]
+    assert not prove(record(Arm.WARM, cached=42, hits=(0, 2)))[0]  # whole prompt: not < 42
+    assert not prove(record(Arm.WARM, cached=0, hits=(0, 2)))[0]
+    assert "did not move" in prove(record(Arm.WARM, cached=32, hits=(2, 2)))[1]
+
+
+def test_cold_needs_reset_or_fresh_server_and_zero_cached() -> None:
+    assert prove(record(Arm.COLD, preceded_by="cache-reset"))[0]
+    assert prove(record(Arm.COLD, preceded_by="server-start"))[0]
+    assert "no reset" in prove(record(Arm.COLD, preceded_by="request"))[1]
+    assert "entries" in prove(record(Arm.COLD, preceded_by="cache-reset", entries=1))[1]
+    assert not prove(record(Arm.COLD, preceded_by="cache-reset", cached=None))[0]
+    assert not prove(record(Arm.COLD, preceded_by="cache-reset", cached=5))[0]
+    assert not prove(record(Arm.COLD, preceded_by="cache-reset", hits=(0, 1)))[0]
+
+
+def test_request_disabled_needs_opt_out_field_and_no_store_access() -> None:
+    assert prove(record(Arm.REQUEST_DISABLED, body=dict(OPT_OUT)))[0]
+    assert "opt-out" in prove(record(Arm.REQUEST_DISABLED, body={}))[1]
+    assert "store" in prove(record(Arm.REQUEST_DISABLED, body=dict(OPT_OUT), lookups=(3, 4)))[1]
+
+
+def test_server_disabled_needs_the_server_to_say_so() -> None:
+    assert prove(record(Arm.SERVER_DISABLED, cached=None, enabled=False))[0]
+    assert not prove(record(Arm.SERVER_DISABLED, cached=None, enabled=True))[0]
+    assert not prove(record(Arm.SERVER_DISABLED, cached=None, enabled=False, hits=(0, 1)))[0]
+
+
+def test_backward_counters_make_telemetry_unusable() -> None:
+    proven, reason = prove(record(Arm.WARM, cached=32, hits=(5, 2)))
+    assert not proven and "backwards" in reason
+    first = record(Arm.WARM, cached=32, hits=(0, 9), sequence=1)
+    second = record(Arm.WARM, cached=32, hits=(3, 5), sequence=2)
+    proofs = prove_all([first, second], TELEMETRY, {}, OPT_OUT)
+    assert proofs[0].proven and not proofs[1].proven
+
+
+def test_failed_and_capped() -> None:
+    failed = prove_request(
+        record(Arm.COLD, status=500, preceded_by="server-start"),
+        TELEMETRY,
+        server_disabled=False,
+        opt_out_fields=OPT_OUT,
+        previous=None,
+    )
+    assert failed.failed == "HTTP status 500" and not failed.comparable
+    capped = prove_request(
+        record(Arm.COLD, finish="length", preceded_by="server-start"),
+        TELEMETRY,
+        server_disabled=False,
+        opt_out_fields=OPT_OUT,
+        previous=None,
+    )
+    assert capped.capped and capped.comparable
+
+
+def _experiment(records: list[Record]) -> Verdict:
+    proofs = prove_all(records, TELEMETRY, {}, OPT_OUT)
+    return classify([Condition("c", "c", {}, frozenset())], proofs, TELEMETRY).verdict
+
+
+def _cold(seq: int, output: str = "A") -> Record:
+    return record(Arm.COLD, sequence=seq, preceded_by="server-start", output=output)
+
+
+def _warm(seq: int, output: str = "B", cached: int | None = 32) -> Record:
+    # counters keep growing from request to request, as on a real server
+    return record(
+        Arm.WARM, sequence=seq, cached=cached, hits=(10 * seq, 10 * seq + 2), output=output
+    )
+
+
+@pytest.mark.parametrize(
+    ("records", "verdict"),
+    [
+        ([_cold(1), _cold(2), _warm(3), _warm(4)], Verdict.CACHE_STATE_DEPENDENT),
+        ([_cold(1), _cold(2), _warm(3, "A"), _warm(4, "A")], Verdict.CACHE_STATE_INDEPENDENT),
+        ([_cold(1), _cold(2, "C"), _warm(3), _warm(4)], Verdict.NONDETERMINISTIC),
+        ([_cold(1), _cold(2), _warm(3), _warm(4, "C")], Verdict.NONDETERMINISTIC),
+        ([_cold(1), _cold(2), _warm(3, cached=None), _warm(4, cached=None)], Verdict.INCONCLUSIVE),
+        ([_cold(1), _cold(2), _warm(3)], Verdict.INCONCLUSIVE),  # too few warm
+        ([_warm(3), _warm(4)], Verdict.INCONCLUSIVE),  # no baseline
+    ],
+)
+def test_verdict_table(records: list[Record], verdict: Verdict) -> None:
+    assert _experiment(records) is verdict
+
+
+def test_all_capped_is_inconclusive() -> None:
+    records = [
+        record(Arm.COLD, sequence=s, preceded_by="server-start", finish="length") for s in (1, 2)
+    ] + [
+        record(Arm.WARM, sequence=s, cached=32, hits=(10 * s, 10 * s + 2), finish="length")
+        for s in (3, 4)
+    ]
+    assert _experiment(records) is Verdict.INCONCLUSIVE
+
+
+def test_labels_follow_first_appearance_and_bound_is_honest() -> None:
+    records = [_warm(1, "Z"), _warm(2, "Z"), _cold(3, "Y"), _cold(4, "Y")]
+    proofs = prove_all(records, TELEMETRY, {}, OPT_OUT)
+    result = classify([Condition("c", "c", {}, frozenset())], proofs, TELEMETRY)
+    assert [c.label for c in result.classes] == ["A", "B"]
+    assert result.conditions[0].warm_label == "A"
+    assert result.bound.requests == 4
+    assert result.bound.upper_bound == pytest.approx(1 - 0.05 ** (1 / 4))
+    assert "no variation" in result.bound.sentence and "deterministic" not in result.bound.sentence

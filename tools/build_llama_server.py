@@ -11,14 +11,17 @@ stdout line; progress goes to stderr. Importable: ``ensure_llama_server()``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
 from pathlib import Path
+from types import FrameType
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 BINARY_NAME = "llama-server"
@@ -78,10 +81,20 @@ def binary_works(binary: Path) -> bool:
 
 def _run(command: list[str], cwd: Path | None = None) -> None:
     _log("$ " + " ".join(command))
-    # Tool output goes to stderr so stdout keeps only the final path.
-    result = subprocess.run(command, cwd=cwd, stdout=sys.stderr, stderr=sys.stderr, check=False)
-    if result.returncode != 0:
-        raise BuildError(f"command failed with exit code {result.returncode}: {command[0]}")
+    # Tool output goes to stderr so stdout keeps only the final path. The command runs
+    # in its own process group so an interrupt also stops make's compiler children.
+    proc = subprocess.Popen(
+        command, cwd=cwd, stdout=sys.stderr, stderr=sys.stderr, start_new_session=True
+    )
+    try:
+        returncode = proc.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+        raise
+    if returncode != 0:
+        raise BuildError(f"command failed with exit code {returncode}: {command[0]}")
 
 
 def _download_sdist(version: str, dest: Path) -> Path:
@@ -160,22 +173,37 @@ def ensure_llama_server(version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
             f"llama-cpp-python=={version}\ncmake flags: {' '.join(CMAKE_FLAGS)}\n",
             encoding="utf-8",
         )
-        if final_dir.exists():
+        if final_dir.exists() and not binary_works(target):
             # A stale or broken entry (its binary failed the check above).
             shutil.rmtree(final_dir)
-        staged.rename(final_dir)
+        try:
+            staged.rename(final_dir)
+        except OSError:
+            # A concurrent build finished first; keep its result if it works.
+            if not binary_works(target):
+                raise
+
     _log(f"built in {time.monotonic() - started:.0f} s")
     if not binary_works(target):
         raise BuildError(f"cached binary does not run: {target}")
     return target
 
 
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
+    # A SIGTERM unwinds like Ctrl-C: the running cmake is killed and the work dir removed.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         path = ensure_llama_server()
     except BuildError as error:
         _log(f"error: {error}")
         return 1
+    except KeyboardInterrupt:
+        _log("interrupted; nothing was cached")
+        return 130
     print(path)
     return 0
 

@@ -15,7 +15,11 @@ from verifier.canonical import OutputHashError, canonical_output, first_differen
 
 
 def response(message: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"id": "x", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}], **extra}
+    return {
+        "id": "x",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        **extra,
+    }
 
 
 def expected_hash(obj: dict[str, Any]) -> str:
@@ -53,7 +57,11 @@ def test_reasoning_alias_and_ambiguity() -> None:
 
 def test_tool_call_ids_are_dropped_and_arguments_kept_verbatim() -> None:
     def call(call_id: str, arguments: str) -> dict[str, Any]:
-        return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": arguments}}
+        return {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": "f", "arguments": arguments},
+        }
 
     one = response({"content": None, "tool_calls": [call("call_1", '{"a": 1}')]})
     two = response({"content": None, "tool_calls": [call("call_2", '{"a": 1}')]})
@@ -83,7 +91,9 @@ def test_any_content_change_changes_the_hash(a: str, b: str) -> None:
 def test_key_order_and_escaping_do_not_matter() -> None:
     text = json.dumps(response({"content": "é\u2028", "role": "assistant"}), ensure_ascii=True)
     reordered = json.loads(text)
-    assert output_hash(reordered) == output_hash(response({"role": "assistant", "content": "é\u2028"}))
+    assert output_hash(reordered) == output_hash(
+        response({"role": "assistant", "content": "é\u2028"})
+    )
 
 
 def test_first_difference_counts_code_points() -> None:

@@ -221,8 +221,7 @@ def classify_condition(
         if a != b:
             verdict = Verdict.CACHE_STATE_DEPENDENT
             reasons.append(
-                f"every proven cold/disabled request gave {a}, "
-                f"every proven warm request gave {b}"
+                f"every proven cold/disabled request gave {a}, every proven warm request gave {b}"
             )
         else:
             verdict = Verdict.CACHE_STATE_INDEPENDENT

@@ -1,0 +1,1 @@
+"""Reading a public bundle, from a directory or a .tar.gz, without trusting it."""

@@ -1,0 +1,40 @@
+"""Every check of `evidence verify`, registered in one place. A new check is one entry here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from verifier.checks import (
+    checksums,
+    leaks,
+    manifest,
+    output_hashes,
+    request_bodies,
+    safety,
+    schema,
+    signature,
+    telemetry,
+)
+from verifier.checks.context import BundleContext
+from verifier.model import Finding
+
+Check = Callable[[BundleContext], Iterable[Finding]]
+
+CHECKS: tuple[tuple[str, Check], ...] = (
+    ("safety", safety.check_safety),
+    ("checksums", checksums.check_checksums),
+    ("signature", signature.check_signature),
+    ("schema", schema.check_schema),
+    ("output-hash", output_hashes.check_output_hashes),
+    ("request-body", request_bodies.check_request_bodies),
+    ("manifest", manifest.check_manifest),
+    ("telemetry", telemetry.check_telemetry),
+    ("leaks", leaks.check_leaks),
+)
+
+
+def run_checks(context: BundleContext) -> list[Finding]:
+    findings: list[Finding] = []
+    for _name, check in CHECKS:
+        findings.extend(check(context))
+    return findings

@@ -1,0 +1,57 @@
+"""Per-request telemetry proofs: which claimed arms the recorded telemetry supports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from verifier.checks.context import BundleContext
+from verifier.model import Finding, Severity
+
+CHECK = "telemetry"
+
+
+def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
+    proofs = ctx.proofs
+    for proof in proofs:
+        record = proof.record
+        if proof.failed is not None:
+            yield Finding(
+                CHECK,
+                Severity.WARNING,
+                f"the request failed ({proof.failed}): left out of the comparison",
+                file=record.file,
+                pointer="/http_status",
+            )
+        elif not proof.proven:
+            yield Finding(
+                CHECK,
+                Severity.WARNING,
+                f"claimed {record.claimed_arm} not proven: {proof.reason}",
+                file=record.file,
+                pointer="/telemetry",
+            )
+        if proof.capped:
+            yield Finding(
+                CHECK,
+                Severity.WARNING,
+                "finish_reason is length: the output hit the token cap and is truncated",
+                file=record.file,
+                pointer="/response/choices/0/finish_reason",
+            )
+    prompt_tokens: dict[int, list[str]] = {}
+    for proof in proofs:
+        if proof.failed is None and proof.prompt_tokens is not None:
+            prompt_tokens.setdefault(proof.prompt_tokens, []).append(proof.record.file)
+    if len(prompt_tokens) > 1:
+        (common, _), *others = sorted(prompt_tokens.items(), key=lambda kv: -len(kv[1]))
+        for value, files in others:
+            for file in files:
+                yield Finding(
+                    CHECK,
+                    Severity.WARNING,
+                    "prompt_tokens differs from the other requests: the prompt was not the same",
+                    file=file,
+                    pointer="/usage/prompt_tokens",
+                    expected=str(common),
+                    actual=str(value),
+                )

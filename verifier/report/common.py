@@ -1,0 +1,66 @@
+"""Wording shared by the human-readable formats, so text and Markdown say the same thing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ARM_COLUMNS = (
+    ("cold", "cold"),
+    ("warm", "warm"),
+    ("request-disabled", "opt-out"),
+    ("server-disabled", "cache off"),
+)
+
+
+def arm_cell(counts: dict[str, int]) -> str:
+    """`6 A` or `5 A + 1 C`; an em dash for an empty arm."""
+    if not counts:
+        return "—"
+    return " + ".join(f"{n} {label}" for label, n in sorted(counts.items()))
+
+
+def number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.3f}"
+
+
+def deltas_text(deltas: list[float]) -> str:
+    return " / ".join(("+" if v > 0 else "") + number(v) for v in deltas)
+
+
+def class_telemetry_rows(condition: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(class, requests, cached tokens, nonzero counter deltas) for one condition."""
+    rows = []
+    for entry in condition["class_telemetry"]:
+        cached = ", ".join("absent" if v is None else str(v) for v in entry["cached_tokens"])
+        moving = {k: v for k, v in entry["counter_deltas"].items() if any(x != 0 for x in v)}
+        still = sorted(k for k in entry["counter_deltas"] if k not in moving)
+        parts = [f"{k} {deltas_text(v)}" for k, v in moving.items()]
+        if still:
+            parts.append("unchanged: " + ", ".join(still))
+        rows.append((entry["class"], str(entry["requests"]), cached, "; ".join(parts) or "—"))
+    return rows
+
+
+def experiment_lines(experiment: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if experiment is None:
+        return []
+    server = experiment["server"]
+    model = experiment["model"]
+    protocol = experiment["protocol"]
+    commit = (server.get("build_commit") or "unknown")[:12]
+    lines = [
+        ("server", f"{server['name']} ({server['profile']} profile), build {commit}"),
+        ("binary sha256", server.get("binary_sha256") or "not recorded"),
+        ("model", f"{model.get('repo_id') or 'unknown'} @ {model.get('revision') or 'unpinned'}"),
+        ("model sha256", model["model_sha256"]),
+        ("config sha256", model.get("config_sha256") or "none"),
+        (
+            "protocol",
+            f"{protocol['cycles']} cycles, max_tokens {protocol['max_tokens']}, "
+            f"parallelism {protocol.get('parallelism')}, block size {protocol.get('block_size')}",
+        ),
+    ]
+    hardware = ", ".join(str(v) for v in experiment["hardware"].values() if v)
+    if hardware:
+        lines.append(("hardware", hardware))
+    return lines

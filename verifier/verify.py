@@ -1,0 +1,58 @@
+"""Verify one bundle: read it safely, run every check, classify what the evidence supports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifier.bundle.reader import read_bundle
+from verifier.checks import run_checks
+from verifier.checks.context import BundleContext, VerifyOptions
+from verifier.classify import Classification, classify
+from verifier.model import Finding, Verdict
+from verifier.records import Experiment
+
+__all__ = ["VerificationResult", "VerifyOptions", "verify_path"]
+
+
+@dataclass(frozen=True)
+class VerificationResult:
+    source: str
+    findings: tuple[Finding, ...]
+    experiment: Experiment | None
+    classification: Classification | None
+    files: int
+
+    @property
+    def verified(self) -> bool:
+        """Fail closed: any error finding, or nothing to classify, is not verified."""
+        return self.classification is not None and not any(f.is_error for f in self.findings)
+
+    @property
+    def verdict(self) -> Verdict:
+        if not self.verified or self.classification is None:
+            return Verdict.INVALID
+        return self.classification.verdict
+
+
+def verify_path(path: Path, options: VerifyOptions | None = None) -> VerificationResult:
+    """Verify the bundle at `path` (a directory or a .tar.gz).
+
+    Raises UnreadableInput or UnsafeInput when the input cannot be read safely at all;
+    everything else wrong with a bundle is a finding.
+    """
+    options = options or VerifyOptions()
+    bundle = read_bundle(path, options.limits)
+    context = BundleContext(bundle, options)
+    findings = run_checks(context)
+    experiment = context.experiment
+    classification = None
+    if experiment is not None and context.records:
+        classification = classify(experiment.conditions, context.proofs, experiment.telemetry)
+    return VerificationResult(
+        source=bundle.source,
+        findings=tuple(findings),
+        experiment=experiment,
+        classification=classification,
+        files=len(bundle.files),
+    )

@@ -24,9 +24,10 @@ class OutputClass:
 
 @dataclass(frozen=True)
 class ClassTelemetry:
-    """What the telemetry said around the requests of one output class in one condition."""
+    """What the telemetry said around the requests of one output class and arm."""
 
     label: str
+    arm: Arm
     requests: int
     cached_tokens: tuple[int | None, ...]  # distinct values seen
     counter_deltas: dict[str, tuple[float, ...]]  # counter or sample -> distinct deltas seen
@@ -120,13 +121,14 @@ def _differences(left: Record | None, right: Record | None) -> tuple[FirstDiffer
 def _class_telemetry(
     proofs: Sequence[RequestProof], labels: dict[str, str], telemetry: TelemetryMap
 ) -> tuple[ClassTelemetry, ...]:
-    grouped: dict[str, list[RequestProof]] = defaultdict(list)
+    grouped: dict[tuple[str, Arm], list[RequestProof]] = defaultdict(list)
     for proof in proofs:
-        grouped[labels[proof.record.output_hash or ""]].append(proof)
+        grouped[(labels[proof.record.output_hash or ""], proof.arm)].append(proof)
     result = []
     refs = telemetry.hit_counters + telemetry.reuse_counters + telemetry.store_counters
-    for label in sorted(grouped, key=lambda s: (len(s), s)):
-        members = grouped[label]
+    arm_order = list(Arm)
+    for label, arm in sorted(grouped, key=lambda k: (len(k[0]), k[0], arm_order.index(k[1]))):
+        members = grouped[(label, arm)]
         deltas: dict[str, set[float]] = defaultdict(set)
         for proof in members:
             record = proof.record
@@ -141,6 +143,7 @@ def _class_telemetry(
         result.append(
             ClassTelemetry(
                 label,
+                arm,
                 len(members),
                 tuple(cached),
                 {k: tuple(sorted(v)) for k, v in sorted(deltas.items())},

@@ -27,17 +27,26 @@ def deltas_text(deltas: list[float]) -> str:
     return " / ".join(("+" if v > 0 else "") + number(v) for v in deltas)
 
 
-def class_telemetry_rows(condition: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(class, requests, cached tokens, nonzero counter deltas) for one condition."""
+def counter_name(ref: str) -> str:
+    """`metric:x_total` reads as `x_total`; `stats:hits` as `stats.hits`."""
+    source, _, name = ref.partition(":")
+    if source == "stats":
+        return "stats." + name
+    return name if source == "metric" else ref
+
+
+def class_telemetry_rows(condition: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """(class, arm, requests, cached tokens, counters that moved) for one condition."""
     rows = []
     for entry in condition["class_telemetry"]:
         cached = ", ".join("absent" if v is None else str(v) for v in entry["cached_tokens"])
         moving = {k: v for k, v in entry["counter_deltas"].items() if any(x != 0 for x in v)}
-        still = sorted(k for k in entry["counter_deltas"] if k not in moving)
-        parts = [f"{k} {deltas_text(v)}" for k, v in moving.items()]
-        if still:
-            parts.append("unchanged: " + ", ".join(still))
-        rows.append((entry["class"], str(entry["requests"]), cached, "; ".join(parts) or "—"))
+        parts = [f"{counter_name(k)} {deltas_text(v)}" for k, v in moving.items()]
+        if len(moving) < len(entry["counter_deltas"]):
+            parts.append("no other counter moved" if parts else "no counter moved")
+        rows.append(
+            (entry["class"], entry["arm"], str(entry["requests"]), cached, "; ".join(parts) or "—")
+        )
     return rows
 
 
@@ -60,7 +69,7 @@ def experiment_lines(experiment: dict[str, Any] | None) -> list[tuple[str, str]]
             f"parallelism {protocol.get('parallelism')}, block size {protocol.get('block_size')}",
         ),
     ]
-    hardware = ", ".join(str(v) for v in experiment["hardware"].values() if v)
+    hardware = ", ".join(f"{k} {v}" for k, v in experiment["hardware"].items() if v)
     if hardware:
         lines.append(("hardware", hardware))
     return lines

@@ -99,6 +99,7 @@ def _condition(result: ConditionResult) -> dict[str, Any]:
         "class_telemetry": [
             {
                 "class": t.label,
+                "arm": str(t.arm),
                 "requests": t.requests,
                 "cached_tokens": list(t.cached_tokens),
                 "counter_deltas": {k: list(v) for k, v in t.counter_deltas.items()},

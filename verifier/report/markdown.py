@@ -65,8 +65,8 @@ def _bundle(bundle: dict[str, Any]) -> list[str]:
                     f"- {c['baseline_class']} (cold/disabled): {_quote(d['baseline_excerpt'])}",
                     f"- {c['warm_class']} (warm): {_quote(d['warm_excerpt'])}",
                 ]
-        lines += ["", "| condition | class | requests | cached tokens | counter deltas |"]
-        lines.append("|---|---|---|---|---|")
+        lines += ["", "| condition | class | arm | n | cached tokens | counter deltas |"]
+        lines.append("|---|---|---|---|---|---|")
         for c in classification["conditions"]:
             for row in class_telemetry_rows(c):
                 lines.append(f"| `{c['id']}` | " + " | ".join(_cell(x) for x in row) + " |")

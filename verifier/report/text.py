@@ -117,11 +117,12 @@ def _telemetry_table(classification: dict[str, Any]) -> Table:
     table = Table(
         "condition",
         "class",
-        "requests",
+        "arm",
+        "n",
         "cached tokens",
         "counter deltas per request",
         box=box.SIMPLE_HEAD,
-        title="telemetry by output class",
+        title="telemetry by output class and arm",
         title_justify="left",
     )
     for condition in classification["conditions"]:

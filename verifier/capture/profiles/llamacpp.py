@@ -1,0 +1,55 @@
+"""llama.cpp's llama-server (SERVERS.md; flags checked against the 0.3.36 vendored build)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifier.capture.profiles.base import (
+    LaunchSpec,
+    ResetCall,
+    ServerProfile,
+    TelemetryMap,
+    single_file_in,
+)
+
+
+@dataclass(frozen=True)
+class LlamaCppProfile(ServerProfile):
+    def start_argv(self, spec: LaunchSpec) -> list[str]:
+        argv = [str(spec.binary), "-m", str(self.model_argument(spec.model))]
+        argv += ["--alias", spec.alias, "--host", "127.0.0.1", "--port", str(spec.port)]
+        # One slot and no host-RAM prompt cache: otherwise an erased slot is refilled from
+        # RAM and the "cold" request after a reset still reports cached tokens.
+        argv += ["-np", "1", "--cache-ram", "0", "--slot-save-path", str(spec.scratch_dir)]
+        argv += ["--metrics", "--no-warmup"]
+        if spec.cache_disabled:
+            # Sets the server-wide default of the request field `cache_prompt` to false; the
+            # harness's body never sets that field, so every request of the arm computes cold.
+            argv.append("--no-cache-prompt")
+        return argv + list(spec.extra_args)
+
+    def model_argument(self, model: Path) -> Path:
+        return single_file_in(model, ".gguf")
+
+
+PROFILE = LlamaCppProfile(
+    name="llama.cpp",
+    server_name="llama-server",
+    experiment_env_prefixes=("LLAMA_", "GGML_"),
+    reset=ResetCall("POST", "/slots/0?action=erase"),
+    opt_out_fields={"cache_prompt": False},
+    # Server defaults differ between builds: pin every sampling setting.
+    pinned_request_fields={
+        "temperature": 0,
+        "top_k": 1,
+        "top_p": 1.0,
+        "min_p": 0.0,
+        "repeat_penalty": 1.0,
+        "seed": 0,
+    },
+    telemetry=TelemetryMap(
+        reuse_counters=("metric:llamacpp:prompt_tokens_cached_total",),
+    ),
+    parallelism=1,
+)

@@ -36,7 +36,7 @@ def test_hash_covers_content_reasoning_and_tool_calls_only() -> None:
 
 
 def test_known_vector() -> None:
-    # Computed independently: printf '%s' '{"content":"A","reasoning_content":null,"tool_calls":null}' | sha256sum
+    # The RFC 8785 bytes written out by hand, as anyone's script would produce them.
     body = b'{"content":"A","reasoning_content":null,"tool_calls":null}'
     assert output_hash(response({"content": "A"})) == hashlib.sha256(body).hexdigest()
 

@@ -1,0 +1,256 @@
+"""A small raw capture directory, valid against the raw schemas, for export tests.
+
+`RawFactory` holds the documents as plain dicts so a test can plant values anywhere
+before `write()`. One condition, one server, four requests: cold, warm, warm, opt-out.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONDITION = "c1"
+CONTENT_A = "The keeper lit the lamp and watched the sea until dawn."
+CONTENT_B = "The keeper lit the lamp and slept until the gulls woke him."
+
+
+def digest(label: str) -> str:
+    return hashlib.sha256(label.encode()).hexdigest()
+
+
+@dataclass
+class Host:
+    user: str = "alice"
+    hostname: str = "lab-host-07"
+    home: str = "/home/alice"
+    cwd: str = "/home/alice/work"
+    tmpdir: str = "/tmp"
+    binary: str = "/home/alice/src/mlxcel/target/release/mlxcel-server"
+    model: str = "/home/alice/models/Qwen3-1.7B-4bit"
+
+
+def _snapshot(entries: int, hits: int, reused: int) -> dict[str, Any]:
+    metrics = {
+        "mlxcel_prompt_cache_hits_total": float(hits),
+        "mlxcel_prompt_cache_prefix_tokens_reused_total": float(reused),
+    }
+    return {
+        "taken_at": "2026-01-01T00:00:00Z",
+        "cache_stats": {"enabled": True, "entries": entries, "hits": hits, "lookups": hits},
+        "cache_stats_status": 200,
+        "metrics": metrics,
+        "metrics_text": "".join(f"{k} {v}\n" for k, v in metrics.items()),
+        "metrics_status": 200,
+    }
+
+
+def _response(content: str, cached: int, sequence: int) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{sequence}",
+        "object": "chat.completion",
+        "model": "repro",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 40,
+            "completion_tokens": 12,
+            "total_tokens": 52,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+    }
+
+
+@dataclass
+class RawFactory:
+    host: Host = field(default_factory=Host)
+    documents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.documents:
+            self.documents, self.texts = self._build()
+
+    @property
+    def run(self) -> dict[str, Any]:
+        return self.documents["run.json"]
+
+    @property
+    def server(self) -> dict[str, Any]:
+        return self.documents[f"conditions/{CONDITION}/servers/1.json"]
+
+    def exchanges(self) -> list[dict[str, Any]]:
+        return [d for p, d in sorted(self.documents.items()) if "/exchanges/" in p]
+
+    def _build(self) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+        h = self.host
+        body = {
+            "model": "repro",
+            "messages": [{"role": "user", "content": "Tell a short story."}],
+            "max_tokens": 64,
+            "temperature": 0,
+        }
+        run = {
+            "schema_version": "1.0",
+            "kind": "evidence.raw-run",
+            "title": "factory run",
+            "capture_tool": {"name": "evidence", "version": "0.1.0"},
+            "argv": ["evidence", "capture", "--binary", h.binary, "--output", f"{h.cwd}/raw"],
+            "started_at": "2026-01-01T00:00:00Z",
+            "finished_at": "2026-01-01T00:01:00Z",
+            "outcome": "completed",
+            "host": {
+                "user": h.user,
+                "hostname": h.hostname,
+                "home": h.home,
+                "cwd": h.cwd,
+                "tmpdir": h.tmpdir,
+                "os": "Linux",
+                "kernel": "6.8.0",
+                "machine": "x86_64",
+                "cpu": "Test CPU",
+                "cpu_count": 4,
+                "accelerator": None,
+                "driver_versions": {},
+                "python": "3.11.9",
+            },
+            "server": {
+                "profile": "mlxcel",
+                "name": "mlxcel-server",
+                "binary_path": h.binary,
+                "binary_sha256": digest("binary"),
+                "version": "0.9.0",
+                "build_commit": "e466f5118b8e25d0c9a295ab017468db77b87313",
+                "attached": False,
+                "url": None,
+                "alias": "repro",
+                "experiment_env_prefixes": ["MLXCEL_"],
+            },
+            "model": {
+                "path": h.model,
+                "repo_id": "org/model",
+                "revision": "0" * 40,
+                "model_file": "model.safetensors",
+                "config_file": "config.json",
+            },
+            "request_body": body,
+            "opt_out_fields": {"cache_prompt": False},
+            "conditions": [
+                {"id": CONDITION, "label": "det=1", "settings": {"MLXCEL_SDPA_DETERMINISTIC": "1"}}
+            ],
+            "protocol": {"cycles": 1, "max_tokens": 64, "parallelism": 1, "block_size": 32},
+            "telemetry": {
+                "cached_tokens_pointer": "/usage/prompt_tokens_details/cached_tokens",
+                "prompt_tokens_pointer": "/usage/prompt_tokens",
+                "hit_counters": ["metric:mlxcel_prompt_cache_hits_total"],
+                "reuse_counters": ["metric:mlxcel_prompt_cache_prefix_tokens_reused_total"],
+                "store_counters": ["stats:lookups", "stats:hits"],
+                "path_counters": [],
+                "cache_enabled_pointer": "/enabled",
+                "cache_entries_pointer": "/entries",
+            },
+        }
+        manifest = {
+            "schema_version": "1.0",
+            "kind": "evidence.raw-model-manifest",
+            "root": h.model,
+            "repo_id": "org/model",
+            "revision": "0" * 40,
+            "files": [
+                {"path": "config.json", "size": 10, "sha256": digest("config")},
+                {"path": "model.safetensors", "size": 1000, "sha256": digest("weights")},
+            ],
+        }
+        server = {
+            "schema_version": "1.0",
+            "kind": "evidence.raw-server",
+            "condition": CONDITION,
+            "instance": 1,
+            "cache_disabled": False,
+            "argv": [h.binary, "-m", h.model, "--host", "127.0.0.1", "--port", "18128"],
+            "env": {
+                "HOME": h.home,
+                "USER": h.user,
+                "PATH": f"{h.home}/bin:/usr/bin:/bin",
+                "MLXCEL_SDPA_DETERMINISTIC": "1",
+                "MLXCEL_DEVICE": "cpu",
+            },
+            "cwd": h.cwd,
+            "pid": 1234,
+            "started_at": "2026-01-01T00:00:00Z",
+            "ready_at": "2026-01-01T00:00:01Z",
+            "stopped_at": "2026-01-01T00:01:00Z",
+            "exit_code": 0,
+            "log_path": f"{h.cwd}/raw/conditions/{CONDITION}/servers/1.log",
+            "libraries": [
+                {"path": h.binary, "version": None, "sha256": digest("binary")},
+                {"path": "/usr/lib/libc.so.6", "version": "6", "sha256": digest("libc")},
+            ],
+        }
+        documents: dict[str, dict[str, Any]] = {
+            "run.json": run,
+            "model-manifest.json": manifest,
+            f"conditions/{CONDITION}/servers/1.json": server,
+        }
+        # (arm, preceded_by, content, cached, hit/reuse advance)
+        plan = [
+            ("cold", "server-start", CONTENT_A, 0, 0),
+            ("warm", "request", CONTENT_B, 32, 1),
+            ("warm", "request", CONTENT_B, 32, 1),
+            ("request-disabled", "request", CONTENT_A, 0, 0),
+        ]
+        hits = 0
+        for sequence, (arm, preceded, content, cached, advance) in enumerate(plan, start=1):
+            request_body = copy.deepcopy(body)
+            if arm == "request-disabled":
+                request_body["cache_prompt"] = False
+            before = _snapshot(0 if sequence == 1 else 1, hits, hits * 32)
+            hits += advance
+            documents[f"conditions/{CONDITION}/exchanges/{sequence:03d}.json"] = {
+                "schema_version": "1.0",
+                "kind": "evidence.raw-exchange",
+                "condition": CONDITION,
+                "sequence": sequence,
+                "phase": "cycle-1" if arm != "request-disabled" else "opt-out",
+                "server_instance": 1,
+                "claimed_arm": arm,
+                "preceded_by": preceded,
+                "reset": None,
+                "request": {
+                    "method": "POST",
+                    "url": "http://127.0.0.1:18128/v1/chat/completions",
+                    "body": request_body,
+                },
+                "response": {
+                    "status": 200,
+                    "headers": {"content-type": "application/json"},
+                    "body": _response(content, cached, sequence),
+                    "text": None,
+                    "error": None,
+                },
+                "timing": {"started_at": "2026-01-01T00:00:02Z", "elapsed_s": 0.5},
+                "telemetry": {"before": before, "after": _snapshot(1, hits, hits * 32)},
+            }
+        texts = {
+            "harness.log": f"capture by {h.user}@{h.hostname} in {h.cwd}\n",
+            f"conditions/{CONDITION}/servers/1.log": f"loading {h.model}\n",
+        }
+        return documents, texts
+
+    def write(self, root: Path) -> Path:
+        root.mkdir(parents=True)
+        for relative, document in self.documents.items():
+            path = root / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+        for relative, text in self.texts.items():
+            (root / relative).write_text(text, encoding="utf-8")
+        return root

@@ -1,0 +1,61 @@
+"""`evidence export` through typer's CliRunner: summary on stderr, exit codes, help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rawfactory import RawFactory
+from typer.testing import CliRunner
+
+from verifier.cli import app
+
+ENV = {"COLUMNS": "120"}
+
+
+def test_export_prints_a_redaction_summary_on_stderr(factory_raw: Path, tmp_path: Path) -> None:
+    out = tmp_path / "public"
+    result = CliRunner().invoke(
+        app,
+        ["export", str(factory_raw), "--out", str(out), "--archive", str(tmp_path / "p.tar.gz")],
+        env=ENV,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert "private-path" in result.stderr and "process-map" in result.stderr
+    assert "verdict cache-state-dependent" in result.stderr
+    assert (out / "SHA256SUMS").is_file() and (tmp_path / "p.tar.gz").is_file()
+
+
+def test_existing_out_is_a_usage_error(factory_raw: Path, tmp_path: Path) -> None:
+    (tmp_path / "public").mkdir()
+    result = CliRunner().invoke(
+        app, ["export", str(factory_raw), "--out", str(tmp_path / "public")], env=ENV
+    )
+    assert result.exit_code == 2
+    assert "already exists" in result.stderr
+
+
+def test_refused_export_exits_1_without_a_traceback(tmp_path: Path) -> None:
+    f = RawFactory()
+    f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = "hi alice"
+    raw = f.write(tmp_path / "raw")
+    result = CliRunner().invoke(app, ["export", str(raw), "--out", str(tmp_path / "p")], env=ENV)
+    assert result.exit_code == 1
+    assert "records/c1/001.json/response/choices/0/message/content" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "p").exists()
+
+
+def test_missing_raw_directory_is_reported(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["export", str(tmp_path / "nope"), "--out", str(tmp_path / "p")], env=ENV
+    )
+    assert result.exit_code == 2
+    assert "is not a raw capture directory" in result.stderr
+
+
+def test_help_teaches_the_options() -> None:
+    result = CliRunner().invoke(app, ["export", "--help"], env=ENV)
+    assert result.exit_code == 0
+    for option in ("--out", "--archive", "--sign-key", "--private-path", "--keep-env"):
+        assert option in result.stdout

@@ -1,0 +1,118 @@
+"""`evidence export`: turn a private raw capture into a public, verified bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from verifier.cli.common import boundary, stderr
+from verifier.export import ExportOptions, ExportSummary, export_bundle
+
+
+def _print_summary(summary: ExportSummary) -> None:
+    table = Table("removed or replaced", "count", box=None, title="redactions (values never shown)")
+    for category, count in summary.redactions.items():
+        table.add_row(category, str(count))
+    if not summary.redactions:
+        table.add_row("(nothing private found)", "0")
+    stderr.print(table)
+    stderr.print(
+        f"[green]exported[/] {summary.records} records of {len(summary.conditions)} "
+        f"condition(s), {len(summary.files)} files -> {summary.out_dir}"
+    )
+    if summary.archive is not None:
+        stderr.print(f"[green]archive[/]  {summary.archive}")
+    stderr.print(
+        f"verified: verdict {summary.verdict}"
+        + ("; SHA256SUMS signed" if summary.signed else "; not signed (see --sign-key)")
+    )
+    stderr.print("Read redaction-ledger.json for where each replacement was made.", style="dim")
+
+
+def export(
+    raw: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RAW", help="The raw capture directory written by `evidence capture` (private)."
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            metavar="PUBLIC",
+            help="The public bundle directory to create; it must not exist.",
+        ),
+    ],
+    archive: Annotated[
+        Path | None,
+        typer.Option(
+            "--archive",
+            metavar="PUBLIC.tar.gz",
+            help="Also write a reproducible .tar.gz of the bundle here (must not exist): the "
+            "same bundle gives the same bytes on any machine.",
+        ),
+    ] = None,
+    sign_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--sign-key",
+            metavar="KEY.pem",
+            help="Ed25519 private key (PEM, from `evidence keygen`): writes SHA256SUMS.sig.",
+        ),
+    ] = None,
+    private_path: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--private-path",
+            metavar="PATH",
+            help="Another private path (or string) to replace everywhere; repeat as needed.",
+        ),
+    ] = None,
+    keep_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--keep-env",
+            metavar="NAME",
+            help="Keep this environment variable's value (name or glob such as 'CUDA_*') as "
+            "evidence, besides the experiment's toggles; repeat as needed.",
+        ),
+    ] = None,
+) -> None:
+    """Export a raw capture as a public evidence bundle, with private data removed.
+
+    [bold]Kept[/]: requests, full responses, output hashes, telemetry, the model
+    manifest, server command lines with placeholders (/path/to/mlxcel-server).
+
+    [bold]Dropped[/]: host facts beyond the hardware, environment values other than
+    the experiment's toggles, process maps (reduced to library name, version,
+    sha256), logs, HTTP headers.
+
+    [bold]Replaced[/]: private paths, user and host names, IP and MAC addresses,
+    tokens, e-mail addresses. redaction-ledger.json lists each replacement
+    (category, file, JSON pointer, count), never the value.
+
+    Model output is never altered: a private value in it stops the export, which
+    names the file and JSON pointer. The bundle is built beside --out, verified
+    (leak scan included) and only then moved into place; a failure or Ctrl-C
+    leaves nothing.
+
+    Example: evidence export raw --out bundle --archive bundle.tar.gz --sign-key key.pem
+    """
+    options = ExportOptions(
+        raw_dir=raw,
+        out_dir=out,
+        archive=archive,
+        sign_key=sign_key,
+        private_paths=tuple(private_path or ()),
+        keep_env=tuple(keep_env or ()),
+    )
+    summary = export_bundle(options, lambda message: stderr.print(message, style="dim"))
+    _print_summary(summary)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(boundary(export))

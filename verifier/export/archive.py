@@ -1,0 +1,47 @@
+"""A reproducible .tar.gz of a bundle: the same files give the same bytes on any machine.
+
+Members sit at the root of the archive (no top-level folder), so the bytes depend on the
+bundle alone, not on the name of the directory it was written to.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from collections.abc import Mapping
+
+COMPRESS_LEVEL = 9
+
+
+def _info(name: str, *, directory: bool, size: int = 0) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.DIRTYPE if directory else tarfile.REGTYPE
+    info.mode = 0o755 if directory else 0o644
+    info.size = size
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def build_archive(files: Mapping[str, bytes]) -> bytes:
+    """USTAR members sorted by name, directories first-class, no time, owner or mode noise."""
+    directories = {
+        "/".join(parts[:i]) for parts in (p.split("/") for p in files) for i in range(1, len(parts))
+    }
+    entries = sorted([(d, True) for d in directories] + [(f, False) for f in files])
+    tar_bytes = io.BytesIO()
+    with tarfile.open(fileobj=tar_bytes, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, directory in entries:
+            if directory:
+                tar.addfile(_info(name, directory=True))
+            else:
+                data = files[name]
+                tar.addfile(_info(name, directory=False, size=len(data)), io.BytesIO(data))
+    out = io.BytesIO()
+    with gzip.GzipFile(
+        fileobj=out, mode="wb", filename="", mtime=0, compresslevel=COMPRESS_LEVEL
+    ) as gz:
+        gz.write(tar_bytes.getvalue())
+    return out.getvalue()

@@ -1,0 +1,291 @@
+"""Export orchestration: build the bundle beside the target, verify it, then move it in place.
+
+Nothing appears at `--out` or `--archive` unless the whole bundle was written and verified;
+a failure or an interrupt (Ctrl-C included) removes every partial file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from verifier import layout, schemas, signing
+from verifier.checks.leaks import iter_strings
+from verifier.checksums import format_sums
+from verifier.errors import EvidenceError, ExportError, UsageError
+from verifier.export.archive import build_archive
+from verifier.export.assemble import assemble
+from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
+from verifier.jsonio import dumps_stable
+from verifier.leaks import scan_bytes
+from verifier.model import Finding
+from verifier.raw import load_raw
+from verifier.verify import VerifyOptions, verify_path
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    raw_dir: Path
+    out_dir: Path
+    archive: Path | None = None
+    sign_key: Path | None = None
+    private_paths: tuple[str, ...] = ()
+    keep_env: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What export wrote and what it removed (counts only, never the values)."""
+
+    out_dir: Path
+    archive: Path | None
+    files: tuple[str, ...]
+    conditions: tuple[str, ...]
+    records: int
+    redactions: Mapping[str, int] = field(default_factory=dict)
+    """Ledger category -> number of replacements or removals."""
+    signed: bool = False
+    verdict: str = ""
+
+
+def _refuse_existing(options: ExportOptions) -> None:
+    if not options.raw_dir.is_dir():
+        raise UsageError(f"{options.raw_dir} is not a raw capture directory")
+    targets = [options.out_dir] + ([options.archive] if options.archive else [])
+    for target in targets:
+        if os.path.lexists(target):
+            raise UsageError(f"{target} already exists; export never overwrites. Remove it first.")
+        if not target.parent.is_dir():
+            raise UsageError(f"{target.parent} does not exist; create it first")
+    if options.archive is not None and options.archive.absolute() == options.out_dir.absolute():
+        raise UsageError("--out and --archive must be different paths")
+
+
+def _ledger_document(entries: list[LedgerEntry]) -> dict[str, Any]:
+    ordered = sorted(entries, key=lambda e: (e.file, e.pointer, e.category, e.placeholder))
+    return {
+        "schema_version": schemas.SCHEMA_VERSION,
+        "kind": "evidence.redaction-ledger",
+        "entries": [e.to_json() for e in ordered],
+    }
+
+
+def _check_documents(redactor: Redactor, documents: Mapping[str, Any]) -> None:
+    """No private value and no leak pattern is left in any string of any document."""
+    for file, document in sorted(documents.items()):
+        for pointer, text in iter_strings(document):
+            hits = redactor.find(text)
+            if hits:
+                raise ExportError(
+                    f"{file}{pointer}: {hits[0].category} still present after "
+                    "redaction; nothing was published (this is a bug in evidence: please report "
+                    "it without the raw data)"
+                )
+
+
+def _check_files(files: Mapping[str, bytes]) -> None:
+    """The leak patterns over every byte that will be published."""
+    for name, data in sorted(files.items()):
+        if name == layout.SIGNATURE:
+            continue
+        hits = scan_bytes(data)
+        if hits:
+            raise ExportError(
+                f"{name}: possible {hits[0].category} ({hits[0].excerpt}) in the written bundle; "
+                "nothing was published"
+            )
+
+
+def _verify(path: Path, public_key: bytes | None) -> str:
+    """Run the real verifier over what was written; refuse to publish on any error finding."""
+    with tempfile.TemporaryDirectory(prefix="evidence-export-key-") as keys:
+        key_path = None
+        if public_key is not None:
+            key_path = Path(keys) / "public.pem"
+            key_path.write_bytes(public_key)
+        try:
+            result = verify_path(path, VerifyOptions(public_key=key_path))
+        except EvidenceError as exc:
+            raise ExportError(f"the exported bundle cannot be read back: {exc.message}") from None
+    errors: list[Finding] = [f for f in result.findings if f.is_error]
+    if errors or not result.verified:
+        lines = [f"  {f.file or ''}{f.pointer or ''}: [{f.check}] {f.message}" for f in errors[:10]]
+        more = f"\n  ... and {len(errors) - 10} more" if len(errors) > 10 else ""
+        raise ExportError(
+            "the exported bundle does not verify; nothing was published:\n"
+            + ("\n".join(lines) or "  no classification")
+            + more
+        )
+    return str(result.verdict)
+
+
+def _write_tree(root: Path, files: Mapping[str, bytes]) -> None:
+    os.chmod(root, 0o755)  # noqa: S103 - a public bundle; mkdtemp creates 0700
+    for name, data in files.items():
+        target = root.joinpath(*name.split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(target, 0o644)
+
+
+def _build_files(
+    options: ExportOptions, key: Ed25519PrivateKey | None, progress: Progress
+) -> tuple[dict[str, bytes], Counter[str], int, tuple[str, ...]]:
+    """The bundle's bytes by path; the redaction counts; the record count; the conditions."""
+    progress(f"reading the raw capture {options.raw_dir}")
+    raw = load_raw(options.raw_dir)
+    progress("assembling the public documents")
+    assembled = assemble(raw, options.keep_env)
+    values = collect_private_values(
+        raw,
+        private_paths=options.private_paths,
+        public_env=options.keep_env,
+        secrets=assembled.secret_arguments,
+    )
+    redactor = Redactor(values)
+    for index, condition in enumerate(raw.run.conditions):
+        if redactor.find(condition.id):
+            raise ExportError(
+                f"{layout.RAW_RUN}/conditions/{index}/id: the condition id contains a private "
+                "value; it names files of the bundle and cannot be redacted. Rename it."
+            )
+    progress(f"redacting {len(values)} private values")
+    documents, replaced = redactor.redact_documents(assembled.documents)
+    ledger = [*assembled.removals, *replaced]
+    documents[layout.REDACTION_LEDGER] = _ledger_document(ledger)
+    _check_documents(redactor, documents)
+    files = {name: dumps_stable(documents[name]) for name in sorted(documents)}
+    files[layout.SHA256SUMS] = format_sums(files)
+    if key is not None:
+        files[layout.SIGNATURE] = signing.sign(files[layout.SHA256SUMS], key)
+    _check_files(files)
+    counts: Counter[str] = Counter()
+    for entry in ledger:
+        counts[entry.category] += entry.count
+    records = sum(len(x) for x in raw.exchanges.values())
+    return files, counts, records, tuple(c.id for c in raw.run.conditions)
+
+
+def _public_pem(key: Ed25519PrivateKey | None) -> bytes | None:
+    if key is None:
+        return None
+    return key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
+def _remove(path: Path | None) -> None:
+    if path is None or not os.path.lexists(path):
+        return
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _partial_prefix(target: Path) -> str:
+    return f".{target.name}.partial-{os.getpid()}-"
+
+
+def _remove_stale_partials(target: Path) -> None:
+    """Remove what an export killed outright (SIGKILL, power loss) left beside `target`.
+
+    Only our own naming pattern, for this target, and only when the process that wrote it
+    is gone: a concurrent export's work is never touched.
+    """
+    prefix = f".{target.name}.partial-"
+    for leftover in target.parent.iterdir():
+        pid = leftover.name.removeprefix(prefix).split("-", 1)[0]
+        if not leftover.name.startswith(prefix) or not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            _remove(leftover)
+        except OSError:
+            continue  # alive, or not ours to signal
+
+
+def _publish_file(temporary: Path, target: Path) -> None:
+    """Move into place without ever replacing a file that appeared meanwhile."""
+    try:
+        os.link(temporary, target)
+    except FileExistsError:
+        raise UsageError(f"{target} appeared during the export; nothing was published") from None
+    except OSError:  # no hard links on this file system
+        if os.path.lexists(target):
+            raise UsageError(f"{target} appeared during the export") from None
+        os.rename(temporary, target)
+    else:
+        temporary.unlink()
+
+
+def export_bundle(options: ExportOptions, progress: Progress | None = None) -> ExportSummary:
+    """Export a raw capture to a public bundle directory (and optionally a .tar.gz)."""
+    report = progress or (lambda _message: None)
+    _refuse_existing(options)
+    for target in (options.out_dir, options.archive):
+        if target is not None:
+            _remove_stale_partials(target)
+    key = signing.load_private_key(options.sign_key) if options.sign_key else None
+    files, counts, records, conditions = _build_files(options, key, report)
+    public_key = _public_pem(key)
+
+    out, archive = options.out_dir, options.archive
+    staging: Path | None = None
+    archive_tmp: Path | None = None
+    published: list[Path] = []
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
+        report(f"writing {len(files)} files")
+        _write_tree(staging, files)
+        report("verifying the written bundle")
+        verdict = _verify(staging, public_key)
+        if archive is not None:
+            report("writing the archive")
+            handle, name = tempfile.mkstemp(
+                prefix=_partial_prefix(archive), suffix=".tar.gz", dir=archive.parent
+            )
+            archive_tmp = Path(name)
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(build_archive(files))
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.chmod(archive_tmp, 0o644)
+            report("verifying the archive")
+            _verify(archive_tmp, public_key)
+        _refuse_existing(options)
+        os.rename(staging, out)
+        staging = None
+        published.append(out)
+        if archive is not None and archive_tmp is not None:
+            _publish_file(archive_tmp, archive)
+            archive_tmp = None
+    except BaseException:
+        for path in (staging, archive_tmp, *published):
+            _remove(path)
+        raise
+    return ExportSummary(
+        out_dir=out,
+        archive=archive,
+        files=tuple(sorted(files)),
+        conditions=conditions,
+        records=records,
+        redactions=dict(sorted(counts.items())),
+        signed=public_key is not None,
+        verdict=verdict,
+    )

@@ -1,0 +1,367 @@
+"""Read and validate a private raw capture directory into frozen, typed records."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from verifier import layout, schemas
+from verifier.errors import EvidenceError, ExportError
+from verifier.jsonio import loads_strict
+
+_NUMBERED_JSON = re.compile(r"(?P<n>[0-9]{1,9})\.json")
+
+
+@dataclass(frozen=True)
+class RawHost:
+    """Host facts as the harness recorded them; everything but the hardware is private."""
+
+    user: str
+    hostname: str
+    home: str
+    cwd: str
+    tmpdir: str
+    os: str
+    machine: str
+    kernel: str | None
+    cpu: str | None
+    cpu_count: int | None
+    accelerator: str | None
+    driver_versions: Mapping[str, str]
+    python: str | None
+    extra: Mapping[str, Any]
+    """Facts this tool does not know: private until proven otherwise, never published."""
+
+
+@dataclass(frozen=True)
+class RawCondition:
+    id: str
+    label: str | None
+    settings: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class RawRun:
+    """run.json. `document` keeps the whole (schema-valid) JSON for the pass-through fields."""
+
+    file: str
+    document: Mapping[str, Any]
+    host: RawHost
+    binary_path: str | None
+    server_url: str | None
+    model_path: str
+    model_file: str | None
+    config_file: str | None
+    experiment_env_prefixes: tuple[str, ...]
+    conditions: tuple[RawCondition, ...]
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class RawManifest:
+    file: str
+    root: str
+    repo_id: str | None
+    revision: str | None
+    files: tuple[ManifestEntry, ...]
+
+    def sha256_of(self, relative: str) -> str | None:
+        return next((f.sha256 for f in self.files if f.path == relative), None)
+
+
+@dataclass(frozen=True)
+class RawLibrary:
+    path: str
+    version: str | None
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class RawServer:
+    file: str
+    condition: str
+    instance: int
+    cache_disabled: bool
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: str
+    started_at: str
+    stopped_at: str | None
+    log_path: str | None
+    libraries: tuple[RawLibrary, ...]
+
+
+@dataclass(frozen=True)
+class RawSnapshot:
+    cache_stats: Mapping[str, Any] | None
+    metrics: Mapping[str, float] | None
+
+
+@dataclass(frozen=True)
+class RawExchange:
+    file: str
+    condition: str
+    sequence: int
+    phase: str
+    server_instance: int
+    claimed_arm: str
+    preceded_by: str
+    request_url: str
+    request_body: Mapping[str, Any]
+    status: int | None
+    body: Mapping[str, Any] | None
+    text: str | None
+    error: str | None
+    started_at: str
+    elapsed_s: float | None
+    before: RawSnapshot
+    after: RawSnapshot
+
+
+@dataclass(frozen=True)
+class RawLog:
+    file: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RawCapture:
+    """One raw capture directory, validated: the input of export."""
+
+    root: Path
+    run: RawRun
+    manifest: RawManifest
+    servers: Mapping[str, tuple[RawServer, ...]]
+    exchanges: Mapping[str, tuple[RawExchange, ...]]
+    """Per condition, sorted by sequence."""
+    logs: tuple[RawLog, ...]
+
+
+def _read_document(root: Path, relative: str, schema: str) -> dict[str, Any]:
+    path = root / relative
+    if not path.is_file() or path.is_symlink():
+        raise ExportError(f"{relative}: missing (or not a regular file) in the raw directory")
+    try:
+        document = loads_strict(path.read_bytes())
+    except OSError as exc:
+        raise ExportError(f"{relative}: cannot read: {exc.strerror}") from None
+    except EvidenceError as exc:
+        raise ExportError(f"{relative}: {exc.message}") from None
+    try:
+        schemas.check_schema_version(document, where=relative)
+    except EvidenceError as exc:
+        raise ExportError(exc.message) from None
+    violations = schemas.validate(document, schema)
+    if violations:
+        first = violations[0]
+        more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+        raise ExportError(
+            f"{relative}{first.pointer or ''}: not a valid {schema} document: {first.message}{more}"
+        )
+    assert isinstance(document, dict)  # the schema requires an object
+    return document
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    return None if mapping is None else MappingProxyType(dict(mapping))
+
+
+def _parse_run(doc: dict[str, Any]) -> RawRun:
+    host = doc["host"]
+    known = {
+        "user",
+        "hostname",
+        "home",
+        "cwd",
+        "tmpdir",
+        "os",
+        "machine",
+        "kernel",
+        "cpu",
+        "cpu_count",
+        "accelerator",
+        "driver_versions",
+        "python",
+    }
+    raw_host = RawHost(
+        user=host["user"],
+        hostname=host["hostname"],
+        home=host["home"],
+        cwd=host["cwd"],
+        tmpdir=host["tmpdir"],
+        os=host["os"],
+        machine=host["machine"],
+        kernel=host.get("kernel"),
+        cpu=host.get("cpu"),
+        cpu_count=host.get("cpu_count"),
+        accelerator=host.get("accelerator"),
+        driver_versions=MappingProxyType(dict(host.get("driver_versions", {}))),
+        python=host.get("python"),
+        extra=MappingProxyType({k: v for k, v in host.items() if k not in known}),
+    )
+    conditions = tuple(
+        RawCondition(c["id"], c.get("label"), MappingProxyType(dict(c["settings"])))
+        for c in doc["conditions"]
+    )
+    server, model = doc["server"], doc["model"]
+    return RawRun(
+        file=layout.RAW_RUN,
+        document=MappingProxyType(doc),
+        host=raw_host,
+        binary_path=server.get("binary_path"),
+        server_url=server.get("url"),
+        model_path=model["path"],
+        model_file=model.get("model_file"),
+        config_file=model.get("config_file"),
+        experiment_env_prefixes=tuple(server.get("experiment_env_prefixes", ())),
+        conditions=conditions,
+        argv=tuple(doc["argv"]),
+    )
+
+
+def _parse_server(relative: str, doc: dict[str, Any]) -> RawServer:
+    return RawServer(
+        file=relative,
+        condition=doc["condition"],
+        instance=doc["instance"],
+        cache_disabled=doc["cache_disabled"],
+        argv=tuple(doc["argv"]),
+        env=MappingProxyType(dict(doc["env"])),
+        cwd=doc["cwd"],
+        started_at=doc["started_at"],
+        stopped_at=doc.get("stopped_at"),
+        log_path=doc.get("log_path"),
+        libraries=tuple(
+            RawLibrary(lib["path"], lib.get("version"), lib["sha256"]) for lib in doc["libraries"]
+        ),
+    )
+
+
+def _snapshot(doc: dict[str, Any]) -> RawSnapshot:
+    return RawSnapshot(_frozen(doc["cache_stats"]), _frozen(doc["metrics"]))
+
+
+def _parse_exchange(relative: str, doc: dict[str, Any]) -> RawExchange:
+    response, timing = doc["response"], doc["timing"]
+    return RawExchange(
+        file=relative,
+        condition=doc["condition"],
+        sequence=doc["sequence"],
+        phase=doc["phase"],
+        server_instance=doc["server_instance"],
+        claimed_arm=doc["claimed_arm"],
+        preceded_by=doc["preceded_by"],
+        request_url=doc["request"]["url"],
+        request_body=MappingProxyType(doc["request"]["body"]),
+        status=response["status"],
+        body=_frozen(response["body"]),
+        text=response["text"],
+        error=response.get("error"),
+        started_at=timing["started_at"],
+        elapsed_s=timing["elapsed_s"],
+        before=_snapshot(doc["telemetry"]["before"]),
+        after=_snapshot(doc["telemetry"]["after"]),
+    )
+
+
+def _numbered_files(directory: Path, where: str) -> list[tuple[int, str]]:
+    """(number, file name) of every <n>.json in a directory; anything else but logs is refused."""
+    if not directory.is_dir():
+        return []
+    found = []
+    for entry in sorted(directory.iterdir()):
+        match = _NUMBERED_JSON.fullmatch(entry.name)
+        if match:
+            found.append((int(match["n"]), entry.name))
+        elif not entry.name.endswith(".log"):
+            raise ExportError(f"{where}/{entry.name}: unexpected file in the raw directory")
+    return found
+
+
+def _read_log(root: Path, relative: str) -> RawLog | None:
+    path = root / relative
+    if not path.is_file():
+        return None
+    return RawLog(relative, path.read_bytes().decode("utf-8", errors="replace"))
+
+
+def _check(condition: bool, where: str, message: str) -> None:
+    if not condition:
+        raise ExportError(f"{where}: {message}")
+
+
+def load_raw(root: Path) -> RawCapture:
+    """Load a raw capture directory; every problem is an ExportError naming file and pointer."""
+    if not root.is_dir():
+        raise ExportError(f"{root} is not a raw capture directory")
+    run = _parse_run(_read_document(root, layout.RAW_RUN, "raw-run"))
+    manifest_doc = _read_document(root, layout.RAW_MODEL_MANIFEST, "raw-model-manifest")
+    manifest = RawManifest(
+        file=layout.RAW_MODEL_MANIFEST,
+        root=manifest_doc["root"],
+        repo_id=manifest_doc["repo_id"],
+        revision=manifest_doc["revision"],
+        files=tuple(
+            ManifestEntry(f["path"], f["size"], f["sha256"]) for f in manifest_doc["files"]
+        ),
+    )
+    ids = [c.id for c in run.conditions]
+    _check(len(set(ids)) == len(ids), layout.RAW_RUN, "/conditions lists a condition twice")
+    on_disk = root / layout.RAW_CONDITIONS_DIR
+    extra = sorted(p.name for p in on_disk.iterdir()) if on_disk.is_dir() else []
+    for name in extra:
+        _check(name in ids, f"{layout.RAW_CONDITIONS_DIR}/{name}", "not a condition of run.json")
+
+    servers: dict[str, tuple[RawServer, ...]] = {}
+    exchanges: dict[str, tuple[RawExchange, ...]] = {}
+    logs: list[RawLog] = []
+    for index, cond in enumerate(ids):
+        base = f"{layout.RAW_CONDITIONS_DIR}/{cond}"
+        cond_servers = []
+        for number, name in _numbered_files(root / base / "servers", f"{base}/servers"):
+            relative = f"{base}/servers/{name}"
+            server = _parse_server(relative, _read_document(root, relative, "raw-server"))
+            _check(server.condition == cond, relative + "/condition", f"is not {cond!r}")
+            _check(server.instance == number, relative + "/instance", f"is not {number}")
+            cond_servers.append(server)
+            log = _read_log(root, relative.removesuffix(".json") + ".log")
+            if log is not None:
+                logs.append(log)
+        cond_exchanges = []
+        instances = {s.instance for s in cond_servers}
+        for number, name in _numbered_files(root / base / "exchanges", f"{base}/exchanges"):
+            relative = f"{base}/exchanges/{name}"
+            exchange = _parse_exchange(relative, _read_document(root, relative, "raw-exchange"))
+            _check(exchange.condition == cond, relative + "/condition", f"is not {cond!r}")
+            _check(exchange.sequence == number, relative + "/sequence", f"is not {number}")
+            _check(
+                not instances or exchange.server_instance in instances,
+                relative + "/server_instance",
+                f"names server {exchange.server_instance}, which {base}/servers does not hold",
+            )
+            cond_exchanges.append(exchange)
+        _check(bool(cond_exchanges), f"{layout.RAW_RUN}/conditions/{index}", "has no exchanges")
+        servers[cond] = tuple(cond_servers)
+        exchanges[cond] = tuple(sorted(cond_exchanges, key=lambda e: e.sequence))
+    harness_log = _read_log(root, layout.RAW_HARNESS_LOG)
+    if harness_log is not None:
+        logs.insert(0, harness_log)
+    return RawCapture(
+        root=root,
+        run=run,
+        manifest=manifest,
+        servers=MappingProxyType(servers),
+        exchanges=MappingProxyType(exchanges),
+        logs=tuple(logs),
+    )

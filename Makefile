@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
+KEY     = sample_bundles/keys/evidence-signing-key.pub.pem
+DEMO    = $(VENV)/demo
 
-.PHONY: demo test lint typecheck pytest samples bench clean
+.PHONY: demo test lint typecheck pytest samples real-sample bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,14 +15,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	@echo "== verify the seed-shaped sample (mlxcel, two conditions)" >&2
-	$(BIN)/evidence verify sample_bundles/seed-mlxcel
-	@echo "== export the committed raw sample, then verify the result" >&2
-	@rm -rf $(VENV)/demo-public
-	$(BIN)/evidence export sample_bundles/raw/seed-mlxcel --out $(VENV)/demo-public
-	$(BIN)/evidence verify $(VENV)/demo-public --format markdown
-	@echo "== verify the real llama.cpp capture (signed)" >&2
-	$(BIN)/evidence verify sample_bundles/llama-cpp-real.tar.gz
+	@echo "== 1. verify the seed-shaped sample (mlxcel, two conditions, signed)" >&2
+	$(BIN)/evidence verify sample_bundles/seed-mlxcel --key $(KEY)
+	@echo "== 2. export the committed raw sample to a public bundle, then verify it (Markdown)" >&2
+	@rm -rf $(DEMO) && mkdir -p $(DEMO)
+	$(BIN)/evidence export sample_bundles/raw/seed-mlxcel --out $(DEMO)/public --archive $(DEMO)/public.tar.gz
+	$(BIN)/evidence verify $(DEMO)/public.tar.gz --format markdown
+	@echo "== 3. verify the real llama.cpp capture (llama-server on this CPU, tiny model)" >&2
+	$(BIN)/evidence verify sample_bundles/llama-cpp-real.tar.gz --key $(KEY) --expect cache-state-dependent
 
 test: $(STAMP) lint typecheck pytest
 
@@ -36,6 +38,9 @@ pytest: $(STAMP)
 
 samples: $(STAMP)
 	$(BIN)/python tools/make_samples.py
+
+real-sample: $(STAMP)
+	$(BIN)/python tools/llama_pipeline.py --prompt flip --sample
 
 bench: $(STAMP)
 	$(BIN)/python tools/bench.py

@@ -2,10 +2,16 @@
 
 Starts the cached llama-server (``build_llama_server.ensure_llama_server``) on the tiny
 model (``make_tiny_model.write_tiny_model``), then for prompts drawn deterministically
-from a seed: erase slot 0, send a cold request, send the same request warm. The first
-prompt whose cold and warm outputs differ stably (3 repeats) is the "flip" fixture; the
-first whose outputs agree stably is the "stable" one. Both go to
-``tests/fixtures/llama_prompts.json``.
+from a seed: erase slot 0, send a cold request, send the same request warm. A prompt
+counts only when every cold and warm response ends by itself (``finish_reason``
+"stop", not "length": the verifier calls an experiment whose compared requests all hit
+the token cap inconclusive) after at least ``MIN_COMPLETION_TOKENS`` tokens (the model
+often stops after 3, too short to show anything), the cold request reused no cache
+(``cached_tokens`` 0) and the warm one did (> 0). The first prompt whose cold and warm
+outputs differ stably (3 repeats) is the "flip" fixture; the first whose outputs agree
+stably is the "stable" one. For the flip prompt it also records whether a
+``cache_prompt: false`` request and a ``--no-cache-prompt`` server both give the cold
+output. All goes to ``tests/fixtures/llama_prompts.json``.
 
 Server flags (each checked against ``--help``): ``-np 1`` so slot 0 is the only slot,
 ``--cache-ram 0`` so no host-RAM prompt cache survives an erase, ``--slot-save-path``
@@ -44,6 +50,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "tests" / "fixtures" / "llama_prompts.json"
 MODEL_ALIAS = "tiny"
 STABILITY_REPEATS = 3
+# The tiny model stops by itself after ~3-100 tokens (median ~40); 128 lets most
+# responses end with "stop" rather than the cap.
+DEFAULT_MAX_TOKENS = 128
+MIN_COMPLETION_TOKENS = 10
 REQUEST_TIMEOUT_S = 60.0
 STARTUP_TIMEOUT_S = 60.0
 # Flags other than paths and the port; recorded in the fixture. "-fa on" pins flash
@@ -60,6 +70,9 @@ FIXED_FLAGS: tuple[str, ...] = (
     "-fa",
     "on",
 )
+# Added to FIXED_FLAGS for the check that a server without prompt caching gives the
+# cold output.
+NO_CACHE_PROMPT_FLAG = "--no-cache-prompt"
 
 
 def _log(message: str) -> None:
@@ -73,7 +86,9 @@ def free_port() -> int:
         return port
 
 
-def server_args(binary: Path, model: Path, port: int, slot_dir: Path) -> list[str]:
+def server_args(
+    binary: Path, model: Path, port: int, slot_dir: Path, extra_flags: tuple[str, ...] = ()
+) -> list[str]:
     """The llama-server command line; fails if this build lacks one of the flags."""
     args = [
         str(binary),
@@ -86,6 +101,7 @@ def server_args(binary: Path, model: Path, port: int, slot_dir: Path) -> list[st
         "--slot-save-path",
         str(slot_dir),
         *FIXED_FLAGS,
+        *extra_flags,
     ]
     help_text = subprocess.run(
         [str(binary), "--help"], capture_output=True, text=True, check=False, timeout=60
@@ -104,9 +120,17 @@ def server_args(binary: Path, model: Path, port: int, slot_dir: Path) -> list[st
 @dataclass(frozen=True)
 class Reply:
     content: str
+    finish_reason: str
     cached_tokens: int
     prompt_tokens: int
+    completion_tokens: int
     seconds: float
+
+    @property
+    def stopped(self) -> bool:
+        """True when the model ended the response itself (EOS), not the token cap, after
+        at least MIN_COMPLETION_TOKENS tokens."""
+        return self.finish_reason == "stop" and self.completion_tokens >= MIN_COMPLETION_TOKENS
 
 
 class Server:
@@ -161,10 +185,13 @@ class Server:
         started = time.monotonic()
         answer = self.request("POST", "/v1/chat/completions", body)
         usage = answer["usage"]
+        choice = answer["choices"][0]
         return Reply(
-            content=answer["choices"][0]["message"]["content"],
+            content=choice["message"]["content"],
+            finish_reason=str(choice["finish_reason"]),
             cached_tokens=int(usage["prompt_tokens_details"]["cached_tokens"]),
             prompt_tokens=int(usage["prompt_tokens"]),
+            completion_tokens=int(usage["completion_tokens"]),
             seconds=time.monotonic() - started,
         )
 
@@ -181,12 +208,16 @@ class Server:
 
 
 @contextlib.contextmanager
-def running_server(binary: Path, model: Path, workdir: Path) -> Iterator[Server]:
+def running_server(
+    binary: Path, model: Path, workdir: Path, extra_flags: tuple[str, ...] = ()
+) -> Iterator[Server]:
     port = free_port()
-    slot_dir = workdir / "slots"
+    # One directory per server: the search and the --no-cache-prompt check each start one.
+    rundir = Path(tempfile.mkdtemp(prefix="server-", dir=workdir))
+    slot_dir = rundir / "slots"
     slot_dir.mkdir()
-    args = server_args(binary, model, port, slot_dir)
-    log_path = workdir / "llama-server.log"
+    args = server_args(binary, model, port, slot_dir, extra_flags)
+    log_path = rundir / "llama-server.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         _log(f"started llama-server pid {proc.pid} on port {port}")
@@ -213,30 +244,47 @@ def candidate_prompts(seed: int) -> Iterator[str]:
         yield " ".join(rng.choice(WORDS) for _ in range(rng.randint(12, 30)))
 
 
+def both_stopped(cold: Reply, warm: Reply) -> bool:
+    return cold.stopped and warm.stopped
+
+
 def is_stable(server: Server, prompt: str, max_tokens: int, flips: bool) -> bool:
-    """Repeat cold/warm: all colds equal, all warms equal, and cold != warm iff flips."""
+    """Repeat cold/warm: all colds equal, all warms equal, cold != warm iff flips, and
+    every response ended with "stop"."""
     pairs = [server.cold_warm(prompt, max_tokens) for _ in range(STABILITY_REPEATS)]
+    if not all(both_stopped(cold, warm) for cold, warm in pairs):
+        return False
     colds = {cold.content for cold, _ in pairs}
     warms = {warm.content for _, warm in pairs}
     return len(colds) == 1 and len(warms) == 1 and (colds != warms) == flips
 
 
-def search(server: Server, prompt_seed: int, max_tokens: int, max_prompts: int) -> dict[str, Any]:
+def search(
+    server: Server, prompt_seed: int, max_tokens: int, max_prompts: int
+) -> tuple[str, str, int]:
+    """The first stable flip prompt, the first stable non-flip prompt, prompts tried."""
     flip: str | None = None
     stable: str | None = None
     tried = 0
+    skipped = 0
     seen: set[str] = set()
     started = time.monotonic()
     for prompt in candidate_prompts(prompt_seed):
         if flip is not None and stable is not None:
             break
         if tried >= max_prompts:
-            raise RuntimeError(f"no flipping prompt among {tried} candidates")
+            raise RuntimeError(
+                f"no flip/stable pair among {tried} candidates "
+                f"(flip {flip is not None}, stable {stable is not None})"
+            )
         if prompt in seen:
             continue
         seen.add(prompt)
         tried += 1
         cold, warm = server.cold_warm(prompt, max_tokens)
+        if not both_stopped(cold, warm):
+            skipped += 1
+            continue
         flips = cold.content != warm.content
         if flips and flip is None and is_stable(server, prompt, max_tokens, flips=True):
             flip = prompt
@@ -245,26 +293,75 @@ def search(server: Server, prompt_seed: int, max_tokens: int, max_prompts: int) 
             stable = prompt
             _log(f"stable after {tried} prompts: {prompt!r}")
     assert flip is not None and stable is not None
-    _log(f"searched {tried} prompts in {time.monotonic() - started:.1f} s")
-
-    server.erase_slot()
-    cold = server.chat(flip, max_tokens)
-    warm = server.chat(flip, max_tokens)
-    no_cache = server.chat(flip, max_tokens, cache_prompt=False)
     _log(
-        f"cache_prompt:false equals cold: {no_cache.content == cold.content} "
-        f"(cached_tokens {no_cache.cached_tokens}); one request took {cold.seconds:.3f} s"
+        f"searched {tried} prompts in {time.monotonic() - started:.1f} s "
+        f"({skipped} skipped: a response hit max_tokens or was too short)"
+    )
+    return flip, stable, tried
+
+
+def _describe(cold: Reply, warm: Reply) -> dict[str, Any]:
+    return {
+        "prompt_tokens": cold.prompt_tokens,
+        "cold_finish_reason": cold.finish_reason,
+        "warm_finish_reason": warm.finish_reason,
+        "cold_completion_tokens": cold.completion_tokens,
+        "warm_completion_tokens": warm.completion_tokens,
+        "cold_cached_tokens": cold.cached_tokens,
+        "warm_cached_tokens": warm.cached_tokens,
+    }
+
+
+def record(server: Server, flip: str, stable: str, max_tokens: int) -> dict[str, Any]:
+    """Fresh cold/warm replies for both prompts, and the cache_prompt:false check."""
+    cold, warm = server.cold_warm(flip, max_tokens)
+    no_cache = server.chat(flip, max_tokens, cache_prompt=False)
+    stable_cold, stable_warm = server.cold_warm(stable, max_tokens)
+    replies = (cold, warm, no_cache, stable_cold, stable_warm)
+    if not all(reply.stopped for reply in replies) or cold.content == warm.content:
+        raise RuntimeError("recorded replies differ from the search")
+    if stable_cold.content != stable_warm.content:
+        raise RuntimeError("stable prompt flipped when recorded")
+    _log(
+        f"flip: cold {cold.completion_tokens} tokens (cached {cold.cached_tokens}), "
+        f"warm {warm.completion_tokens} tokens (cached {warm.cached_tokens}); "
+        f"stable: {stable_cold.completion_tokens} tokens, warm cached "
+        f"{stable_warm.cached_tokens}; cache_prompt:false equals cold: "
+        f"{no_cache.content == cold.content} (cached_tokens {no_cache.cached_tokens}); "
+        f"one request took {cold.seconds:.3f} s"
     )
     return {
         "flip": {
             "prompt": flip,
             "cold_content": cold.content,
             "warm_content": warm.content,
-            "no_cache_content_equals_cold": no_cache.content == cold.content,
+            **_describe(cold, warm),
+            "no_cache_content_equals_cold": (
+                no_cache.content == cold.content and no_cache.cached_tokens == 0
+            ),
         },
-        "stable": {"prompt": stable},
-        "prompts_tried": tried,
+        "stable": {
+            "prompt": stable,
+            "content": stable_cold.content,
+            **_describe(stable_cold, stable_warm),
+        },
     }
+
+
+def no_cache_prompt_server_equals_cold(
+    binary: Path, model: Path, workdir: Path, prompt: str, cold_content: str, max_tokens: int
+) -> bool:
+    """On a ``--no-cache-prompt`` server, two requests in a row both give the cold
+    output and reuse no cache."""
+    with running_server(binary, model, workdir, (NO_CACHE_PROMPT_FLAG,)) as server:
+        replies = [server.chat(prompt, max_tokens) for _ in range(2)]
+    equal = all(r.content == cold_content and r.cached_tokens == 0 for r in replies)
+    _log(
+        f"--no-cache-prompt server equals cold: {equal} "
+        f"(cached_tokens {[r.cached_tokens for r in replies]}, "
+        f"finish {[r.finish_reason for r in replies]})"
+    )
+    return equal
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -275,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--model-seed", type=int, default=0)
     parser.add_argument("--prompt-seed", type=int, default=0)
-    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     parser.add_argument("--max-prompts", type=int, default=5000)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
@@ -289,7 +386,15 @@ def main(argv: list[str] | None = None) -> int:
         write_tiny_model(model, seed=args.model_seed)
         try:
             with running_server(binary, model, workdir) as server:
-                found = search(server, args.prompt_seed, args.max_tokens, args.max_prompts)
+                flip, stable, tried = search(
+                    server, args.prompt_seed, args.max_tokens, args.max_prompts
+                )
+                found = record(server, flip, stable, args.max_tokens)
+            found["flip"]["no_cache_prompt_server_equals_cold"] = (
+                no_cache_prompt_server_equals_cold(
+                    binary, model, workdir, flip, found["flip"]["cold_content"], args.max_tokens
+                )
+            )
         except KeyboardInterrupt:
             _log("interrupted")
             return 130
@@ -297,9 +402,11 @@ def main(argv: list[str] | None = None) -> int:
         "model_seed": args.model_seed,
         "prompt_seed": args.prompt_seed,
         "max_tokens": args.max_tokens,
+        "min_completion_tokens": MIN_COMPLETION_TOKENS,
         "llama_cpp_python": LLAMA_CPP_PYTHON_VERSION,
         "server_flags": list(FIXED_FLAGS),
         **found,
+        "prompts_tried": tried,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(fixture, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

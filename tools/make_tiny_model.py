@@ -2,11 +2,15 @@
 
 2 layers, 64 wide, 4 heads, f32, an SPM vocabulary with the 256 byte tokens, ChatML
 control tokens and template, weights from a fixed seed: the same seed gives the same
-bytes. The output rows of every control, byte and unknown token are zero, so greedy
-decoding emits only word pieces and never stops early (EOS is unreachable): a
-request always produces exactly ``max_tokens`` tokens.
+bytes. The output rows of every control, byte and unknown token are zero except the
+EOS / end-of-turn token ``<|im_end|>``, whose random row is scaled by
+``EOS_OUTPUT_SCALE``: greedy decoding emits word pieces until EOS wins, so most replies
+stop by themselves (``finish_reason`` "stop"). With seed 0 and the prompts of
+``find_flip_prompt.py``, 128 tokens allowed, about 85 % of replies stop, after 3 to
+~100 tokens (median ~40); about 12 % still hit the cap.
 
-Usage: ``python tools/make_tiny_model.py OUT.gguf [--seed N]``.
+Usage: ``python tools/make_tiny_model.py OUT.gguf [--seed N]`` (default seed 0, the one
+``tests/fixtures/llama_prompts.json`` was searched with).
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ N_FF = 128
 CONTEXT_LENGTH = 512
 RMS_EPS = 1e-5
 ROPE_THETA = 10000.0
+# Scale of the EOS output row. The switch from "never stops" to "stops at once" is sharp:
+# measured over 40 prompts at 128 max tokens, 1.2 stops 5, 1.4 stops 27 (median ~45
+# tokens), 1.5 stops 35 (median ~40), 2.0 stops 39 but most after 3 tokens.
+EOS_OUTPUT_SCALE = 1.5
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -117,8 +125,11 @@ def write_tiny_model(path: Path, seed: int = 0) -> None:
     tokens, scores, types = build_vocab()
     rng = np.random.default_rng(seed)
     tensors = _random_weights(rng, len(tokens))
-    unreachable = [i for i, t in enumerate(types) if t != int(gguf.TokenType.NORMAL)]
+    eos = tokens.index("<|im_end|>")
+    unreachable = [i for i, t in enumerate(types) if t != int(gguf.TokenType.NORMAL) and i != eos]
     tensors["output.weight"][unreachable, :] = 0.0
+    # EOS keeps its random row, scaled, so it wins greedy decoding in some states.
+    tensors["output.weight"][eos, :] *= EOS_OUTPUT_SCALE
 
     writer = gguf.GGUFWriter(path, "llama")
     writer.add_name(f"evidence-tiny-seed{seed}")

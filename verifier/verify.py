@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from verifier import layout
 from verifier.bundle.reader import read_bundle
 from verifier.checks import run_checks
 from verifier.checks.context import BundleContext, VerifyOptions
@@ -22,6 +23,7 @@ class VerificationResult:
     experiment: Experiment | None
     classification: Classification | None
     files: int
+    signature: str  # unsigned | not checked | verified | failed
 
     @property
     def verified(self) -> bool:
@@ -55,4 +57,15 @@ def verify_path(path: Path, options: VerifyOptions | None = None) -> Verificatio
         experiment=experiment,
         classification=classification,
         files=len(bundle.files),
+        signature=_signature_status(
+            findings, signed=layout.SIGNATURE in bundle.files, options=options
+        ),
     )
+
+
+def _signature_status(findings: list[Finding], *, signed: bool, options: VerifyOptions) -> str:
+    if any(f.check == "signature" and f.is_error for f in findings):
+        return "failed"
+    if not signed:
+        return "unsigned"
+    return "verified" if options.public_key is not None else "not checked"

@@ -12,6 +12,17 @@ CHECK = "telemetry"
 
 def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
     proofs = ctx.proofs
+    if ctx.experiment is not None:
+        recorded = {p.record.condition for p in proofs}
+        for index, condition in enumerate(ctx.experiment.conditions):
+            if condition.id not in recorded:
+                yield Finding(
+                    CHECK,
+                    Severity.WARNING,
+                    "the condition has no request record: nothing to classify",
+                    file="experiment.json",
+                    pointer=f"/conditions/{index}",
+                )
     for proof in proofs:
         record = proof.record
         if proof.failed is not None:

@@ -66,7 +66,8 @@ def experiment_lines(experiment: dict[str, Any] | None) -> list[tuple[str, str]]
         (
             "protocol",
             f"{protocol['cycles']} cycles, max_tokens {protocol['max_tokens']}, "
-            f"parallelism {protocol.get('parallelism')}, block size {protocol.get('block_size')}",
+            f"parallelism {protocol.get('parallelism') or 'not recorded'}, "
+            f"block size {protocol.get('block_size') or 'not recorded'}",
         ),
     ]
     hardware = ", ".join(f"{k} {v}" for k, v in experiment["hardware"].items() if v)

@@ -166,6 +166,7 @@ def bundle_document(outcome: BundleOutcome) -> dict[str, Any]:
         "exit_code": outcome.exit_code,
         "error": outcome.error,
         "files": result.files if result is not None else 0,
+        "signature": result.signature if result is not None else "unsigned",
         "finding_counts": {str(s): sum(1 for f in findings if f.severity is s) for s in Severity},
         "findings": [_finding(f) for f in findings],
         "experiment": _experiment(result) if result is not None else None,

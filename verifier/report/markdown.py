@@ -24,7 +24,7 @@ def _bundle(bundle: dict[str, Any]) -> list[str]:
         f"### `{bundle['verdict']}`: {_cell(bundle['source'])}",
         "",
         f"{status}: {bundle['files']} files, {counts.get('error', 0)} errors, "
-        f"{counts.get('warning', 0)} warnings"
+        f"{counts.get('warning', 0)} warnings; signature {bundle['signature']}"
         + (f"; expected `{bundle['expected']}`" if bundle["expected"] else ""),
     ]
     if bundle["error"]:

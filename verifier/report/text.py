@@ -30,7 +30,7 @@ def _bundle(bundle: dict[str, Any]) -> RenderableType:
     status = "verified" if bundle["verified"] else "NOT verified"
     headline.append(
         f"   ({status}; {bundle['files']} files, {counts.get('error', 0)} errors, "
-        f"{counts.get('warning', 0)} warnings)"
+        f"{counts.get('warning', 0)} warnings; signature {bundle['signature']})"
     )
     if bundle["expected"]:
         mark = "as expected" if bundle["expected"] == verdict else f"expected {bundle['expected']}"

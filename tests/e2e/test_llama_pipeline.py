@@ -1,0 +1,125 @@
+"""End to end against a real llama-server: capture, export, verify, for both fixture prompts.
+
+The first run builds llama-server from the llama-cpp-python sdist (about 4 minutes on 2
+cores) into ~/.cache/evidence; later runs reuse it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from llama_pipeline import PipelineRun, fixture, run_pipeline
+
+from verifier import schemas, signing
+from verifier.jsonio import loads_strict
+
+pytestmark = pytest.mark.e2e
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if text.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def server_binary() -> Path:
+    from build_llama_server import ensure_llama_server
+
+    return ensure_llama_server()
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> signing.KeyPairPaths:
+    return signing.generate_key_pair(tmp_path_factory.mktemp("keys"))
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path
+    # No server may outlive its capture, whatever the test's outcome.
+    leftovers = _processes_mentioning(str(tmp_path))
+    for pid in leftovers:
+        os.kill(pid, 9)
+    assert not leftovers, f"server processes left running: {leftovers}"
+
+
+def _run(workdir: Path, which: str, binary: Path, keys: signing.KeyPairPaths) -> PipelineRun:
+    return run_pipeline(
+        workdir,
+        fixture()[which]["prompt"],
+        sign_key=keys.private,
+        public_key=keys.public,
+        binary=binary,
+    )
+
+
+def _check_report(run: PipelineRun, verdict: str) -> dict[str, object]:
+    report = run.report
+    assert not schemas.validate(report, "report"), schemas.validate(report, "report")[:3]
+    bundle = report["bundles"][0]
+    assert bundle["verified"], bundle["findings"]
+    assert bundle["verdict"] == verdict, bundle["classification"]["reasons"]
+    assert run.verify.returncode == 0
+    assert any(
+        f["check"] == "signature" and f["message"] == "signature verified"
+        for f in bundle["findings"]
+    )
+    classification = bundle["classification"]
+    # every request of the protocol was proven in its claimed arm
+    requests = classification["requests"]
+    assert len(requests) == 14
+    assert all(r["proven"] for r in requests), [r for r in requests if not r["proven"]]
+    assert all(r["finish_reason"] == "stop" for r in requests)
+    return bundle
+
+
+def test_flip_prompt_is_cache_state_dependent(
+    workdir: Path, server_binary: Path, keys: signing.KeyPairPaths
+) -> None:
+    run = _run(workdir, "flip", server_binary, keys)
+    bundle = _check_report(run, "cache-state-dependent")
+    (condition,) = bundle["classification"]["conditions"]
+    assert condition["arms"]["warm"] == {"B": 5}
+    assert sum(sum(arm.values()) for arm in condition["arms"].values()) == 14
+    assert condition["first_differences"], "a split must show where the outputs differ"
+    # What the raw capture knew privately is gone from the public archive.
+    plain = gzip.decompress(run.archive.read_bytes())
+    for private in (str(workdir), str(server_binary), os.environ.get("USER", "root")):
+        assert private.encode() not in plain, private
+
+
+def test_stable_prompt_is_cache_state_independent(
+    workdir: Path, server_binary: Path, keys: signing.KeyPairPaths
+) -> None:
+    run = _run(workdir, "stable", server_binary, keys)
+    bundle = _check_report(run, "cache-state-independent")
+    assert len(bundle["classification"]["classes"]) == 1
+
+
+def test_committed_real_sample_verifies(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    sample = repo / "sample_bundles" / "llama-cpp-real.tar.gz"
+    key = repo / "sample_bundles" / "keys" / signing.PUBLIC_KEY_FILE
+    result = subprocess.run(
+        [sys.executable, "-m", "verifier", "verify", str(sample), "--key", str(key),
+         "--format", "json", "--expect", "cache-state-dependent"],
+        cwd=repo, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    report = loads_strict(result.stdout.encode())
+    assert report["bundles"][0]["experiment"]["server"]["profile"] == "llama.cpp"

@@ -42,8 +42,8 @@ def class_telemetry_rows(condition: dict[str, Any]) -> list[tuple[str, str, str,
         cached = ", ".join("absent" if v is None else str(v) for v in entry["cached_tokens"])
         moving = {k: v for k, v in entry["counter_deltas"].items() if any(x != 0 for x in v)}
         parts = [f"{counter_name(k)} {deltas_text(v)}" for k, v in moving.items()]
-        if len(moving) < len(entry["counter_deltas"]):
-            parts.append("no other counter moved" if parts else "no counter moved")
+        if entry["counter_deltas"] and not parts:
+            parts.append("no counter moved")
         rows.append(
             (entry["class"], entry["arm"], str(entry["requests"]), cached, "; ".join(parts) or "—")
         )

@@ -19,10 +19,11 @@ schema_app = typer.Typer(help="List and print the JSON Schemas (Draft 2020-12) o
 @schema_app.command("list")
 @boundary
 def list_schemas() -> None:
-    """List every schema with its id and title."""
-    table = Table("name", "$id", "title", box=None)
+    """List every schema by name, with what it describes (`schema show NAME` prints one)."""
+    table = Table("name", "describes", box=None)
+    table.columns[0].no_wrap = True
     for name, schema in schemas.load_all().items():
-        table.add_row(name, schema.get("$id", ""), schema.get("title", ""))
+        table.add_row(name, schema.get("title", ""))
     Console().print(table)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from rawfactory import RawFactory
+from seed_sample import write_seed_raw
 
 from verifier.errors import ExportError, UsageError
 from verifier.export import ExportOptions, export_bundle
@@ -117,3 +118,15 @@ def test_condition_id_with_a_private_value_is_refused(tmp_path: Path) -> None:
         path.write_text(path.read_text().replace('"c1"', '"alice-run"'))
     with pytest.raises(ExportError, match=r"conditions/0/id: the condition id contains"):
         export_bundle(ExportOptions(raw, tmp_path / "public"))
+
+
+def test_an_incomplete_capture_is_not_exported(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    write_seed_raw(raw)
+    run = json.loads((raw / "run.json").read_text())
+    run["outcome"] = "interrupted"
+    (raw / "run.json").write_text(json.dumps(run))
+    out = tmp_path / "public"
+    with pytest.raises(ExportError, match="did not complete"):
+        export_bundle(ExportOptions(raw, out))
+    assert not out.exists()

@@ -148,6 +148,13 @@ def _build_files(
     """The bundle's bytes by path; the redaction counts; the record count; the conditions."""
     progress(f"reading the raw capture {options.raw_dir}")
     raw = load_raw(options.raw_dir)
+    outcome = raw.run.document.get("outcome", "completed")
+    if outcome != "completed":
+        # A broken-off capture is kept privately for diagnosis; it is not evidence.
+        raise ExportError(
+            f"{options.raw_dir} is a capture that did not complete (outcome: {outcome}); "
+            "run the capture again and export the completed one"
+        )
     progress("assembling the public documents")
     assembled = assemble(raw, options.keep_env)
     values = collect_private_values(

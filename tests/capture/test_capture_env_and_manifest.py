@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.capture.manifest import detect_hf_snapshot, hash_model
+from verifier.capture.manifest import hash_model
 from verifier.capture.process import (
     build_commit,
     executable_mappings,
@@ -19,6 +19,7 @@ from verifier.capture.profiles import PROFILES, get_profile
 from verifier.capture.profiles.base import LaunchSpec, ResetProof
 from verifier.cli.capture_cmd import ProfileName
 from verifier.errors import CaptureError, UsageError
+from verifier.modelfiles import detect_hf_snapshot
 from verifier.schemas import validate
 
 INHERITED = {

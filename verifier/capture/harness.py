@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from verifier import __version__, layout
 from verifier.canonical import OutputHashError, output_hash
 from verifier.capture import hostinfo, http, process
-from verifier.capture.manifest import detect_hf_snapshot, hash_model
+from verifier.capture.manifest import hash_model
 from verifier.capture.profiles.base import LaunchSpec, ResetProof, ServerProfile
 from verifier.capture.prometheus import parse_metrics
 from verifier.capture.protocol import (
@@ -30,6 +30,7 @@ from verifier.capture.protocol import (
 from verifier.errors import CaptureError, UsageError
 from verifier.jsonio import dumps_stable, resolve_pointer
 from verifier.model import Arm
+from verifier.modelfiles import detect_hf_snapshot, sha256_file
 from verifier.schemas import SCHEMA_VERSION
 
 SNAPSHOT_TIMEOUT_S = 10.0
@@ -307,7 +308,7 @@ class _Run:
 
     def _identify_binary(self, binary: Path) -> None:
         server = self.run_doc["server"]
-        server["binary_sha256"] = process.sha256_file(binary)
+        server["binary_sha256"] = sha256_file(binary)
         env = process.server_environment(
             self.environ, extra_prefixes=self.profile.experiment_env_prefixes
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import signal
@@ -17,6 +16,7 @@ from typing import IO, Any
 
 from verifier.capture import http
 from verifier.errors import CaptureError
+from verifier.modelfiles import sha256_file
 
 # Inherited experiment toggles and debugging overrides that would silently change the run.
 STRIPPED_PREFIXES: tuple[str, ...] = ("MLX", "APC_", "LLAMA_", "CUDNN_", "CUBLASLT_")
@@ -57,14 +57,6 @@ def server_environment(
     env.update(profile_env or {})
     env.update(settings or {})
     return env
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

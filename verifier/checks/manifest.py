@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,9 +9,9 @@ from typing import Any
 from verifier import layout
 from verifier.checks.context import BundleContext
 from verifier.model import Finding, Severity
+from verifier.modelfiles import ModelFilesError, model_files, sha256_file
 
 CHECK = "manifest"
-CHUNK = 1024 * 1024
 
 
 def check_manifest(ctx: BundleContext) -> Iterator[Finding]:
@@ -63,74 +62,51 @@ def check_manifest(ctx: BundleContext) -> Iterator[Finding]:
         yield from _rehash(ctx, ctx.options.model_dir, manifest["files"])
 
 
-def _local_files(root: Path) -> dict[str, Path]:
-    """Files of a plain model folder or of a Hugging Face snapshot folder (symlinks to blobs)."""
-    if root.is_file():
-        return {root.name: root}
-    found: dict[str, Path] = {}
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root).as_posix()
-        if any(part.startswith(".") for part in path.relative_to(root).parts):
-            continue  # .git, .cache, huggingface lock files
-        if path.is_file():  # follows a snapshot's symlinks to its blobs
-            found[relative] = path
-    return found
-
-
 def _rehash(ctx: BundleContext, root: Path, entries: list[dict[str, Any]]) -> Iterator[Finding]:
-    if not root.exists():
-        yield Finding(CHECK, Severity.ERROR, f"--model-dir {root} does not exist")
+    try:
+        local = model_files(root)
+    except ModelFilesError as exc:
+        yield Finding(CHECK, Severity.ERROR, f"--model-dir: {exc.message}")
         return
-    local = _local_files(root)
     total = sum(entry["size"] for entry in entries if entry["path"] in local)
     done = 0
     progress = ctx.options.progress
+
+    def advance(count: int) -> None:
+        nonlocal done
+        done += count
+        if progress is not None:
+            progress(f"hashing {name}", done, total)
+
     for index, entry in enumerate(entries):
         pointer = f"/files/{index}"
-        path = local.get(entry["path"])
+        name = entry["path"]
+        path = local.get(name)
         if path is None:
             yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"{entry['path']} is in the manifest but not in --model-dir",
-                file=layout.MODEL_MANIFEST,
-                pointer=pointer,
-            )
+                CHECK, Severity.ERROR, f"{name} is in the manifest but not in --model-dir",
+                file=layout.MODEL_MANIFEST, pointer=pointer,
+            )  # fmt: skip
             continue
-        digest = hashlib.sha256()
-        size = 0
         try:
-            with path.open("rb") as handle:
-                while chunk := handle.read(CHUNK):
-                    digest.update(chunk)
-                    size += len(chunk)
-                    done += len(chunk)
-                    if progress is not None:
-                        progress(f"hashing {entry['path']}", done, total)
+            size = path.stat().st_size
+            digest = sha256_file(path, advance)
         except OSError as exc:
             yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"cannot read {entry['path']}: {exc.strerror}",
-                file=layout.MODEL_MANIFEST,
-                pointer=pointer,
-            )
+                CHECK, Severity.ERROR, f"cannot read {name}: {exc.strerror}",
+                file=layout.MODEL_MANIFEST, pointer=pointer,
+            )  # fmt: skip
             continue
-        if size != entry["size"] or digest.hexdigest() != entry["sha256"]:
+        if size != entry["size"] or digest != entry["sha256"]:
             yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"{entry['path']} in --model-dir does not match the manifest",
-                file=layout.MODEL_MANIFEST,
-                pointer=pointer,
+                CHECK, Severity.ERROR, f"{name} in --model-dir does not match the manifest",
+                file=layout.MODEL_MANIFEST, pointer=pointer,
                 expected=f"{entry['sha256']} ({entry['size']} bytes)",
-                actual=f"{digest.hexdigest()} ({size} bytes)",
-            )
+                actual=f"{digest} ({size} bytes)",
+            )  # fmt: skip
     listed = {entry["path"] for entry in entries}
     for extra in sorted(set(local) - listed):
         yield Finding(
-            CHECK,
-            Severity.WARNING,
-            f"{extra} is in --model-dir but not in the manifest",
+            CHECK, Severity.WARNING, f"{extra} is in --model-dir but not in the manifest",
             file=layout.MODEL_MANIFEST,
-        )
+        )  # fmt: skip

@@ -108,7 +108,7 @@ def test_limits_are_flags(tmp_path: Path) -> None:
     archive = tmp_path / "seed.tar.gz"
     archive.write_bytes(buffer.getvalue())
     code, _, err = run("verify", str(archive), "--max-members", "3")
-    assert code == 2 and "--max-members" in err
+    assert code == 1 and "--max-members" in err  # refused as unsafe: not verified
     code, out, _ = run("verify", str(archive))
     assert code == 0, out
 
@@ -164,3 +164,17 @@ def test_any_single_character_change_of_a_hashed_field_is_caught(
     assert "output-hash" in checks
     if not resum:
         assert "checksums" in checks
+
+
+def test_bundle_text_cannot_reach_the_terminal_or_the_issue_as_markup(tmp_path: Path) -> None:
+    bundle = _copy(tmp_path)
+    experiment = json.loads((bundle / layout.EXPERIMENT).read_text())
+    experiment["hardware"]["cpu"] = "\u001b]0;pwned\u0007\u001b[2J <img src=x> @octocat"
+    (bundle / layout.EXPERIMENT).write_text(json.dumps(experiment))
+    code, out, _ = run("verify", str(bundle))
+    assert code == 1  # the checksums no longer match, but the report is still printed
+    assert "\x1b" not in out and "\x07" not in out and "\\u001b" in out
+    _, markdown, _ = run("verify", str(bundle), "-f", "markdown")
+    assert "<img" not in markdown and "&lt;img" in markdown and "@octocat" not in markdown
+    _, raw_json, _ = run("verify", str(bundle), "-f", "json")
+    assert json.loads(raw_json)["bundles"][0]["experiment"]["hardware"]["cpu"].startswith("\x1b")

@@ -23,6 +23,10 @@ from verifier.jsonio import dumps_stable, loads_strict, resolve_pointer
         (b"[" * 100 + b"]" * 100, "nesting"),
         (b"\xef\xbb\xbf{}", "byte-order mark"),
         (b"{", "not JSON"),
+        (b'{"a": 1e400}', "out of range"),
+        (b'{"a": ' + b"9" * 5000 + b"}", "cannot be read"),
+        (b'{"a": "\\ud800"}', "lone surrogate"),
+        (b'{"\\udc80": 1}', "lone surrogate"),
     ],
 )
 def test_refused(data: bytes, message: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -14,6 +15,31 @@ _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 
 def _refuse_constant(name: str) -> Any:
     raise InvalidDocument(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise InvalidDocument(f"the number {text[:20]} is out of range (it would be Infinity)")
+    return value
+
+
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _check_strings(node: Any) -> None:
+    """Refuse lone surrogates (escaped as \\ud800...): they are not Unicode text."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                raise InvalidDocument("a string holds a lone surrogate (not valid Unicode)")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -47,13 +73,22 @@ def loads_strict(data: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
         raise InvalidDocument("a byte-order mark is not allowed")
     _check_depth(data, max_depth)
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
+        document = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+        )
     except json.JSONDecodeError as exc:
         raise InvalidDocument(
             f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except RecursionError:
         raise InvalidDocument("nesting too deep") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise InvalidDocument(f"a number cannot be read: {str(exc)[:80]}") from None
+    _check_strings(document)
+    return document
 
 
 def dumps_stable(document: Any) -> bytes:

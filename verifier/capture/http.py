@@ -58,9 +58,10 @@ def request(method: str, url: str, body: Any = None, *, timeout: float) -> HttpR
                 response.status, payload, time.monotonic() - started, dict(response.headers)
             )
     except urllib.error.HTTPError as exc:
-        payload = exc.read(MAX_BODY) if exc.fp is not None else b""
-        headers = dict(exc.headers) if exc.headers is not None else {}
-        return HttpResult(exc.code, payload, time.monotonic() - started, headers, str(exc))
+        with exc:  # an error answer holds its connection open until closed
+            payload = exc.read(MAX_BODY) if exc.fp is not None else b""
+            headers = dict(exc.headers) if exc.headers is not None else {}
+            return HttpResult(exc.code, payload, time.monotonic() - started, headers, str(exc))
     except TimeoutError as exc:
         return HttpResult(None, b"", time.monotonic() - started, error=str(exc), timed_out=True)
     except urllib.error.URLError as exc:

@@ -101,8 +101,13 @@ def verify(
             try:
                 result = verify_path(path, options)
             except (UnreadableInput, UnsafeInput) as exc:
-                stderr.print(f"[bold red]error:[/] {path}: {exc.message}")
-                outcomes.append(BundleOutcome(str(path), None, error=exc.message, expected=expect))
+                stderr.print(f"[bold red]error:[/] {exc.message}", soft_wrap=True)
+                outcomes.append(
+                    BundleOutcome(
+                        str(path), None, error=exc.message, expected=expect,
+                        unsafe=isinstance(exc, UnsafeInput),
+                    )
+                )  # fmt: skip
                 continue
             outcomes.append(BundleOutcome(str(path), result, expected=expect))
     report = build_report(outcomes)

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
+from verifier.report.common import printable
 from verifier.report.markdown import render_markdown
 from verifier.report.text import render_text
 
@@ -24,11 +25,15 @@ def _json(report: dict[str, Any], console: Console) -> None:
 
 
 def _markdown(report: dict[str, Any], console: Console) -> None:
-    console.file.write(render_markdown(report))
+    console.file.write(render_markdown(printable(report)))
+
+
+def _text(report: dict[str, Any], console: Console) -> None:
+    render_text(printable(report), console)
 
 
 RENDERERS: dict[OutputFormat, Callable[[dict[str, Any], Console], None]] = {
-    OutputFormat.TEXT: render_text,
+    OutputFormat.TEXT: _text,
     OutputFormat.JSON: _json,
     OutputFormat.MARKDOWN: _markdown,
 }

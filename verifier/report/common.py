@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 ARM_COLUMNS = (
@@ -10,6 +11,24 @@ ARM_COLUMNS = (
     ("request-disabled", "opt-out"),
     ("server-disabled", "cache off"),
 )
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(node: Any) -> Any:
+    """The report with every control character of bundle text shown as an escape.
+
+    A hostile bundle must not reach the reader's terminal (ANSI/OSC sequences) or hide text
+    (bidirectional overrides); the JSON format keeps the exact strings.
+    """
+    if isinstance(node, str):
+        return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", node)
+    if isinstance(node, dict):
+        return {printable(k): printable(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [printable(v) for v in node]
+    return node
 
 
 def arm_cell(counts: dict[str, int]) -> str:
@@ -40,7 +59,10 @@ def class_telemetry_rows(condition: dict[str, Any]) -> list[tuple[str, str, str,
     rows = []
     for entry in condition["class_telemetry"]:
         cached = ", ".join("absent" if v is None else str(v) for v in entry["cached_tokens"])
-        moving = {k: v for k, v in entry["counter_deltas"].items() if any(x != 0 for x in v)}
+        # Labelled samples (decode paths) are shown even at zero: "fused_v2 +0" is a fact.
+        moving = {
+            k: v for k, v in entry["counter_deltas"].items() if any(x != 0 for x in v) or "{" in k
+        }
         parts = [f"{counter_name(k)} {deltas_text(v)}" for k, v in moving.items()]
         if entry["counter_deltas"] and not parts:
             parts.append("no counter moved")

@@ -27,6 +27,7 @@ class BundleOutcome:
     result: VerificationResult | None
     error: str | None = None
     expected: Verdict | None = None
+    unsafe: bool = False  # refused as unsafe (a limit crossed): read, but not verified
 
     @property
     def verdict(self) -> Verdict:
@@ -35,7 +36,7 @@ class BundleOutcome:
     @property
     def exit_code(self) -> int:
         if self.result is None:
-            return EXIT_UNREADABLE
+            return EXIT_NOT_VERIFIED if self.unsafe else EXIT_UNREADABLE
         if not self.result.verified:
             return EXIT_NOT_VERIFIED
         if self.expected is not None and self.expected is not self.result.verdict:

@@ -10,7 +10,10 @@ MAX_FINDINGS = 20
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Table-cell text that cannot open HTML, mention people or break the table."""
+    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("@", "@\u200b")):
+        text = text.replace(raw, safe)
+    return text.replace("\n", " ")
 
 
 def _quote(text: str) -> str:

@@ -188,3 +188,11 @@ def test_labels_follow_first_appearance_and_bound_is_honest() -> None:
     assert result.bound.requests == 4
     assert result.bound.upper_bound == pytest.approx(1 - 0.05 ** (1 / 4))
     assert "no variation" in result.bound.sentence and "deterministic" not in result.bound.sentence
+
+
+def test_missing_hit_counter_proves_no_miss() -> None:
+    r = record(Arm.COLD, preceded_by="cache-reset")
+    blind = Record(**{**r.__dict__, "before": Snapshot(r.before.cache_stats, None),
+                      "after": Snapshot(r.after.cache_stats, None)})  # fmt: skip
+    proven, reason = prove(blind)
+    assert not proven and "not recorded" in reason

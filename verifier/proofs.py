@@ -148,6 +148,8 @@ def prove_request(
             return verdict(False, f"cached_tokens is {cached}, not 0: the reset did not clear it")
         if hit is True or reuse is True:
             return verdict(False, "a cache hit was counted")
+        if telemetry.hit_counters and hit is None:
+            return verdict(False, "the hit counter was not recorded: no miss shown")
         after = "fresh server" if record.preceded_by == "server-start" else "proven reset"
         return verdict(True, f"{after}; 0 cached tokens; no hit counted")
 
@@ -164,6 +166,8 @@ def prove_request(
             return verdict(False, "a cache hit was counted")
         if store is True:
             return verdict(False, "the cache store was looked up or written")
+        if telemetry.hit_counters and hit is None:
+            return verdict(False, "the hit counter was not recorded: no miss shown")
         return verdict(True, "opted out; 0 cached tokens; no hit, no store access")
 
     # Arm.SERVER_DISABLED

@@ -69,6 +69,13 @@ def _resum(files: Files, *, sign: bool = False) -> Files:
     return files
 
 
+def resum_tree(root: Path) -> None:
+    """Rewrite a bundle directory's SHA256SUMS to match its files, as a forger would."""
+    files = {k: v for k, v in read_tree(root).items() if k not in layout.UNSUMMED}
+    (root / layout.SHA256SUMS).write_bytes(format_sums(files))
+    (root / layout.SIGNATURE).unlink(missing_ok=True)
+
+
 def _edit(files: Files, name: str, change: Callable[[dict[str, Any]], None]) -> Files:
     files = dict(files)
     document = json.loads(files[name])

@@ -10,7 +10,7 @@ from typing import Any
 
 from verifier import layout, schemas
 from verifier.bundle.reader import Limits, LoadedBundle
-from verifier.errors import InvalidDocument
+from verifier.errors import InvalidDocument, SchemaVersionError
 from verifier.jsonio import MAX_DEPTH, loads_strict
 from verifier.proofs import RequestProof, prove_all
 from verifier.records import Experiment, Record
@@ -72,18 +72,10 @@ class BundleContext:
             if name is None or name.startswith("raw-") or name == "report":
                 result[path] = [SchemaViolation("/kind", f"unknown document kind {kind!r}", "kind")]
                 continue
-            version = document.get("schema_version")
-            if isinstance(version, str) and version.split(".", 1)[0] != str(
-                schemas.SUPPORTED_MAJOR
-            ):
-                result[path] = [
-                    SchemaViolation(
-                        "/schema_version",
-                        f"schema_version {version!r} has an unknown major version; this tool "
-                        f"reads major version {schemas.SUPPORTED_MAJOR} only",
-                        "schema_version",
-                    )
-                ]
+            try:
+                schemas.check_schema_version(document, where=path)
+            except SchemaVersionError as exc:
+                result[path] = [SchemaViolation("/schema_version", exc.message, "schema_version")]
                 continue
             result[path] = schemas.validate(document, name)
         return result

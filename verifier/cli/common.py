@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -54,7 +53,3 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(1) from None
 
     return wrapper
-
-
-def is_terminal() -> bool:
-    return sys.stderr.isatty()

@@ -15,7 +15,7 @@ from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
 from verifier.report import OutputFormat, render
 from verifier.report.document import BundleOutcome, build_report
-from verifier.verify import VerifyOptions, verify_path
+from verifier.verify import VerifyOptions, load_profile_rules, verify_path
 
 _DEFAULTS = Limits()
 
@@ -40,6 +40,14 @@ def verify(
         typer.Option(
             "--model-dir",
             help="Local model folder (plain or HF snapshot) to rehash against the manifest.",
+        ),
+    ] = None,
+    profile: Annotated[
+        Path | None,
+        typer.Option(
+            "--profile",
+            help="Judge by the server-profile rules in this JSON file instead of the tool's "
+            "own (for a profile or version this tool does not know).",
         ),
     ] = None,
     expect: Annotated[
@@ -77,6 +85,7 @@ def verify(
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
     limits = Limits(max_members, max_member_bytes, max_total_bytes, max_ratio)
+    profile_rules = load_profile_rules(profile) if profile is not None else None
     outcomes = []
     with Progress(
         TextColumn("{task.description}"),
@@ -94,7 +103,12 @@ def verify(
             )
 
         options = VerifyOptions(
-            public_key=key, model_dir=model_dir, limits=limits, progress=on_progress
+            public_key=key,
+            model_dir=model_dir,
+            limits=limits,
+            progress=on_progress,
+            profile_rules=profile_rules,
+            profile_file=None if profile is None else profile.name,
         )
         for path in bundles:
             stderr.print(f"verifying {path}", style="dim")

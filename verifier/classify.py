@@ -158,11 +158,8 @@ def _uneven_cache(proofs: Sequence[RequestProof], rules: ProfileRules | None) ->
         for name, values in seen.items():
             if len(values) > 1:
                 shown = ", ".join(sorted("absent" if v is None else f"{v:g}" for v in values))
-                return (
-                    f"the {arm} requests did not meet the same cache state: "
-                    f"{name.partition(':')[2] or name} {'' if name == 'cached_tokens' else 'moved by '}"
-                    f"{shown}"
-                )
+                what = name if name == "cached_tokens" else f"{name.partition(':')[2]} moved by"
+                return f"the {arm} requests did not meet the same cache state: {what} {shown}"
     return None
 
 

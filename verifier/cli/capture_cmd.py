@@ -132,6 +132,15 @@ def capture(
         ),
     ] = None,
     cycles: Annotated[int, typer.Option("--cycles", min=1, help="Reset/cold/warm cycles.")] = 2,
+    localize: Annotated[
+        bool,
+        typer.Option(
+            "--localize/--no-localize",
+            help="After the protocol, one cold and one warm request with logprobs on a fresh "
+            "server, to find the first divergent token (never part of the verdict; skipped "
+            "where the profile has no logprobs).",
+        ),
+    ] = True,
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", min=1, help="Token cap (default 800).")
     ] = None,
@@ -194,7 +203,7 @@ def capture(
         binary=None if binary is None else binary.absolute(),
         url=url,
         alias=alias,
-        spec=ProtocolSpec(cycles=cycles),
+        spec=ProtocolSpec(cycles=cycles, localize=localize),
         port=port,
         wall_timeout_s=wall_timeout,
         request_timeout_s=request_timeout,

@@ -103,11 +103,11 @@ def _labels(proofs: Sequence[RequestProof], order: Sequence[str]) -> dict[str, s
     ):
         digest = proof.record.output_hash
         if digest is not None and proof.failed is None and digest not in labels:
-            labels[digest] = _label_name(len(labels))
+            labels[digest] = class_label(len(labels))
     return labels
 
 
-def _label_name(index: int) -> str:
+def class_label(index: int) -> str:
     name = ""
     index += 1
     while index:

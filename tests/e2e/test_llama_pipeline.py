@@ -146,3 +146,27 @@ def test_committed_real_sample_verifies(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     report = loads_strict(result.stdout.encode())
     assert report["bundles"][0]["experiment"]["server"]["profile"] == "llama.cpp"
+
+
+def test_diff_of_the_flip_and_the_stable_capture(
+    workdir: Path, server_binary: Path, keys: signing.KeyPairPaths
+) -> None:
+    (workdir / "flip").mkdir()
+    (workdir / "stable").mkdir()
+    flip = _run(workdir / "flip", "flip", server_binary, keys)
+    stable = _run(workdir / "stable", "stable", server_binary, keys)
+    result = subprocess.run(
+        [sys.executable, "-m", "verifier", "diff", str(flip.archive), str(stable.archive),
+         "--key", str(keys.public), "--format", "json", "--expect-changed"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    document = loads_strict(result.stdout.encode())
+    assert not schemas.validate(document, "diff")
+    assert document["outcome"] == "changed" and not document["same_request"]
+    (condition,) = document["conditions"]
+    assert [b["verdict"] for b in condition["bundles"]] == [
+        "cache-state-dependent",
+        "cache-state-independent",
+    ]
+    assert condition["changes"][0].startswith("the split is gone")

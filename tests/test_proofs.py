@@ -88,7 +88,7 @@ def record(
 
 
 def prove(r: Record, server_disabled: bool = False) -> tuple[bool, str]:
-    proof = prove_request(r, RULES, server_disabled=server_disabled, previous=None)
+    proof = prove_request(r, RULES, server_disabled=server_disabled, previous=None, attached=True)
     return proof.proven, proof.reason
 
 
@@ -146,7 +146,7 @@ def test_backward_counters_make_telemetry_unusable() -> None:
     assert not proven and "backwards" in reason
     first = record(Arm.WARM, cached=32, hits=(0, 9), sequence=1, instance=1)
     second = record(Arm.WARM, cached=32, hits=(3, 5), sequence=2, instance=1)
-    proofs = prove_all([first, second], RULES, {})
+    proofs = prove_all([first, second], RULES, {}, attached=True)
     assert proofs[0].proven and not proofs[1].proven
 
 
@@ -156,6 +156,7 @@ def test_failed_and_capped() -> None:
         RULES,
         server_disabled=False,
         previous=None,
+        attached=True,
     )
     assert failed.failed == "HTTP status 500" and not failed.comparable
     capped = prove_request(
@@ -163,12 +164,13 @@ def test_failed_and_capped() -> None:
         RULES,
         server_disabled=False,
         previous=None,
+        attached=True,
     )
     assert capped.capped and capped.comparable
 
 
 def _experiment(records: list[Record]) -> Verdict:
-    proofs = prove_all(records, RULES, {})
+    proofs = prove_all(records, RULES, {}, attached=True)
     return classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64)).verdict
 
 
@@ -221,14 +223,14 @@ def _capped(warm_output: str) -> list[Record]:
 
 
 def test_all_capped_and_equal_is_inconclusive() -> None:
-    proofs = prove_all(_capped("A"), RULES, {})
+    proofs = prove_all(_capped("A"), RULES, {}, attached=True)
     result = classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64))
     assert result.verdict is Verdict.INCONCLUSIVE
     assert any("agree in the first 64 tokens" in r for r in result.conditions[0].reasons)
 
 
 def test_a_split_inside_the_cap_is_a_split() -> None:
-    proofs = prove_all(_capped("B"), RULES, {})
+    proofs = prove_all(_capped("B"), RULES, {}, attached=True)
     result = classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64))
     assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
     assert any("token cap" in r for r in result.conditions[0].reasons)
@@ -238,13 +240,14 @@ def test_signals_that_disagree_are_a_contradiction() -> None:
     # the hit counter moved, but the response says nothing came from the cache
     proof = prove_request(
         record(Arm.COLD, preceded_by="server-start", hits=(0, 1)), RULES,
-        server_disabled=False, previous=None,
+        server_disabled=False, previous=None, attached=True,
     )  # fmt: skip
     assert not proof.proven and proof.contradiction is not None
     # cached tokens reported, but the hit counter stayed still
     proof = prove_request(
-        record(Arm.WARM, cached=32, hits=(5, 5)), RULES, server_disabled=False, previous=None
-    )
+        record(Arm.WARM, cached=32, hits=(5, 5)), RULES, server_disabled=False, previous=None,
+        attached=True,
+    )  # fmt: skip
     assert proof.contradiction is not None
 
 
@@ -264,7 +267,7 @@ def test_token_counts_must_be_bounded_integers(value: object) -> None:
     response = {**r.response, "usage": usage}
     proof = prove_request(
         Record(**{**r.__dict__, "response": response}), RULES, server_disabled=False,
-        previous=None,
+        previous=None, attached=True,
     )  # fmt: skip
     assert not proof.proven and proof.bad_numbers
 
@@ -280,14 +283,14 @@ def test_prompt_tokens_must_be_present() -> None:
 def test_counters_that_move_between_requests_break_the_chain() -> None:
     first = record(Arm.WARM, cached=32, hits=(0, 2), lookups=(0, 1), sequence=1, instance=1)
     second = record(Arm.WARM, cached=32, hits=(2, 4), lookups=(5, 6), sequence=2, instance=1)
-    proofs = prove_all([first, second], RULES, {})
+    proofs = prove_all([first, second], RULES, {}, attached=True)
     assert proofs[0].proven and not proofs[1].proven
     assert "between this request" in proofs[1].reason
 
 
 def test_labels_follow_first_appearance_and_bound_is_honest() -> None:
     records = [_warm(1, "Z"), _warm(2, "Z"), _cold(3, "Y"), _cold(4, "Y")]
-    proofs = prove_all(records, RULES, {})
+    proofs = prove_all(records, RULES, {}, attached=True)
     result = classify([condition()], proofs, RULES)
     assert [c.label for c in result.classes] == ["A", "B"]
     assert result.conditions[0].warm_label == "A"
@@ -314,8 +317,23 @@ def test_a_warm_miss_says_why_where_the_server_does() -> None:
     after = Snapshot({**(r.after.cache_stats or {}), **stats}, r.after.metrics)
     proof = prove_request(
         Record(**{**r.__dict__, "before": before, "after": after}), rules,
-        server_disabled=False, previous=None,
+        server_disabled=False, previous=None, attached=True,
     )  # fmt: skip
     assert not proof.proven
     assert "says why it missed: reject_prefix_too_short +1" in proof.reason
     assert "'prefix_too_short'" in proof.reason
+
+
+def test_the_first_request_on_a_started_server_sees_counters_at_zero() -> None:
+    used = record(Arm.COLD, preceded_by="cache-reset", hits=(5, 5), sequence=1, instance=1)
+    proof = prove_request(used, RULES, server_disabled=False, previous=None)
+    assert not proof.proven and "do not start at zero" in proof.reason
+    # a metric family is read sample by sample: one sample's rise cannot hide another's fall
+    r = record(Arm.COLD, preceded_by="server-start")
+    before = Snapshot(r.before.cache_stats, {"hits_total{a}": 0.0, "hits_total{b}": 5.0})
+    after = Snapshot(r.after.cache_stats, {"hits_total{a}": 1.0, "hits_total{b}": 4.0})
+    proof = prove_request(
+        Record(**{**r.__dict__, "before": before, "after": after}), RULES,
+        server_disabled=False, previous=None, attached=True,
+    )  # fmt: skip
+    assert not proof.proven and "backwards" in proof.reason

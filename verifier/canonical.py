@@ -52,6 +52,8 @@ def canonical_output(response: Any) -> dict[str, Any]:
             if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
                 raise OutputHashError("a tool call has no function object")
             function = call["function"]
+            if function.get("arguments") is not None and not isinstance(function["arguments"], str):
+                raise OutputHashError("a tool call's arguments are not the string the server sent")
             tool_calls.append(
                 {
                     "type": call.get("type"),

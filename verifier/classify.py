@@ -225,7 +225,7 @@ def classify_condition(
     bound = _bound(len(comparable), variations)
     reasons: list[str] = []
     unproven_warm = [p for p in excluded if p.arm is Arm.WARM and p.failed is None]
-    unproven = [p for p in excluded if p.failed is None]
+    unproven = list(excluded)  # failed or unproven: either way, evidence the protocol lacks
 
     context = context or ProtocolContext()
     cold = by_arm[Arm.COLD]
@@ -242,8 +242,9 @@ def classify_condition(
         verdict = Verdict.INCONCLUSIVE
         first = unproven[0]
         reasons.append(
-            f"{len(unproven)} of {len(proofs)} claimed requests are not proven, so the evidence "
-            f"is incomplete (first: {first.record.file}, claimed {first.arm}: {first.reason})"
+            f"{len(unproven)} of {len(proofs)} requests failed or are not proven, so the "
+            f"evidence is incomplete (first: {first.record.file}, claimed {first.arm}: "
+            f"{first.reason})"
         )
     elif uneven := _uneven_cache(comparable, rules):
         verdict = Verdict.INCONCLUSIVE

@@ -114,7 +114,10 @@ def token_choices(response: Any) -> list[TokenChoice]:
 def _finite(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
     return number if math.isfinite(number) and number <= 0.0 else None
 
 

@@ -83,6 +83,15 @@ def miss_reasons(record: Record, rules: ProfileRules) -> str | None:
     return ("the server says why it missed: " + ", ".join(moved)) if moved else None
 
 
+def _at_cap(record: Record) -> bool:
+    """A reply that used its whole token budget is capped, whatever its finish_reason says:
+    finish_reason is not in the output hash, so a bundle could relabel it."""
+    body = record.request_body
+    cap = as_count(body.get("max_tokens", body.get("max_completion_tokens")))
+    used = as_count(record.response_value("/usage/completion_tokens"))
+    return cap is not None and used is not None and used >= cap
+
+
 def _is_count(value: float) -> bool:
     return 0 <= value <= MAX_COUNT and float(value).is_integer()
 
@@ -124,12 +133,24 @@ class _Readings:
 
     @classmethod
     def of(cls, refs: Sequence[str], record: Record) -> _Readings:
-        deltas = _deltas(refs, record.before, record.after)
+        moves = {ref: _moves(ref, record.before, record.after) for ref in refs}
         return cls(
-            tuple(d.ref for d in deltas if d.delta is not None and d.delta > 0),
-            tuple(d.ref for d in deltas if d.delta == 0),
-            tuple(d.ref for d in deltas if d.delta is None),
+            tuple(r for r, m in moves.items() if m is not None and any(x > 0 for x in m)),
+            tuple(r for r, m in moves.items() if m is not None and all(x == 0 for x in m)),
+            tuple(r for r, m in moves.items() if m is None),
         )
+
+
+def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
+    """How far each sample of a counter moved (a metric family sample by sample, so that
+    one sample's rise cannot hide behind another's fall); None when it was not recorded."""
+    if ref.startswith("metric:"):
+        old, new = before.samples(ref), after.samples(ref)
+        if not old or not new:
+            return None
+        return [new.get(k, 0.0) - old.get(k, 0.0) for k in sorted(old.keys() | new.keys())]
+    delta = CounterDelta(ref, before.counter(ref), after.counter(ref)).delta
+    return None if delta is None else [delta]
 
 
 def _contradiction(cached: int | None, hit_evidence: _Readings) -> str | None:
@@ -151,6 +172,7 @@ def prove_request(
     server_disabled: bool,
     previous: Record | None,
     no_rules_reason: str = "no profile rules apply",
+    attached: bool = False,
 ) -> RequestProof:
     """Apply the proof rule of the request's claimed arm to its recorded telemetry.
 
@@ -163,7 +185,7 @@ def prove_request(
         failed = f"HTTP status {record.http_status}" if record.http_status else "no HTTP answer"
     elif record.output_hash is None:
         failed = "no output hash"
-    capped = record.finish_reason == "length"
+    capped = record.finish_reason == "length" or _at_cap(record)
 
     def proof(
         proven: bool,
@@ -211,17 +233,22 @@ def prove_request(
         return proof(
             False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
         )
-    backwards = [
-        d.ref for d in _deltas(everything, record.before, record.after) if (d.delta or 0) < 0
-    ]
+
+    def fell(ref: str, before: Snapshot, after: Snapshot) -> bool:
+        return any(x < 0 for x in _moves(ref, before, after) or [])
+
+    backwards = [ref for ref in everything if fell(ref, record.before, record.after)]
     moved_between: list[str] = []
     if previous is not None:
-        between = _deltas(everything, previous.after, record.before)
         backwards += [
-            f"{d.ref} (since the previous request)" for d in between if (d.delta or 0) < 0
+            f"{ref} (since the previous request)"
+            for ref in everything
+            if fell(ref, previous.after, record.before)
         ]
         moved_between = [
-            d.ref for d in _deltas(signals.store_access, previous.after, record.before) if d.delta
+            ref
+            for ref in signals.store_access
+            if any(_moves(ref, previous.after, record.before) or [])
         ]
     if backwards:
         return verdict(
@@ -233,9 +260,12 @@ def prove_request(
             f"{_names(moved_between)} moved between this request and the one before it "
             "on the same server: something else used the cache",
         )
-    if record.preceded_by == "server-start":
-        started = [d.ref for d in _deltas(signals.store_access, record.before, record.before)
-                   if d.before not in (None, 0.0)]  # fmt: skip
+    if record.preceded_by == "server-start" or (previous is None and not attached):
+        started = [
+            ref
+            for ref in signals.store_access
+            if any((record.before.samples(ref) or {ref: record.before.counter(ref) or 0}).values())
+        ]
         if started:
             return verdict(
                 False,
@@ -397,6 +427,7 @@ def prove_all(
     disabled_instances: dict[str, frozenset[int]],
     *,
     no_rules_reason: str = "no profile rules apply",
+    attached: bool = False,
 ) -> list[RequestProof]:
     """Prove every record, in condition and sequence order.
 
@@ -415,6 +446,7 @@ def prove_all(
                 in disabled_instances.get(record.condition, frozenset()),
                 previous=previous.get(key),
                 no_rules_reason=no_rules_reason,
+                attached=attached,
             )
         )
         previous[key] = record

@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -60,10 +60,22 @@ def registry() -> Registry[Any]:
     return Registry().with_resources(resources_)
 
 
+def _is_strict_integer(_checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+# JSON Schema calls 2.0 an integer; a count, a sequence or a cycle number written 2.0 is
+# not one here: every document is read as it will be used.
+_Validator = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_strict_integer),
+)
+
+
 @cache
-def validator(name: str) -> Draft202012Validator:
+def validator(name: str) -> Any:
     schema = load_all()[name]
-    return Draft202012Validator(schema, registry=registry())
+    return _Validator(schema, registry=registry())
 
 
 @dataclass(frozen=True)

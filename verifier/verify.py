@@ -50,24 +50,27 @@ def verify_path(path: Path, options: VerifyOptions | None = None) -> Verificatio
     bundle = read_bundle(path, options.limits)
     context = BundleContext(bundle, options)
     findings = run_checks(context)
-    experiment = context.experiment
+    experiment: Experiment | None = None
     classification = None
-    if experiment is not None and context.records:
-        plan = context.plan
-        protocol = ProtocolContext(
-            max_tokens=experiment.protocol.get("max_tokens"),
-            skipped=plan.skipped_controls if plan is not None else {},
-        )
-        try:
+    try:
+        experiment = context.experiment
+        if experiment is not None and context.records:
+            plan = context.plan
+            protocol = ProtocolContext(
+                max_tokens=experiment.protocol.get("max_tokens"),
+                skipped=plan.skipped_controls if plan is not None else {},
+            )
+            skips = [f"skipped {p}: {why}" for p, why in (plan.skipped if plan else {}).items()]
             classification = classify(
                 experiment.conditions,
                 context.proofs,
                 context.rules,
                 protocol,
-                notes=[context.rules_choice.note],
+                notes=[context.rules_choice.note, *skips],
             )
-        except Exception as exc:  # fail closed: a bug must never become a verdict
-            findings.append(internal_error("classify", exc))
+    except Exception as exc:  # fail closed: a bug must never become a verdict
+        findings.append(internal_error("classify", exc))
+        classification = None
     return VerificationResult(
         source=bundle.source,
         findings=tuple(findings),

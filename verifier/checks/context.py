@@ -211,6 +211,7 @@ class BundleContext:
             self.rules,
             self.cache_off_instances,
             no_rules_reason=self.rules_choice.note,
+            attached=experiment.attached,
         )
 
 

@@ -123,6 +123,13 @@ def verify(
                     )
                 )  # fmt: skip
                 continue
+            except Exception as exc:  # a bug: this bundle fails closed, the others still report
+                message = f"internal error ({type(exc).__name__}): please report this input"
+                stderr.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+                outcomes.append(
+                    BundleOutcome(str(path), None, error=message, expected=expect, unsafe=True)
+                )
+                continue
             outcomes.append(BundleOutcome(str(path), result, expected=expect))
     report = build_report(outcomes)
     render(report, output_format, Console(soft_wrap=output_format is not OutputFormat.TEXT))

@@ -32,6 +32,7 @@ from seed_sample import STORY_A, write_seed_raw
 from verifier import layout, signing
 from verifier.canonical import output_hash
 from verifier.checksums import format_sums
+from verifier.profiles.llamacpp import RULES as LLAMA_RULES
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = REPO / "sample_bundles" / "keys" / signing.PRIVATE_KEY_FILE
@@ -256,6 +257,42 @@ def _soundness_negatives(
 
     add("huge-cached-tokens", signed(_edit(public, f"{c0}/002.json", huge_cached)),
         "invalid", 1, "telemetry")  # fmt: skip
+
+    # found by a hostile audit of the checks above
+    def borrowed_profile(d: dict[str, Any]) -> None:
+        d["server"]["profile"] = "llama.cpp"
+        d["server"]["profile_version"] = LLAMA_RULES.version
+        d["profile_rules"] = LLAMA_RULES.to_json()
+        for condition in d["conditions"]:
+            for server in condition["servers"]:
+                server["argv"] = [
+                    "--no-cache-prompt" if a == "--no-prompt-cache" else a for a in server["argv"]
+                ]
+
+    add("borrowed-profile", signed(_edit(public, layout.EXPERIMENT, borrowed_profile)),
+        "invalid", 1, "consistency")  # fmt: skip
+
+    def undeclared_args(d: dict[str, Any]) -> None:
+        for server in d["conditions"][1]["servers"]:
+            server["argv"] += ["--kv-cache-dtype", "fp8"]
+
+    add("undeclared-server-args", signed(_edit(public, layout.EXPERIMENT, undeclared_args)),
+        "invalid", 1, "consistency")  # fmt: skip
+    copied_condition = dict(public)
+    for n in range(1, 15):
+        document = json.loads(public[f"{c0}/{n:03d}.json"])
+        document["condition"] = "sdpa-det-1"
+        copied_condition[f"{c1}/{n:03d}.json"] = _dump(document)
+    add("copied-condition", signed(copied_condition), "invalid", 1, "consistency")
+
+    def sample_fall(d: dict[str, Any]) -> None:
+        for side, (a, b) in (("before", (0.0, 5.0)), ("after", (1.0, 4.0))):
+            metrics = d["telemetry"][side]["metrics"]
+            metrics['mlxcel_prompt_cache_hits_total{slot="a"}'] = a
+            metrics['mlxcel_prompt_cache_hits_total{slot="b"}'] = b
+
+    add("hidden-sample-fall", signed(_edit(public, f"{c1}/010.json", sample_fall)),
+        "inconclusive", 0, "telemetry")  # fmt: skip
 
     # documents of the wrong kind
     misplaced = {**public, f"{c0}/015.json": public[layout.MODEL_MANIFEST]}

@@ -282,7 +282,9 @@ def prove_request(
 
     arm = record.claimed_arm
     if arm is Arm.WARM:
-        warm = _prove_warm(record, signals, cached, prompt, verdict)
+        warm = _prove_warm(
+            record, signals, cached, prompt, verdict, rules.reuse_counts_cached_tokens
+        )
         why = None if warm.proven else miss_reasons(record, rules)
         return warm if why is None else replace(warm, reason=f"{warm.reason}; {why}")
     if arm is Arm.COLD:
@@ -299,13 +301,27 @@ class _Verdict(Protocol):
 
 
 def _prove_warm(
-    record: Record, signals: CacheSignals, cached: int | None, prompt: int, verdict: _Verdict
+    record: Record,
+    signals: CacheSignals,
+    cached: int | None,
+    prompt: int,
+    verdict: _Verdict,
+    reuse_is_tokens: bool = False,
 ) -> RequestProof:
     if cached is None:
         return verdict(False, "cached_tokens is absent: a hit is unknown, not proven")
     if not 0 < cached < prompt:
         return verdict(False, f"cached_tokens {cached} is not in (0, {prompt})")
     needed = _Readings.of(signals.hits + signals.reuse + signals.lookups, record)
+    if reuse_is_tokens and not needed.unread:
+        reused = sum(sum(_moves(ref, record.before, record.after) or []) for ref in signals.reuse)
+        if reused != cached:
+            return verdict(
+                False,
+                f"the reuse counter moved by {reused:g}, the response says {cached} cached "
+                "tokens: the telemetry disagrees",
+                f"reuse counter +{reused:g} vs cached_tokens {cached}",
+            )
     if needed.unread:
         return verdict(False, f"{_names(needed.unread)} not recorded: the hit is not proven")
     if needed.still:

@@ -62,6 +62,7 @@ class Record:
     output_hash: str | None
     before: Snapshot
     after: Snapshot
+    started_at: str | None = None
 
     @classmethod
     def from_json(cls, file: str, data: dict[str, Any]) -> Record:
@@ -80,6 +81,7 @@ class Record:
             output_hash=data["output_hash"],
             before=Snapshot(telemetry["before"]["cache_stats"], telemetry["before"]["metrics"]),
             after=Snapshot(telemetry["after"]["cache_stats"], telemetry["after"]["metrics"]),
+            started_at=data.get("started_at"),
         )
 
     def response_value(self, pointer: str) -> Any:
@@ -117,6 +119,8 @@ class ServerDeclaration:
     cache_disabled: bool
     argv: tuple[str, ...]
     environment: dict[str, str]
+    started_at: str | None = None
+    stopped_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,8 @@ class Experiment:
                         cache_disabled=s["cache_disabled"],
                         argv=tuple(s["argv"]),
                         environment=dict(s.get("environment") or {}),
+                        started_at=s.get("started_at"),
+                        stopped_at=s.get("stopped_at"),
                     )
                     for s in c["servers"]
                 ),

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from verifier.checks import (
     checksums,
     completeness,
+    consistency,
     leaks,
     manifest,
     output_hashes,
@@ -34,6 +35,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("profile", profile.check_profile),
     ("completeness", completeness.check_completeness),
     ("servers", servers.check_servers),
+    ("consistency", consistency.check_consistency),
     ("telemetry", telemetry.check_telemetry),
     ("leaks", leaks.check_leaks),
 )

@@ -37,8 +37,6 @@ class LaunchSpec:
 class ServerProfile(ABC):
     """One server's facts. Capture and verify read these; neither branches on `name`."""
 
-    server_name: str
-    experiment_env_prefixes: tuple[str, ...]
     reset: ResetCall
     rules: ProfileRules
     chat_path: str = "/v1/chat/completions"
@@ -55,6 +53,14 @@ class ServerProfile(ABC):
     @property
     def name(self) -> str:
         return self.rules.name
+
+    @property
+    def server_name(self) -> str:
+        return self.rules.server_name or self.rules.name
+
+    @property
+    def experiment_env_prefixes(self) -> tuple[str, ...]:
+        return self.rules.toggle_prefixes
 
     @property
     def version(self) -> str:

@@ -36,6 +36,11 @@ class LlamaCppProfile(ServerProfile):
 CACHE_OFF_FLAG = "--no-cache-prompt"
 
 RULES = ProfileRules(
+    server_name="llama-server",
+    toggle_prefixes=("LLAMA_", "GGML_"),
+    per_instance_args=("--slot-save-path",),  # a scratch folder per server
+    # Seen here: the cached-tokens counter moves by exactly the response's cached_tokens.
+    reuse_counts_cached_tokens=True,
     name="llama.cpp",
     version="1",
     # No hit counter and no store statistics: the reuse counter is the only cache signal.
@@ -48,8 +53,6 @@ RULES = ProfileRules(
 )
 
 PROFILE = LlamaCppProfile(
-    server_name="llama-server",
-    experiment_env_prefixes=("LLAMA_", "GGML_"),
     reset=ResetCall("POST", "/slots/0?action=erase"),
     rules=RULES,
     # Server defaults differ between builds: pin every sampling setting.

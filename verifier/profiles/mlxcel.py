@@ -22,6 +22,9 @@ class MlxcelProfile(ServerProfile):
 CACHE_OFF_FLAG = "--no-prompt-cache"
 
 RULES = ProfileRules(
+    server_name="mlxcel-server",
+    toggle_prefixes=("MLXCEL_", "MLX_", "APC_", "RUST_LOG"),
+    has_stats=True,
     name="mlxcel",
     version="1",
     signals=CacheSignals(
@@ -46,8 +49,6 @@ RULES = ProfileRules(
 )
 
 PROFILE = MlxcelProfile(
-    server_name="mlxcel-server",
-    experiment_env_prefixes=("MLXCEL_", "MLX_", "APC_", "RUST_LOG"),
     reset=ResetCall("POST", "/v1/cache/reset"),
     rules=RULES,
     stats_path="/v1/cache/stats",

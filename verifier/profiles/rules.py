@@ -90,6 +90,12 @@ class ProfileRules:
     # a reason) and a stats field with the last reason. Shown, never a proof.
     miss_reason_prefix: str | None = None
     last_miss_reason_pointer: str | None = None
+    # What ties a bundle to this server, so that it cannot borrow another profile's rules.
+    server_name: str | None = None  # experiment.json server.name
+    toggle_prefixes: tuple[str, ...] = ()  # every environment name a server ran with
+    has_stats: bool = False  # a cache stats document exists (None in every record otherwise)
+    per_instance_args: tuple[str, ...] = ()  # flags whose value may differ per server
+    reuse_counts_cached_tokens: bool = False  # reuse counters advance by cached_tokens
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -126,6 +132,11 @@ class ProfileRules:
             "logprobs_top_k": self.logprobs_top_k,
             "miss_reason_prefix": self.miss_reason_prefix,
             "last_miss_reason_pointer": self.last_miss_reason_pointer,
+            "server_name": self.server_name,
+            "toggle_prefixes": list(self.toggle_prefixes),
+            "has_stats": self.has_stats,
+            "per_instance_args": list(self.per_instance_args),
+            "reuse_counts_cached_tokens": self.reuse_counts_cached_tokens,
         }
 
     @classmethod
@@ -186,6 +197,13 @@ class ProfileRules:
             logprobs_top_k=top_k,
             miss_reason_prefix=_optional_name(data.get("miss_reason_prefix")),
             last_miss_reason_pointer=_pointer(data.get("last_miss_reason_pointer"), True),
+            server_name=_optional_string(data.get("server_name")),
+            toggle_prefixes=_strings(data.get("toggle_prefixes", []), "toggle_prefixes"),
+            has_stats=_flag(data.get("has_stats", False), "has_stats"),
+            per_instance_args=_strings(data.get("per_instance_args", []), "per_instance_args"),
+            reuse_counts_cached_tokens=_flag(
+                data.get("reuse_counts_cached_tokens", False), "reuse_counts_cached_tokens"
+            ),
         )
 
 
@@ -205,6 +223,18 @@ def _optional_name(value: object) -> str | None:
         return None
     if not isinstance(value, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value):
         raise RulesError("miss_reason_prefix must be null or a stats field prefix")
+    return value
+
+
+def _optional_string(value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise RulesError("server_name must be null or a string")
+    return value
+
+
+def _flag(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise RulesError(f"{where} must be true or false")
     return value
 
 

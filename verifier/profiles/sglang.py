@@ -23,6 +23,8 @@ class SglangProfile(ServerProfile):
 CACHE_OFF_FLAG = "--disable-radix-cache"
 
 RULES = ProfileRules(
+    server_name="sglang",
+    toggle_prefixes=("SGLANG_", "SGL_"),
     name="sglang",
     version="1",
     signals=CacheSignals(reuse=("metric:sglang:cached_tokens_total",)),
@@ -34,8 +36,6 @@ RULES = ProfileRules(
 )
 
 PROFILE = SglangProfile(
-    server_name="sglang",
-    experiment_env_prefixes=("SGLANG_", "SGL_"),
     reset=ResetCall("POST", "/flush_cache"),
     rules=RULES,
     opt_out_missing_reason="SGLang has no per-request radix-cache opt-out",

@@ -21,6 +21,8 @@ class VllmProfile(ServerProfile):
 CACHE_OFF_FLAG = "--no-enable-prefix-caching"
 
 RULES = ProfileRules(
+    server_name="vllm",
+    toggle_prefixes=("VLLM_",),
     name="vllm",
     version="1",
     signals=CacheSignals(
@@ -36,8 +38,6 @@ RULES = ProfileRules(
 )
 
 PROFILE = VllmProfile(
-    server_name="vllm",
-    experiment_env_prefixes=("VLLM_",),
     reset=ResetCall("POST", "/reset_prefix_cache"),
     rules=RULES,
     # /reset_prefix_cache is mounted only in dev mode.

@@ -14,10 +14,24 @@ from verifier.cli.common import boundary, stderr
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
 from verifier.report import OutputFormat, render
-from verifier.report.document import BundleOutcome, build_report
+from verifier.report.document import BundleOutcome, KeyInfo, build_report
 from verifier.verify import VerifyOptions, verify_path
 
 _DEFAULTS = Limits()
+
+
+def _key_info(path: Path) -> KeyInfo:
+    """The key's file name and fingerprint: `openssl pkey -pubin -outform DER | sha256sum`."""
+    import hashlib
+
+    from cryptography.hazmat.primitives import serialization
+
+    from verifier import signing
+
+    der = signing.load_public_key(path).public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return KeyInfo(path.name, hashlib.sha256(der).hexdigest())
 
 
 def verify(
@@ -77,6 +91,7 @@ def verify(
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
     limits = Limits(max_members, max_member_bytes, max_total_bytes, max_ratio)
+    key_info = _key_info(key) if key is not None else None
     outcomes = []
     with Progress(
         TextColumn("{task.description}"),
@@ -109,7 +124,12 @@ def verify(
                     )
                 )  # fmt: skip
                 continue
-            outcomes.append(BundleOutcome(str(path), result, expected=expect))
+            outcomes.append(
+                BundleOutcome(
+                    str(path), result, expected=expect, key=key_info,
+                    model_dir=model_dir is not None,
+                )
+            )  # fmt: skip
     report = build_report(outcomes)
     render(report, output_format, Console(soft_wrap=output_format is not OutputFormat.TEXT))
     raise typer.Exit(report["exit_code"])

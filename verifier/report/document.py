@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from verifier import __version__
+from verifier.checks import CHECKS
 from verifier.classify import Classification, ConditionResult, FiniteSampleBound
 from verifier.model import Arm, Finding, Severity, Verdict
 from verifier.schemas import SCHEMA_VERSION
@@ -20,6 +22,14 @@ _SEVERITY_ORDER = (EXIT_UNREADABLE, EXIT_NOT_VERIFIED, EXIT_UNEXPECTED_VERDICT, 
 
 
 @dataclass(frozen=True)
+class KeyInfo:
+    """The public key given with --key, as the report names it (never its local path)."""
+
+    name: str  # the file name only
+    sha256: str  # SHA-256 of the DER SubjectPublicKeyInfo: `openssl pkey -pubin -outform DER`
+
+
+@dataclass(frozen=True)
 class BundleOutcome:
     """One bundle of a `verify` call: its result, or why it could not be read."""
 
@@ -28,6 +38,8 @@ class BundleOutcome:
     error: str | None = None
     expected: Verdict | None = None
     unsafe: bool = False  # refused as unsafe (a limit crossed): read, but not verified
+    key: KeyInfo | None = None
+    model_dir: bool = False  # a local model directory was given to rehash
 
     @property
     def verdict(self) -> Verdict:
@@ -69,6 +81,14 @@ def _bound(bound: FiniteSampleBound) -> dict[str, Any]:
     }
 
 
+def _common_prefix(left: str, right: str) -> int:
+    """Where two excerpts of the same window first differ: the mark under both."""
+    return next(
+        (i for i, (x, y) in enumerate(zip(left, right, strict=False)) if x != y),
+        min(len(left), len(right)),
+    )
+
+
 def _condition(result: ConditionResult) -> dict[str, Any]:
     return {
         "id": result.condition.id,
@@ -94,6 +114,7 @@ def _condition(result: ConditionResult) -> dict[str, Any]:
                 "index": d.index,
                 "baseline_excerpt": d.left_excerpt,
                 "warm_excerpt": d.right_excerpt,
+                "excerpt_offset": _common_prefix(d.left_excerpt, d.right_excerpt),
             }
             for d in result.first_differences
         ],
@@ -156,26 +177,205 @@ def _experiment(result: VerificationResult) -> dict[str, Any] | None:
     }
 
 
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """`1 error`, `2 errors`: counts in reports always agree with their noun."""
+    return f"{count} {noun if count == 1 else (many or noun + 's')}"
+
+
+# What each check establishes when it passes, in the words a reviewer needs.
+_PASSED = {
+    "safety": "read as a stream; no link, device, traversal or duplicate member",
+    "checksums": "every file matches SHA256SUMS, and SHA256SUMS lists every file",
+    "schema": "every document matches its JSON Schema",
+    "output-hash": "every output hash recomputed from its response",
+    "request-body": "every request sent the experiment's body (plus its arm's opt-out)",
+    "manifest": "the claimed model and config hashes are entries of the model manifest",
+    "telemetry": "every request's telemetry read; unproven arms are left out and listed",
+    "leaks": "no home path, user or host name, token, key or non-loopback address found",
+}
+_MODEL_DIR = "--model-dir"
+
+
+def _check(check: str, status: str, detail: str, sha256: str | None = None) -> dict[str, Any]:
+    return {"check": check, "status": status, "detail": detail, "sha256": sha256}
+
+
+def _signature_check(outcome: BundleOutcome, status: str) -> dict[str, Any]:
+    key = outcome.key
+    if status == "verified" and key is not None:
+        return _check(
+            "signature", "passed", f"SHA256SUMS.sig verifies with the Ed25519 key {key.name}",
+            key.sha256,
+        )  # fmt: skip
+    if status == "failed":
+        named = f" {key.name}" if key is not None else ""
+        return _check(
+            "signature", "failed", f"SHA256SUMS.sig does not verify with the key{named}",
+            key.sha256 if key is not None else None,
+        )  # fmt: skip
+    if status == "not checked":
+        return _check("signature", "not checked", "the bundle is signed, but no --key was given")
+    return _check("signature", "not checked", "the bundle is not signed")
+
+
+def _checks(outcome: BundleOutcome, findings: list[Finding]) -> list[dict[str, Any]]:
+    """What was checked and what was not, in the order of the checks."""
+    result = outcome.result
+    if result is None:
+        return []
+    by_check: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_check.setdefault(f.check, []).append(f)
+    rows: list[dict[str, Any]] = []
+    for name, _ in CHECKS:
+        mine = by_check.get(name, [])
+        if name == "signature":
+            rows.append(_signature_check(outcome, result.signature))
+            continue
+        if name == "manifest":
+            mine = [f for f in mine if _MODEL_DIR not in f.message]
+        errors = sum(1 for f in mine if f.is_error)
+        warnings = sum(1 for f in mine if f.severity is Severity.WARNING)
+        if errors:
+            rows.append(_check(name, "failed", f"{plural(errors, 'error')}, listed above"))
+        elif warnings:
+            rows.append(_check(name, "warning", f"{plural(warnings, 'warning')}, listed below"))
+        else:
+            rows.append(_check(name, "passed", _PASSED.get(name, "no finding")))
+        if name == "manifest":
+            rows.append(_model_files(outcome, by_check.get(name, [])))
+    rows += _capture_checks(result)
+    return rows
+
+
+def _model_files(outcome: BundleOutcome, findings: list[Finding]) -> dict[str, Any]:
+    if not outcome.model_dir:
+        return _check("model files", "not checked", "not rehashed (no --model-dir given)")
+    rehash = [f for f in findings if _MODEL_DIR in f.message]
+    errors = [f for f in rehash if f.is_error]
+    if errors:
+        return _check(
+            "model files", "failed",
+            f"your copy differs from the manifest: {plural(len(errors), 'file')}",
+        )  # fmt: skip
+    extra = len(rehash)
+    detail = "rehashed from --model-dir: every manifest file matches"
+    if extra:
+        detail += f" ({plural(extra, 'extra local file')} not in the manifest)"
+    return _check("model files", "passed", detail)
+
+
+def _capture_checks(result: VerificationResult) -> list[dict[str, Any]]:
+    if result.experiment is None:
+        return []
+    document = result.experiment.document
+    server = document["server"]
+    skipped = document["protocol"].get("skipped_phases") or []
+    if server.get("attached"):
+        phases = "; ".join(f"{s['phase']} ({s['reason']})" for s in skipped) or "none declared"
+        servers = _check(
+            "servers", "skipped",
+            f"attached to a server the harness did not start (--url); skipped phases: {phases}",
+        )  # fmt: skip
+    elif skipped:
+        phases = "; ".join(f"{s['phase']} ({s['reason']})" for s in skipped)
+        servers = _check("servers", "skipped", f"started by the harness; skipped phases: {phases}")
+    else:
+        servers = _check("servers", "passed", "started by the harness; every phase was run")
+    version = server.get("profile_version") or "version not recorded"
+    profile = _check(
+        "profile", "passed", f"judged by this tool's {server['profile']} rules ({version})"
+    )
+    return [servers, profile]
+
+
+def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
+    """One plain sentence of what the bundle shows, in the words of the verdict table."""
+    result = outcome.result
+    if result is None:
+        return f"The bundle could not be read, so nothing was checked: {outcome.error}."
+    errors = sum(1 for f in findings if f.is_error)
+    if not result.verified or result.classification is None:
+        if errors:
+            return (
+                f"The bundle failed verification ({plural(errors, 'error')}): "
+                "nothing it claims is established."
+            )
+        return "The bundle holds no request to classify: nothing it claims is established."
+    classification = result.classification
+    conditions = classification.conditions
+    verdict = classification.verdict
+    n = len(conditions)
+    requests = classification.bound.requests
+    if verdict is Verdict.CACHE_STATE_DEPENDENT:
+        split = [c for c in conditions if c.verdict is Verdict.CACHE_STATE_DEPENDENT]
+        pairs = {(c.baseline_label, c.warm_label) for c in split}
+        if len(pairs) == 1:
+            ((a, b),) = pairs
+            outputs = f"output {a}, and every proven warm request gave output {b}"
+        else:
+            outputs = "one output, and every proven warm request gave another"
+        where = (
+            (
+                "in its one condition"
+                if n == 1
+                else "in both conditions"
+                if n == 2
+                else f"in all {n} conditions"
+            )
+            if len(split) == n
+            else f"in {len(split)} of {n} conditions ({', '.join(c.condition.id for c in split)})"
+        )
+        return (
+            f"Every proven cold and cache-disabled request gave {outputs}, {where} "
+            f"({plural(requests, 'request')} compared): the greedy reply depends on the "
+            "prompt-cache state."
+        )
+    if verdict is Verdict.CACHE_STATE_INDEPENDENT:
+        return (
+            f"Every comparable request gave the same output, warm and cold alike: "
+            f"{classification.bound.sentence}."
+        )
+    reasons = [
+        f"{c.condition.id}: {c.reasons[0]}" if n > 1 else c.reasons[0]
+        for c in conditions
+        if c.verdict is verdict and c.reasons
+    ]
+    because = "; ".join(reasons) or "no condition decides"
+    if verdict is Verdict.NONDETERMINISTIC:
+        return f"Outputs vary within one arm (same cache state, different output): {because}."
+    return f"The evidence cannot decide: {because}."
+
+
 def bundle_document(outcome: BundleOutcome) -> dict[str, Any]:
     result = outcome.result
     findings = list(result.findings) if result is not None else []
+    verified = bool(result is not None and result.verified)
+    classification = None
+    if result is not None and result.classification is not None:
+        classification = _classification(result.classification)
+        if not verified:
+            # Nothing an invalid bundle claims is a finding: no per-condition verdict stands.
+            for condition in classification["conditions"]:
+                condition["verdict"] = str(Verdict.INVALID)
+                condition["reasons"] = ["the bundle failed verification: nothing is claimed"]
+            classification["reasons"] = []
     return {
         "source": outcome.source,
-        "verified": bool(result is not None and result.verified),
+        "name": PurePath(outcome.source).name or outcome.source,
+        "verified": verified,
         "verdict": str(outcome.verdict),
+        "summary": _sentence(outcome, findings),
         "expected": str(outcome.expected) if outcome.expected is not None else None,
         "exit_code": outcome.exit_code,
         "error": outcome.error,
         "files": result.files if result is not None else 0,
-        "signature": result.signature if result is not None else "unsigned",
+        "signature": result.signature if result is not None else "not checked",
+        "checks": _checks(outcome, findings),
         "finding_counts": {str(s): sum(1 for f in findings if f.severity is s) for s in Severity},
         "findings": [_finding(f) for f in findings],
         "experiment": _experiment(result) if result is not None else None,
-        "classification": (
-            _classification(result.classification)
-            if result is not None and result.classification is not None
-            else None
-        ),
+        "classification": classification,
     }
 
 

@@ -196,8 +196,12 @@ _PASSED = {
 _MODEL_DIR = "--model-dir"
 
 
-def _check(check: str, status: str, detail: str, sha256: str | None = None) -> dict[str, Any]:
-    return {"check": check, "status": status, "detail": detail, "sha256": sha256}
+def _check(
+    check: str, status: str, detail: str, sha256: str | None = None, value: str | None = None
+) -> dict[str, Any]:
+    """One line of "checked". `value` is the bundle's own text the line ends with: the
+    renderers quote it, so no bundle string is ever part of our sentence."""
+    return {"check": check, "status": status, "detail": detail, "sha256": sha256, "value": value}
 
 
 def _signature_check(outcome: BundleOutcome, status: str) -> dict[str, Any]:
@@ -271,21 +275,27 @@ def _capture_checks(result: VerificationResult) -> list[dict[str, Any]]:
     document = result.experiment.document
     server = document["server"]
     skipped = document["protocol"].get("skipped_phases") or []
+    phases = "; ".join(f"{s['phase']} ({s['reason']})" for s in skipped) or None
     if server.get("attached"):
-        phases = "; ".join(f"{s['phase']} ({s['reason']})" for s in skipped) or "none declared"
         servers = _check(
             "servers", "skipped",
-            f"attached to a server the harness did not start (--url); skipped phases: {phases}",
+            "attached to a server the harness did not start (--url); skipped phases"
+            + ("" if phases else ": none declared"),
+            value=phases,
         )  # fmt: skip
-    elif skipped:
-        phases = "; ".join(f"{s['phase']} ({s['reason']})" for s in skipped)
-        servers = _check("servers", "skipped", f"started by the harness; skipped phases: {phases}")
+    elif phases:
+        servers = _check(
+            "servers", "skipped", "started by the harness; skipped phases", value=phases
+        )
     else:
         servers = _check("servers", "passed", "started by the harness; every phase was run")
-    version = server.get("profile_version") or "version not recorded"
-    profile = _check(
-        "profile", "passed", f"judged by this tool's {server['profile']} rules ({version})"
+    version = server.get("profile_version")
+    rules = (
+        f"this tool's rules, version {version},"
+        if version
+        else "this tool's rules (the bundle records no profile version)"
     )
+    profile = _check("profile", "passed", f"judged by {rules} for", value=server["profile"])
     return [servers, profile]
 
 

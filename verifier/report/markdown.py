@@ -125,6 +125,8 @@ def _checked(bundle: dict[str, Any]) -> list[str]:
         if check["check"] in passed:
             continue
         line = f"- {check['check']}: **{check['status']}**, {plain(check['detail'])}"
+        if check["value"] is not None:
+            line += " " + code(check["value"])
         if check["sha256"]:
             line += f"; key sha256 (DER) `{check['sha256']}`"
         lines.append(line)
@@ -141,10 +143,11 @@ def _conditions(bundle: dict[str, Any], classification: dict[str, Any]) -> list[
     headers = ["condition", *(["verdict"] if verified else []), *ARMS, "left out"]
     rows = []
     for c in classification["conditions"]:
-        settings = ", ".join(f"{k}={v}" for k, v in c["settings"].items()) or c["label"]
+        settings = ", ".join(f"{k}={v}" for k, v in c["settings"].items())
+        names = [c["id"], *dict.fromkeys(x for x in (c["label"], settings) if x)]
         rows.append(
             [
-                cell(c["id"]) + (" " + cell(settings) if settings else ""),
+                " ".join(cell(name) for name in names),
                 *([f"`{c['verdict']}`"] if verified else []),
                 *(arm_cell(c["arms"].get(arm, {})) for arm in ARMS),
                 str(len(c["excluded"])),

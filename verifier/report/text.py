@@ -119,6 +119,9 @@ def _checked(bundle: dict[str, Any]) -> list[RenderableType]:
             continue
         body = Text.assemble((check["status"], STATUS_STYLE.get(check["status"], "")), ": ")
         body.append(check["detail"])
+        if check["value"] is not None:
+            body.append(" ")
+            body.append(check["value"], style="bold")
         if check["sha256"]:
             body.append("\nkey sha256 (DER):\n" + check["sha256"])
         grid.add_row(Text(check["check"]), body)

@@ -9,6 +9,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from verifier.errors import EvidenceError
 
@@ -37,7 +38,7 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
         except EvidenceError as exc:
             if debug_enabled():
                 raise
-            stderr.print(f"[bold red]error:[/] {exc.message}", markup=True, soft_wrap=True)
+            stderr.print(f"[bold red]error:[/] {escape(exc.message)}", markup=True, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             stderr.print("[bold red]interrupted[/]")
@@ -46,7 +47,7 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
             if debug_enabled():
                 raise
             stderr.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
+                f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}\n"
                 "This is a bug in evidence; run again with EVIDENCE_DEBUG=1 for a traceback.",
                 soft_wrap=True,
             )

@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from verifier import layout
 from verifier.cli.common import boundary, stderr
+from verifier.errors import UsageError
 from verifier.export import ExportOptions, ExportSummary, export_bundle
 
 
@@ -102,6 +104,10 @@ def export(
 
     Example: evidence export raw --out bundle --archive bundle.tar.gz --sign-key key.pem
     """
+    if (raw / layout.SHA256SUMS).is_file() and not (raw / layout.RAW_RUN).exists():
+        raise UsageError(
+            f"{raw} is a public bundle, not a raw capture: check it with `evidence verify {raw}`"
+        )
     options = ExportOptions(
         raw_dir=raw,
         out_dir=out,

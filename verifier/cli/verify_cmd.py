@@ -8,16 +8,28 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
+from verifier import layout
 from verifier.bundle.reader import Limits
 from verifier.cli.common import boundary, stderr
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
 from verifier.report import OutputFormat, render
+from verifier.report.common import printable
 from verifier.report.document import BundleOutcome, KeyInfo, build_report
 from verifier.verify import VerifyOptions, verify_path
 
 _DEFAULTS = Limits()
+
+
+def _refuse_raw_capture(path: Path) -> None:
+    """A private raw capture is not a bundle: say what it is and what to run, not 150 errors."""
+    if (path / layout.RAW_RUN).is_file() and not (path / layout.SHA256SUMS).exists():
+        raise UnreadableInput(
+            f"{path} is a raw capture (private), not a public bundle: run "
+            f"`evidence export {path} --out PUBLIC_DIR`, then verify PUBLIC_DIR"
+        )
 
 
 def _key_info(path: Path) -> KeyInfo:
@@ -112,11 +124,14 @@ def verify(
             public_key=key, model_dir=model_dir, limits=limits, progress=on_progress
         )
         for path in bundles:
-            stderr.print(f"verifying {path}", style="dim")
+            stderr.print(Text(f"verifying {path}", style="dim"))
             try:
+                _refuse_raw_capture(path)
                 result = verify_path(path, options)
             except (UnreadableInput, UnsafeInput) as exc:
-                stderr.print(f"[bold red]error:[/] {exc.message}", soft_wrap=True)
+                stderr.print(
+                    Text.assemble(("error: ", "bold red"), printable(exc.message)), soft_wrap=True
+                )
                 outcomes.append(
                     BundleOutcome(
                         str(path), None, error=exc.message, expected=expect,

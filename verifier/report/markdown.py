@@ -232,9 +232,9 @@ def _bundle(bundle: dict[str, Any]) -> list[str]:
         f"### `{bundle['verdict']}`: {code(bundle['name'])}",
         "",
         plain(bundle["summary"]),
-        "",
-        _status(bundle),
     ]
+    if bundle["error"] is None:
+        lines += ["", _status(bundle)]
     findings = [f for f in bundle["findings"] if f["severity"] != "info"]
     errors = [f for f in findings if f["severity"] == "error"]
     if errors:

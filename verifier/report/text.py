@@ -74,11 +74,10 @@ def _headline(bundle: dict[str, Any]) -> list[RenderableType]:
     if bundle["expected"]:
         same = bundle["expected"] == verdict
         tally.append("; as expected" if same else f"; expected {bundle['expected']}")
-    return [
-        Text.assemble(("verdict: ", "bold"), (verdict, VERDICT_STYLE.get(verdict, "bold"))),
-        Text(bundle["summary"]),
-        tally,
-    ]
+    head = Text.assemble(("verdict: ", "bold"), (verdict, VERDICT_STYLE.get(verdict, "bold")))
+    if bundle["error"] is not None:  # nothing was read: the sentence says it all
+        return [head, Text(bundle["summary"])]
+    return [head, Text(bundle["summary"]), tally]
 
 
 def _finding_block(finding: dict[str, Any]) -> RenderableType:

@@ -6,6 +6,7 @@ import typer
 
 from verifier import __version__
 from verifier.cli import capture_cmd, export_cmd, keys_cmd, schema_cmd, verify_cmd
+from verifier.cli.common import Group
 
 app = typer.Typer(
     name="evidence",
@@ -18,6 +19,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    cls=Group,
 )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.markup import escape
 
@@ -17,6 +18,37 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 stderr = Console(stderr=True, highlight=False)
+
+
+def _plain_labels(params: list[Any]) -> list[Any]:
+    """One style of labels in --help, and room for the help text at 80 columns.
+
+    A flag shows no `<bool>`; an argument shows its label (`BUNDLE`) once, not again as
+    `<list[Path]>`; every option declares its own metavar; a number's range is said in its
+    help text rather than as `[1<=x<=65535]` beside the label (typer still enforces it).
+    """
+    for param in params:
+        if isinstance(param, typer.core.TyperOption):
+            if param.is_flag and param.metavar is None:
+                param.metavar = ""
+            param._get_number_range_help_str = lambda: None  # type: ignore[method-assign]
+        elif isinstance(param, typer.core.TyperArgument):
+            param.display_type_rich = lambda ctx: None  # type: ignore[method-assign]
+    return params
+
+
+class Command(typer.core.TyperCommand):
+    """A command whose --help uses one style of labels (see `_plain_labels`)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _plain_labels(super().get_params(ctx))
+
+
+class Group(typer.core.TyperGroup):
+    """A command group whose --help uses one style of labels (see `_plain_labels`)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _plain_labels(super().get_params(ctx))
 
 
 def debug_enabled() -> bool:

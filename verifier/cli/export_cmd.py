@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from verifier import layout
-from verifier.cli.common import boundary, stderr
+from verifier.cli.common import Command, boundary, stderr
 from verifier.errors import UsageError
 from verifier.export import ExportOptions, ExportSummary, export_bundle
 
@@ -38,14 +38,15 @@ def export(
     raw: Annotated[
         Path,
         typer.Argument(
-            metavar="RAW", help="The raw capture directory written by `evidence capture` (private)."
+            metavar="RAW_DIR",
+            help="The raw capture directory written by `evidence capture` (private).",
         ),
     ],
     out: Annotated[
         Path,
         typer.Option(
             "--out",
-            metavar="PUBLIC",
+            metavar="DIR",
             help="The public bundle directory to create; it must not exist.",
         ),
     ],
@@ -53,7 +54,7 @@ def export(
         Path | None,
         typer.Option(
             "--archive",
-            metavar="PUBLIC.tar.gz",
+            metavar="FILE",
             help="Also write a reproducible .tar.gz of the bundle here (must not exist): the "
             "same bundle gives the same bytes on any machine.",
         ),
@@ -62,7 +63,7 @@ def export(
         Path | None,
         typer.Option(
             "--sign-key",
-            metavar="KEY.pem",
+            metavar="FILE",
             help="Ed25519 private key (PEM, from `evidence keygen`): writes SHA256SUMS.sig.",
         ),
     ] = None,
@@ -70,7 +71,7 @@ def export(
         list[str] | None,
         typer.Option(
             "--private-path",
-            metavar="PATH",
+            metavar="TEXT",
             help="Another private path (or string) to replace everywhere; repeat as needed.",
         ),
     ] = None,
@@ -102,7 +103,10 @@ def export(
     (leak scan included) and only then moved into place; a failure or Ctrl-C
     leaves nothing.
 
-    Example: evidence export raw --out bundle --archive bundle.tar.gz --sign-key key.pem
+    Example:
+
+      evidence export raw --out bundle --archive bundle.tar.gz
+        --sign-key keys/evidence-signing-key.pem
     """
     if (raw / layout.SHA256SUMS).is_file() and not (raw / layout.RAW_RUN).exists():
         raise UsageError(
@@ -121,4 +125,4 @@ def export(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(boundary(export))
+    app.command(cls=Command)(boundary(export))

@@ -8,12 +8,15 @@ from typing import Annotated
 import typer
 
 from verifier import signing
-from verifier.cli.common import boundary, stderr
+from verifier.cli.common import Command, boundary, stderr
 
 
 def keygen(
     out: Annotated[
-        Path, typer.Option("--out", help="Directory for the two PEM files (created if needed).")
+        Path,
+        typer.Option(
+            "--out", metavar="DIR", help="Directory for the two PEM files (created if needed)."
+        ),
     ],
 ) -> None:
     """Make an Ed25519 key pair: a PKCS#8 private key (mode 0600) and its public key.
@@ -28,4 +31,4 @@ def keygen(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(boundary(keygen))
+    app.command(cls=Command)(boundary(keygen))

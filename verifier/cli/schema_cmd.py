@@ -10,13 +10,15 @@ from rich.console import Console
 from rich.table import Table
 
 from verifier import schemas
-from verifier.cli.common import boundary
+from verifier.cli.common import Command, Group, boundary
 from verifier.errors import UsageError
 
-schema_app = typer.Typer(help="List and print the JSON Schemas (Draft 2020-12) of the formats.")
+schema_app = typer.Typer(
+    cls=Group, help="List and print the JSON Schemas (Draft 2020-12) of the formats."
+)
 
 
-@schema_app.command("list")
+@schema_app.command("list", cls=Command)
 @boundary
 def list_schemas() -> None:
     """List every schema by name, with what it describes (`schema show NAME` prints one)."""
@@ -27,10 +29,13 @@ def list_schemas() -> None:
     Console().print(table)
 
 
-@schema_app.command("show")
+@schema_app.command("show", cls=Command)
 @boundary
 def show_schema(
-    name: Annotated[str, typer.Argument(help="Schema name, as `evidence schema list` prints it.")],
+    name: Annotated[
+        str,
+        typer.Argument(metavar="NAME", help="Schema name, as `evidence schema list` prints it."),
+    ],
 ) -> None:
     """Print one schema as JSON on stdout."""
     all_schemas = schemas.load_all()

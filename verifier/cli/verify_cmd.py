@@ -12,7 +12,7 @@ from rich.text import Text
 
 from verifier import layout
 from verifier.bundle.reader import Limits
-from verifier.cli.common import boundary, stderr
+from verifier.cli.common import Command, boundary, stderr
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
 from verifier.report import OutputFormat, render
@@ -49,54 +49,84 @@ def _key_info(path: Path) -> KeyInfo:
 def verify(
     bundles: Annotated[
         list[Path],
-        typer.Argument(help="Bundle directories or .tar.gz archives; each gets its own report."),
+        typer.Argument(
+            metavar="BUNDLE",
+            help="Bundle directories or .tar.gz archives; each gets its own report.",
+        ),
     ],
     output_format: Annotated[
         OutputFormat,
         typer.Option(
-            "--format", "-f", help="text for people, json for machines, markdown for issues."
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="text (for people), json (for machines, schema: evidence schema show "
+            "report) or markdown (for an issue comment).",
         ),
     ] = OutputFormat.TEXT,
     key: Annotated[
         Path | None,
-        typer.Option("--key", help="Ed25519 public key (PEM): the signature must verify with it."),
+        typer.Option(
+            "--key",
+            metavar="FILE",
+            help="The signer's Ed25519 public key (PEM): the signature must verify with it.",
+        ),
     ] = None,
     model_dir: Annotated[
         Path | None,
         typer.Option(
             "--model-dir",
-            help="Local model folder (plain or HF snapshot) to rehash against the manifest.",
+            metavar="DIR",
+            help="Your copy of the model (a folder or a Hugging Face snapshot): every file "
+            "is rehashed against the bundle's manifest.",
         ),
     ] = None,
     expect: Annotated[
         Verdict | None,
         typer.Option(
-            "--expect", help="Exit 3 when a verified bundle's verdict is not this one (CI gates)."
+            "--expect",
+            metavar="VERDICT",
+            help="Exit 3 when a verified bundle's verdict is not VERDICT: one of "
+            "cache-state-dependent, cache-state-independent, nondeterministic, "
+            "inconclusive, invalid (for CI gates).",
         ),
     ] = None,
     max_members: Annotated[
-        int, typer.Option(help="Most archive members read.", min=1)
+        int,
+        typer.Option(metavar="N", help="Most archive members read (1 or more).", min=1),
     ] = _DEFAULTS.max_members,
     max_member_bytes: Annotated[
-        int, typer.Option(help="Largest member, in bytes.", min=1)
+        int,
+        typer.Option(metavar="BYTES", help="Largest member read, in bytes (1 or more).", min=1),
     ] = _DEFAULTS.max_member_bytes,
     max_total_bytes: Annotated[
-        int, typer.Option(help="Most bytes read in all.", min=1)
+        int,
+        typer.Option(metavar="BYTES", help="Most bytes read in all (1 or more).", min=1),
     ] = _DEFAULTS.max_total_bytes,
     max_ratio: Annotated[
-        float, typer.Option(help="Highest compression ratio accepted.", min=1.0)
+        float,
+        typer.Option(
+            metavar="RATIO", help="Highest compression ratio accepted (1.0 or more).", min=1.0
+        ),
     ] = _DEFAULTS.max_ratio,
 ) -> None:
     """Verify evidence bundles offline and classify what they prove.
 
-    Checks input safety, SHA256SUMS, the signature (with --key), every document's schema,
-    the canonical output hashes, the model manifest, the telemetry behind each claimed cache
-    arm, and leaks; then gives a verdict per condition and for the experiment.
+    Checks input safety, SHA256SUMS, the signature (with --key), every
+    document's schema, the canonical output hashes, the model manifest, the
+    telemetry behind each claimed cache arm, and leaks; then gives a verdict
+    per condition and for the experiment. What each verdict means:
+    docs/EVIDENCE.md.
 
-    Exit codes: 0 verified (whatever the verdict), 1 not verified, 2 usage error or
-    unreadable input, 3 verified but the verdict differs from --expect.
+    Exit codes: 0 verified (whatever the verdict), 1 not verified, 2 usage
+    error or unreadable input, 3 verified but the verdict differs from
+    --expect.
 
-    Example: evidence verify bundle.tar.gz --key signer.pub.pem --format markdown
+    Examples:
+
+      evidence verify bundle.tar.gz --key signer.pub.pem
+      evidence verify bundle.tar.gz --format markdown > comment.md
+      evidence verify a.tar.gz b.tar.gz --expect cache-state-dependent
     """
     if key is not None and not key.is_file():
         raise UsageError(f"--key {key}: no such file")
@@ -151,4 +181,4 @@ def verify(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(boundary(verify))
+    app.command(cls=Command)(boundary(verify))

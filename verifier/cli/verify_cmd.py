@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -91,6 +93,33 @@ def verify(
             "inconclusive, invalid (for CI gates).",
         ),
     ] = None,
+    require_signature: Annotated[
+        bool,
+        typer.Option(
+            "--require-signature",
+            help="A bundle whose signature was not verified with --key (unsigned, or no "
+            "key given) is not verified: exit 1.",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print only each bundle's verdict and name, one line each (for scripts); "
+            "no progress on stderr. The exit code is unchanged.",
+        ),
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the report to FILE instead of stdout (written once the report is "
+            "complete).",
+        ),
+    ] = None,
     max_members: Annotated[
         int,
         typer.Option(metavar="N", help="Most archive members read (1 or more).", min=1),
@@ -142,6 +171,7 @@ def verify(
         TimeRemainingColumn(),
         console=stderr,
         transient=True,
+        disable=quiet or not stderr.is_terminal,  # a bar only where one can be drawn
     ) as progress:
         task = progress.add_task("hashing model", total=None, visible=False)
 
@@ -154,14 +184,17 @@ def verify(
             public_key=key, model_dir=model_dir, limits=limits, progress=on_progress
         )
         for path in bundles:
-            stderr.print(Text(f"verifying {path}", style="dim"))
+            if not quiet:
+                stderr.print(Text(f"verifying {path}", style="dim"))
             try:
                 _refuse_raw_capture(path)
                 result = verify_path(path, options)
             except (UnreadableInput, UnsafeInput) as exc:
-                stderr.print(
-                    Text.assemble(("error: ", "bold red"), printable(exc.message)), soft_wrap=True
-                )
+                if not quiet:
+                    stderr.print(
+                        Text.assemble(("error: ", "bold red"), printable(exc.message)),
+                        soft_wrap=True,
+                    )
                 outcomes.append(
                     BundleOutcome(
                         str(path), None, error=exc.message, expected=expect,
@@ -172,12 +205,38 @@ def verify(
             outcomes.append(
                 BundleOutcome(
                     str(path), result, expected=expect, key=key_info,
-                    model_dir=model_dir is not None,
+                    model_dir=model_dir is not None, require_signature=require_signature,
                 )
             )  # fmt: skip
     report = build_report(outcomes)
-    render(report, output_format, Console(soft_wrap=output_format is not OutputFormat.TEXT))
+    _write(report, output_format, quiet=quiet, output=output)
     raise typer.Exit(report["exit_code"])
+
+
+def _write(
+    report: dict[str, Any], output_format: OutputFormat, *, quiet: bool, output: Path | None
+) -> None:
+    """The report to stdout, or to --output once it is complete (never a half-written file)."""
+    soft_wrap = output_format is not OutputFormat.TEXT
+    if quiet:
+        lines = "".join(f"{b['verdict']} {printable(b['source'])}\n" for b in report["bundles"])
+        if output is None:
+            sys.stdout.write(lines)
+            return
+        rendered = lines
+    elif output is None:
+        render(report, output_format, Console(soft_wrap=soft_wrap))
+        return
+    else:
+        buffer = io.StringIO()
+        width = Console().width
+        render(report, output_format, Console(file=buffer, width=width, soft_wrap=soft_wrap))
+        rendered = buffer.getvalue()
+    try:
+        output.write_text(rendered, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write --output {output}: {exc.strerror}") from None
+    stderr.print(Text(f"report written to {output}", style="dim"))
 
 
 def register(app: typer.Typer) -> None:

@@ -40,16 +40,32 @@ class BundleOutcome:
     unsafe: bool = False  # refused as unsafe (a limit crossed): read, but not verified
     key: KeyInfo | None = None
     model_dir: bool = False  # a local model directory was given to rehash
+    require_signature: bool = False  # --require-signature: unsigned or unchecked fails
+
+    @property
+    def signature_missing(self) -> bool:
+        """--require-signature was given and the signature was not verified with a key."""
+        return (
+            self.require_signature
+            and self.result is not None
+            and self.result.signature != "verified"
+        )
+
+    @property
+    def verified(self) -> bool:
+        return self.result is not None and self.result.verified and not self.signature_missing
 
     @property
     def verdict(self) -> Verdict:
-        return self.result.verdict if self.result is not None else Verdict.INVALID
+        if self.result is None or not self.verified:
+            return Verdict.INVALID
+        return self.result.verdict
 
     @property
     def exit_code(self) -> int:
         if self.result is None:
             return EXIT_NOT_VERIFIED if self.unsafe else EXIT_UNREADABLE
-        if not self.result.verified:
+        if not self.verified:
             return EXIT_NOT_VERIFIED
         if self.expected is not None and self.expected is not self.result.verdict:
             return EXIT_UNEXPECTED_VERDICT
@@ -208,18 +224,21 @@ def _signature_check(outcome: BundleOutcome, status: str) -> dict[str, Any]:
     key = outcome.key
     if status == "verified" and key is not None:
         return _check(
-            "signature", "passed", f"SHA256SUMS.sig verifies with the Ed25519 key {key.name}",
-            key.sha256,
+            "signature", "passed", "SHA256SUMS.sig verifies with the Ed25519 key",
+            key.sha256, key.name,
         )  # fmt: skip
     if status == "failed":
-        named = f" {key.name}" if key is not None else ""
         return _check(
-            "signature", "failed", f"SHA256SUMS.sig does not verify with the key{named}",
-            key.sha256 if key is not None else None,
+            "signature", "failed", "SHA256SUMS.sig does not verify with the key",
+            key.sha256 if key is not None else None, key.name if key is not None else None,
         )  # fmt: skip
+    missing = "failed" if outcome.require_signature else "not checked"
+    required = ", and --require-signature asks for a verified one" * outcome.require_signature
     if status == "not checked":
-        return _check("signature", "not checked", "the bundle is signed, but no --key was given")
-    return _check("signature", "not checked", "the bundle is not signed")
+        return _check(
+            "signature", missing, "the bundle is signed, but no --key was given" + required
+        )
+    return _check("signature", missing, "the bundle is not signed" + required)
 
 
 def _checks(outcome: BundleOutcome, findings: list[Finding]) -> list[dict[str, Any]]:
@@ -305,6 +324,11 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
     if result is None:
         return f"The bundle could not be read, so nothing was checked: {outcome.error}."
     errors = sum(1 for f in findings if f.is_error)
+    if outcome.signature_missing and result.verified:
+        return (
+            "The bundle's signature was not verified, and --require-signature asks for it: "
+            "nothing it claims is established."
+        )
     if not result.verified or result.classification is None:
         if errors:
             return (
@@ -360,7 +384,7 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
 def bundle_document(outcome: BundleOutcome) -> dict[str, Any]:
     result = outcome.result
     findings = list(result.findings) if result is not None else []
-    verified = bool(result is not None and result.verified)
+    verified = outcome.verified
     classification = None
     if result is not None and result.classification is not None:
         classification = _classification(result.classification)

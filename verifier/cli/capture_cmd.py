@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from verifier.capture import (
     CaptureConfig,
@@ -64,6 +65,35 @@ class RichProgress:
         )
 
 
+class PlainProgress:
+    """The harness's progress sink where stderr is no terminal (CI, `| tee`): one plain line
+    per request and per note, so that a long run never looks stuck."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.total: int | None = None
+
+    def begin(self, total_requests: int) -> None:
+        self.total = total_requests
+        stderr.print(Text(f"{total_requests} requests to send"))
+
+    def note(self, message: str) -> None:
+        stderr.print(Text(message), soft_wrap=True)
+
+    def request_done(self, event: RequestEvent) -> None:
+        self.done += 1
+        digest = event.output_hash[:12] if event.output_hash else "no hash"
+        status = "" if event.status == 200 else f", HTTP {event.status}"
+        took = "" if event.elapsed_s is None else f", {event.elapsed_s:.1f} s"
+        stderr.print(
+            Text(
+                f"request {self.done}/{self.total or '?'}: {event.condition} {event.phase} "
+                f"{event.arm}, cached {event.cached_tokens}, {digest}{status}{took}"
+            ),
+            soft_wrap=True,
+        )
+
+
 def _read_request(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
@@ -93,7 +123,16 @@ def _print_summary(summary: CaptureSummary) -> None:
         f"{summary.elapsed_s:.1f} s. Raw (private) output: {summary.output}"
     )
     if summary.outcome == "completed":
-        stderr.print(f"Next: evidence export {summary.output} --out PUBLIC_DIR")
+        stderr.print(Text(f"Next: evidence export {summary.output} --out PUBLIC_DIR"))
+    else:
+        stderr.print(
+            Text(
+                f"The raw output of this {summary.outcome} capture is kept for diagnosis in "
+                f"{summary.output} (its server logs included); a retry needs a new --output, "
+                "or remove that folder first."
+            ),
+            soft_wrap=True,
+        )
 
 
 def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -287,15 +326,18 @@ def capture(
     )
     previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=stderr,
-            transient=True,
-        ) as bar:
-            summary = run_capture(config, RichProgress(bar))
+        if stderr.is_terminal:
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=stderr,
+                transient=True,
+            ) as bar:
+                summary = run_capture(config, RichProgress(bar))
+        else:
+            summary = run_capture(config, PlainProgress())
     except CaptureFailed as failed:
         _print_summary(failed.summary)
         raise

@@ -117,10 +117,14 @@ def _print_summary(summary: CaptureSummary) -> None:
         table.add_row(condition, arm, str(len(hashes)), ", ".join(distinct))
     if summary.hashes:
         stderr.print(table)
+    distinct = len(summary.distinct_hashes)
     stderr.print(
-        f"{summary.requests} requests ({summary.errors} errored), "
-        f"{len(summary.distinct_hashes)} distinct output hash(es), "
-        f"{summary.elapsed_s:.1f} s. Raw (private) output: {summary.output}"
+        Text(
+            f"{summary.requests} requests ({summary.errors} errored), {distinct} distinct "
+            f"output {'hash' if distinct == 1 else 'hashes'}, {summary.elapsed_s:.1f} s. "
+            f"Raw (private) output: {summary.output}"
+        ),
+        soft_wrap=True,
     )
     if summary.outcome == "completed":
         stderr.print(Text(f"Next: evidence export {summary.output} --out PUBLIC_DIR"))

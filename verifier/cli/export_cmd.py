@@ -15,7 +15,7 @@ from verifier.export import ExportOptions, ExportSummary, export_bundle
 
 
 def _print_summary(summary: ExportSummary) -> None:
-    table = Table("redacted (values never shown)", "count", box=None)
+    table = Table("redacted (values never shown)", "occurrences", box=None)
     for category, count in summary.redactions.items():
         table.add_row(category, str(count))
     if not summary.redactions:

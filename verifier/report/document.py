@@ -309,12 +309,8 @@ def _capture_checks(result: VerificationResult) -> list[dict[str, Any]]:
     else:
         servers = _check("servers", "passed", "started by the harness; every phase was run")
     version = server.get("profile_version")
-    rules = (
-        f"this tool's rules, version {version},"
-        if version
-        else "this tool's rules (the bundle records no profile version)"
-    )
-    profile = _check("profile", "passed", f"judged by {rules} for", value=server["profile"])
+    rules = f"version {version} of" if version else "no version recorded; judged by"
+    profile = _check("profile", "passed", f"{rules} this tool's rules for", value=server["profile"])
     return [servers, profile]
 
 

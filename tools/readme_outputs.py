@@ -120,12 +120,12 @@ def first_capture() -> dict[str, str]:
                     "keys/evidence-signing-key.pem",
                 ],
                 work,
-            ),  # fmt: skip
+            ),
             "first-verify": _evidence(
                 ["verify", "public.tar.gz", "--key", "keys/evidence-signing-key.pub.pem"],
                 work,
                 stderr=False,
-            ),  # fmt: skip
+            ),
         }
         return {
             name: _console(text.replace(scratch, "/tmp/first-capture"))

@@ -40,3 +40,28 @@ def test_bundle_paths_are_never_rich_markup(tmp_path: Path) -> None:
     assert "[bold]x[/]" in result.stderr and "internal error" not in result.stderr
     result = CliRunner().invoke(app, ["export", str(odd), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "[bold]x[/]" in result.stderr
+
+
+def test_a_private_key_or_a_non_key_given_to_key_gets_our_message(tmp_path: Path) -> None:
+    private = REPO / "sample_bundles" / "keys" / "evidence-signing-key.pem"
+    if private.is_file():
+        result = CliRunner().invoke(app, ["verify", str(PUBLIC), "--key", str(private)])
+        assert result.exit_code == 2 and "is a private key" in result.stderr
+    junk = tmp_path / "key.pem"
+    junk.write_text("ssh-ed25519 AAAA... user@host\n")
+    result = CliRunner().invoke(app, ["verify", str(PUBLIC), "--key", str(junk)])
+    assert result.exit_code == 2
+    assert "is not a PEM public key: expected a file that starts with" in result.stderr
+
+
+def test_a_condition_without_its_colon_names_the_missing_part(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["capture", "--server-profile", "mlxcel", "--model", str(tmp_path),
+         "--output", str(tmp_path / "raw"), "--url", "http://127.0.0.1:9",
+         "--condition", "det0=MLXCEL=1"],
+        env={"COLUMNS": "200"},
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "has no ':' between its name and its settings" in result.stderr
+    assert not (tmp_path / "raw").exists()

@@ -94,6 +94,17 @@ class PlainProgress:
         )
 
 
+def _condition_specs(specs: list[str]) -> list[str]:
+    """Name the part a --condition lacks before the parser judges what is left of it."""
+    for spec in specs:
+        if ":" not in spec and "=" in spec:
+            raise UsageError(
+                f"--condition {spec!r} has no ':' between its name and its settings: write "
+                "NAME:VAR=VALUE, e.g. --condition det0:MLXCEL_SDPA_DETERMINISTIC=0"
+            )
+    return specs
+
+
 def _read_request(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
@@ -314,7 +325,7 @@ def capture(
         model=model.absolute(),
         output=output.absolute(),
         request_body=body,
-        conditions=tuple(parse_conditions(condition or [])),
+        conditions=tuple(parse_conditions(_condition_specs(condition or []))),
         binary=None if binary is None else binary.absolute(),
         url=url,
         alias=alias,

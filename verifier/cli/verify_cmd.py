@@ -42,6 +42,20 @@ def _key_info(path: Path) -> KeyInfo:
 
     from verifier import signing
 
+    try:
+        head = path.read_bytes()[:4096]
+    except OSError as exc:
+        raise UsageError(f"cannot read --key {path}: {exc.strerror}") from None
+    if b"PRIVATE KEY-----" in head:
+        raise UsageError(
+            f"--key {path} is a private key: give the signer's public key "
+            "(evidence-signing-key.pub.pem), and never share the private one"
+        )
+    if b"-----BEGIN PUBLIC KEY-----" not in head:
+        raise UsageError(
+            f"--key {path} is not a PEM public key: expected a file that starts with "
+            "-----BEGIN PUBLIC KEY-----, as `evidence keygen` writes it"
+        )
     der = signing.load_public_key(path).public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     )

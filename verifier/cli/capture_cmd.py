@@ -128,11 +128,11 @@ def _print_summary(summary: CaptureSummary) -> None:
         table.add_row(condition, arm, str(len(hashes)), ", ".join(distinct))
     if summary.hashes:
         stderr.print(table)
-    distinct = len(summary.distinct_hashes)
+    outputs = len(summary.distinct_hashes)
     stderr.print(
         Text(
-            f"{summary.requests} requests ({summary.errors} errored), {distinct} distinct "
-            f"output {'hash' if distinct == 1 else 'hashes'}, {summary.elapsed_s:.1f} s. "
+            f"{summary.requests} requests ({summary.errors} errored), {outputs} distinct "
+            f"output {'hash' if outputs == 1 else 'hashes'}, {summary.elapsed_s:.1f} s. "
             f"Raw (private) output: {summary.output}"
         ),
         soft_wrap=True,

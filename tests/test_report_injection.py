@@ -138,7 +138,8 @@ def test_hostile_bundle_text_is_inert_in_every_format(
     lines = text.splitlines()
     assert sum(line.strip().startswith("verdict:") for line in lines) == 1, text
     assert sum(line.strip().startswith(("verified:", "NOT verified")) for line in lines) == 1
-    assert not any(line.strip().startswith(MARK) for line in lines), text
+    if attack == "fake-verdict":
+        assert "ZQX\\nverdict:" in text  # the newline shown as an escape, never obeyed
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e\u200b\u2028]", text)
     if attack == "rich-markup" and field in ("hardware", "server-name"):
         assert "[bold red]ZQX[/]" in text  # shown as typed, never interpreted

@@ -82,7 +82,7 @@ def test_the_key_fingerprint_is_the_one_openssl_gives() -> None:
         for c in report(str(SEED), "--key", str(KEY))["bundles"][0]["checks"]  # type: ignore[index]
         if c["check"] == "signature"
     ]
-    assert check["status"] == "passed" and check["detail"].endswith(KEY.name)
+    assert check["status"] == "passed" and check["value"] == KEY.name
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed")
     der = subprocess.run(
@@ -122,7 +122,16 @@ def test_model_files_say_whether_they_were_rehashed(tmp_path: Path) -> None:
     }
     assert checks["model files"]["status"] == "failed"
     assert checks["model files"]["detail"].startswith("your copy differs from the manifest")
+    assert "config.json" in checks["model files"]["value"]
     assert checks["manifest"]["status"] == "passed"  # the bundle's own manifest is fine
+    # Your copy differing is its own result: the reporter's bundle keeps its verdict...
+    (bundle,) = report(str(SEED), "--model-dir", str(local))["bundles"]  # type: ignore[misc]
+    assert bundle["verified"] and bundle["exit_code"] == 0
+    assert not [f for f in bundle["findings"] if f["severity"] != "info"]
+    assert bundle["model_dir_findings"]
+    # ... unless the reviewer asks for a match.
+    code, out = run(str(SEED), "--model-dir", str(local), "--require-model-match")
+    assert code == 1 and "verdict: invalid" in out
 
 
 def test_attach_mode_and_skipped_phases_are_stated(tmp_path: Path) -> None:

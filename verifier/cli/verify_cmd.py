@@ -115,6 +115,15 @@ def verify(
             "key given) is not verified: exit 1.",
         ),
     ] = False,
+    require_model_match: Annotated[
+        bool,
+        typer.Option(
+            "--require-model-match",
+            help="With --model-dir: a copy that differs from the manifest makes the bundle "
+            "not verified (exit 1). Without it, a differing copy is reported apart and the "
+            "bundle keeps its verdict.",
+        ),
+    ] = False,
     quiet: Annotated[
         bool,
         typer.Option(
@@ -220,6 +229,7 @@ def verify(
                 BundleOutcome(
                     str(path), result, expected=expect, key=key_info,
                     model_dir=model_dir is not None, require_signature=require_signature,
+                    require_model_match=require_model_match,
                 )
             )  # fmt: skip
     report = build_report(outcomes)

@@ -17,6 +17,7 @@ EXIT_VERIFIED = 0
 EXIT_NOT_VERIFIED = 1
 EXIT_UNREADABLE = 2
 EXIT_UNEXPECTED_VERDICT = 3
+_MODEL_DIR = "--model-dir"
 # The worst of several bundles decides the process's exit code: unreadable input first.
 _SEVERITY_ORDER = (EXIT_UNREADABLE, EXIT_NOT_VERIFIED, EXIT_UNEXPECTED_VERDICT, EXIT_VERIFIED)
 
@@ -41,6 +42,7 @@ class BundleOutcome:
     key: KeyInfo | None = None
     model_dir: bool = False  # a local model directory was given to rehash
     require_signature: bool = False  # --require-signature: unsigned or unchecked fails
+    require_model_match: bool = False  # --require-model-match: your differing copy fails
 
     @property
     def signature_missing(self) -> bool:
@@ -51,15 +53,32 @@ class BundleOutcome:
             and self.result.signature != "verified"
         )
 
+    def about_local_model(self, finding: Finding) -> bool:
+        """A finding about the reviewer's own copy of the model (--model-dir), not the bundle:
+        it is its own result, apart from the verdict, unless --require-model-match."""
+        return not self.require_model_match and is_local_model_finding(finding)
+
+    @property
+    def bundle_findings(self) -> list[Finding]:
+        findings = self.result.findings if self.result is not None else ()
+        return [f for f in findings if not self.about_local_model(f)]
+
     @property
     def verified(self) -> bool:
-        return self.result is not None and self.result.verified and not self.signature_missing
+        """Fail closed, as VerificationResult does, over the findings about the bundle."""
+        result = self.result
+        return (
+            result is not None
+            and result.classification is not None
+            and not any(f.is_error for f in self.bundle_findings)
+            and not self.signature_missing
+        )
 
     @property
     def verdict(self) -> Verdict:
-        if self.result is None or not self.verified:
+        if self.result is None or self.result.classification is None or not self.verified:
             return Verdict.INVALID
-        return self.result.verdict
+        return self.result.classification.verdict
 
     @property
     def exit_code(self) -> int:
@@ -67,9 +86,14 @@ class BundleOutcome:
             return EXIT_NOT_VERIFIED if self.unsafe else EXIT_UNREADABLE
         if not self.verified:
             return EXIT_NOT_VERIFIED
-        if self.expected is not None and self.expected is not self.result.verdict:
+        if self.expected is not None and self.expected is not self.verdict:
             return EXIT_UNEXPECTED_VERDICT
         return EXIT_VERIFIED
+
+
+def is_local_model_finding(finding: Finding) -> bool:
+    """The manifest check's findings about --model-dir (the reviewer's copy)."""
+    return finding.check == "manifest" and _MODEL_DIR in finding.message
 
 
 def worst_exit_code(codes: list[int]) -> int:
@@ -209,7 +233,6 @@ _PASSED = {
     "telemetry": "every request's telemetry read; unproven arms are left out and listed",
     "leaks": "no home path, user or host name, token, key or non-loopback address found",
 }
-_MODEL_DIR = "--model-dir"
 
 
 def _check(
@@ -256,7 +279,7 @@ def _checks(outcome: BundleOutcome, findings: list[Finding]) -> list[dict[str, A
             rows.append(_signature_check(outcome, result.signature))
             continue
         if name == "manifest":
-            mine = [f for f in mine if _MODEL_DIR not in f.message]
+            mine = [f for f in mine if not is_local_model_finding(f)]
         errors = sum(1 for f in mine if f.is_error)
         warnings = sum(1 for f in mine if f.severity is Severity.WARNING)
         if errors:
@@ -274,12 +297,20 @@ def _checks(outcome: BundleOutcome, findings: list[Finding]) -> list[dict[str, A
 def _model_files(outcome: BundleOutcome, findings: list[Finding]) -> dict[str, Any]:
     if not outcome.model_dir:
         return _check("model files", "not checked", "not rehashed (no --model-dir given)")
-    rehash = [f for f in findings if _MODEL_DIR in f.message]
+    rehash = [f for f in findings if is_local_model_finding(f)]
     errors = [f for f in rehash if f.is_error]
     if errors:
+        consequence = (
+            "--require-model-match: the bundle is not verified"
+            if outcome.require_model_match
+            else "the bundle's verdict stands (--require-model-match would fail it)"
+        )
+        named = [f.message.split(" ", 1)[0] for f in errors if not f.message.startswith("-")]
         return _check(
             "model files", "failed",
-            f"your copy differs from the manifest: {plural(len(errors), 'file')}",
+            f"your copy differs from the manifest: {plural(len(errors), 'file')}; "
+            f"{consequence}" + (";" if named else ""),
+            value=", ".join(named) or None,
         )  # fmt: skip
     extra = len(rehash)
     detail = "rehashed from --model-dir: every manifest file matches"
@@ -320,12 +351,12 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
     if result is None:
         return f"The bundle could not be read, so nothing was checked: {outcome.error}."
     errors = sum(1 for f in findings if f.is_error)
-    if outcome.signature_missing and result.verified:
+    if outcome.signature_missing and not errors and result.classification is not None:
         return (
             "The bundle's signature was not verified, and --require-signature asks for it: "
             "nothing it claims is established."
         )
-    if not result.verified or result.classification is None:
+    if not outcome.verified or result.classification is None:
         if errors:
             return (
                 f"The bundle failed verification ({plural(errors, 'error')}): "
@@ -379,7 +410,9 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
 
 def bundle_document(outcome: BundleOutcome) -> dict[str, Any]:
     result = outcome.result
-    findings = list(result.findings) if result is not None else []
+    everything = list(result.findings) if result is not None else []
+    findings = outcome.bundle_findings  # about the bundle; your model copy is in checks
+    local = [f for f in everything if outcome.about_local_model(f)]
     verified = outcome.verified
     classification = None
     if result is not None and result.classification is not None:
@@ -401,9 +434,10 @@ def bundle_document(outcome: BundleOutcome) -> dict[str, Any]:
         "error": outcome.error,
         "files": result.files if result is not None else 0,
         "signature": result.signature if result is not None else "not checked",
-        "checks": _checks(outcome, findings),
+        "checks": _checks(outcome, everything),
         "finding_counts": {str(s): sum(1 for f in findings if f.severity is s) for s in Severity},
         "findings": [_finding(f) for f in findings],
+        "model_dir_findings": [_finding(f) for f in local],
         "experiment": _experiment(result) if result is not None else None,
         "classification": classification,
     }

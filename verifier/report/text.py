@@ -155,8 +155,9 @@ def _conditions(bundle: dict[str, Any], classification: dict[str, Any]) -> list[
     parts: list[RenderableType] = [Text(""), _title(title), table]
     for condition in classification["conditions"]:
         settings = ", ".join(f"{k}={v}" for k, v in condition["settings"].items())
+        names = list(dict.fromkeys(x for x in (condition["label"], settings) if x))
         line = Text(condition["id"] + ": ", style="bold")
-        line.append(settings or condition["label"] or "no settings")
+        line.append("; ".join(names) or "no settings")
         if verified and condition["reasons"]:
             line.append("; " + "; ".join(condition["reasons"]))
         parts.append(_indent(line))

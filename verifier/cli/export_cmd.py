@@ -15,11 +15,13 @@ from verifier.export import ExportOptions, ExportSummary, export_bundle
 
 
 def _print_summary(summary: ExportSummary) -> None:
-    table = Table("redacted (values never shown)", "occurrences", box=None)
+    table = Table("redacted, by category (values never shown)", "occurrences", box=None)
     for category, count in summary.redactions.items():
         table.add_row(category, str(count))
     if not summary.redactions:
         table.add_row("(nothing private found)", "0")
+    else:
+        table.add_row("total occurrences", str(sum(summary.redactions.values())))
     stderr.print(table)
     stderr.print(
         f"[green]exported[/] {summary.records} records of {len(summary.conditions)} "

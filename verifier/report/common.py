@@ -110,7 +110,10 @@ def experiment_lines(experiment: dict[str, Any] | None) -> list[tuple[str, str]]
         ("binary sha256", server.get("binary_sha256") or "not recorded"),
         ("model", model.get("repo_id") or "unknown repository"),
         ("revision", model.get("revision") or "unpinned"),
-        ("model sha256", model["model_sha256"]),
+        # One file of the model, named: the manifest lists (and --model-dir rehashes) all.
+        ("model file", model.get("model_file") or "not named"),
+        ("file sha256", model["model_sha256"]),
+        ("config file", model.get("config_file") or "none"),
         ("config sha256", model.get("config_sha256") or "none"),
         (
             "protocol",

@@ -423,23 +423,24 @@ def bundle_document(outcome: BundleOutcome) -> dict[str, Any]:
                 condition["verdict"] = str(Verdict.INVALID)
                 condition["reasons"] = ["the bundle failed verification: nothing is claimed"]
             classification["reasons"] = []
+    # The order of what decides, as text and Markdown print it.
     return {
         "source": outcome.source,
         "name": PurePath(outcome.source).name or outcome.source,
-        "verified": verified,
         "verdict": str(outcome.verdict),
         "summary": _sentence(outcome, findings),
+        "verified": verified,
         "expected": str(outcome.expected) if outcome.expected is not None else None,
         "exit_code": outcome.exit_code,
         "error": outcome.error,
         "files": result.files if result is not None else 0,
-        "signature": result.signature if result is not None else "not checked",
-        "checks": _checks(outcome, everything),
         "finding_counts": {str(s): sum(1 for f in findings if f.severity is s) for s in Severity},
         "findings": [_finding(f) for f in findings],
+        "signature": result.signature if result is not None else "not checked",
+        "checks": _checks(outcome, everything),
         "model_dir_findings": [_finding(f) for f in local],
-        "experiment": _experiment(result) if result is not None else None,
         "classification": classification,
+        "experiment": _experiment(result) if result is not None else None,
     }
 
 

@@ -106,7 +106,10 @@ class _Outside(HTMLParser):
             self.text.append(data)
 
 
-def assert_markdown_is_inert(markdown: str) -> None:
+def assert_markdown_is_inert(markdown: str, *, quoted: bool = True) -> None:
+    """No tag, link, mention or extra cell of the attacker's; with `quoted`, none of the
+    attacker's text outside code at all (a finding's message of a check may quote bundle
+    text in running prose: there it is escaped, not quoted)."""
     md = MarkdownIt("commonmark").enable("table")
     html = md.render(markdown)
     page = _Outside()
@@ -119,7 +122,7 @@ def assert_markdown_is_inert(markdown: str) -> None:
     outside = "".join(page.text)
     # GitHub links these in running text (mentions, issue references, URLs): never outside code.
     assert not re.search(r"@\w|#\d|://|www\.", outside), outside
-    assert MARK not in outside, outside
+    assert not quoted or MARK not in outside, outside
     for table in re.findall(r"<table>.*?</table>", html, flags=re.DOTALL):
         header = len(re.findall(r"<th[ >]", table.split("</tr>")[0]))
         for row in table.split("<tr>")[2:]:
@@ -183,3 +186,31 @@ def test_cells_escape_pipes_and_plain_text_escapes_markup() -> None:
     assert cell("a|b") == "`a\\|b`"
     assert plain("see [x](y) and *z* <b>") == "see \\[x\\](y) and \\*z\\* \\<b\\>"
     assert plain("ping @octocat about #12") == "ping `@octocat` about `#12`"
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_hostile_file_names_and_json_keys_in_findings_are_inert(
+    tmp_path: Path, attack: str
+) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SEED, bundle)
+    name = ATTACKS[attack].replace("/", "_").replace("\x00", "")
+    (bundle / name).write_text("{}")  # unlisted: a checksums error names the file
+    path = bundle / layout.EXPERIMENT
+    document = json.loads(path.read_text())
+    document[ATTACKS[attack]] = 1  # unknown key: a schema error quotes it
+    path.write_text(json.dumps(document))
+
+    code_, text = _run(str(bundle))
+    assert code_ == 1
+    lines = text.splitlines()
+    assert sum(line.strip().startswith("verdict:") for line in lines) == 1, text
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e\u200b\u2028]", text)
+    _, markdown = _run(str(bundle), "--format", "markdown")
+    assert_markdown_is_inert(markdown, quoted=False)
+    report = json.loads(_run(str(bundle), "--format", "json")[1])  # strict JSON
+    (result,) = report["bundles"]
+    assert result["verdict"] == "invalid"
+    # A name the reader accepts is named as it is; one with control characters is refused.
+    named = json.dumps(result["findings"], ensure_ascii=False)
+    assert (name if name.isprintable() else "control or non-printable character") in named

@@ -397,12 +397,14 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
             f"Every comparable request gave the same output, warm and cold alike: "
             f"{classification.bound.sentence}."
         )
-    reasons = [
-        f"{c.condition.id}: {c.reasons[0]}" if n > 1 else c.reasons[0]
-        for c in conditions
-        if c.verdict is verdict and c.reasons
-    ]
-    because = "; ".join(reasons) or "no condition decides"
+    deciding = [c for c in conditions if c.verdict is verdict and c.reasons]
+    first = {c.reasons[0] for c in deciding}
+    if n > 1 and len(first) == 1 and len(deciding) == n:
+        everywhere = "in both conditions" if n == 2 else f"in all {n} conditions"
+        because = f"{everywhere}, {next(iter(first))}"
+    else:
+        reasons = [f"{c.condition.id}: {c.reasons[0]}" if n > 1 else c.reasons[0] for c in deciding]
+        because = "; ".join(reasons) or "no condition decides"
     if verdict is Verdict.NONDETERMINISTIC:
         return f"Outputs vary within one arm (same cache state, different output): {because}."
     return f"The evidence cannot decide: {because}."

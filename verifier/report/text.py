@@ -94,10 +94,18 @@ def _finding_block(finding: dict[str, Any]) -> RenderableType:
     return _indent(Group(*lines))
 
 
+MAX_FINDINGS = 20
+
+
 def _findings(title: str, findings: list[dict[str, Any]]) -> list[RenderableType]:
     if not findings:
         return []
-    return [Text(""), _title(f"{title} ({len(findings)})"), *map(_finding_block, findings)]
+    parts: list[RenderableType] = [Text(""), _title(f"{title} ({len(findings)})")]
+    parts += map(_finding_block, findings[:MAX_FINDINGS])
+    if len(findings) > MAX_FINDINGS:
+        more = len(findings) - MAX_FINDINGS
+        parts.append(_indent(Text(f"… and {more} more (every one is in --format json)")))
+    return parts
 
 
 def _checked(bundle: dict[str, Any]) -> list[RenderableType]:

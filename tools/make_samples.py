@@ -101,7 +101,7 @@ def _tamper_content(document: dict[str, Any]) -> None:
 def _strip_warm_evidence(document: dict[str, Any]) -> None:
     document["response"]["usage"].pop("prompt_tokens_details", None)
     document["usage"] = document["response"]["usage"]
-    document["telemetry"]["after"]["metrics"] = document["telemetry"]["before"]["metrics"]
+    document["telemetry"]["after"] = document["telemetry"]["before"]
 
 
 def _vary_cold(document: dict[str, Any]) -> None:

@@ -8,11 +8,20 @@ from dataclasses import dataclass, field
 
 from verifier.canonical import FirstDifference, first_difference
 from verifier.model import Arm, Verdict
+from verifier.profiles.rules import ProfileRules
 from verifier.proofs import RequestProof, counter_deltas
-from verifier.records import Condition, Record, TelemetryMap
+from verifier.records import Condition, Record
 
 MIN_PER_SIDE = 2  # proven warm requests, and proven cold/disabled ones, needed for a verdict
 CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class ProtocolContext:
+    """What the declared protocol adds to the verdict: the cap, and the controls it skipped."""
+
+    max_tokens: int | None = None
+    skipped: dict[Arm, str] = field(default_factory=dict)  # control arm -> why it is absent
 
 
 @dataclass(frozen=True)
@@ -119,13 +128,14 @@ def _differences(left: Record | None, right: Record | None) -> tuple[FirstDiffer
 
 
 def _class_telemetry(
-    proofs: Sequence[RequestProof], labels: dict[str, str], telemetry: TelemetryMap
+    proofs: Sequence[RequestProof], labels: dict[str, str], rules: ProfileRules | None
 ) -> tuple[ClassTelemetry, ...]:
     grouped: dict[tuple[str, Arm], list[RequestProof]] = defaultdict(list)
     for proof in proofs:
         grouped[(labels[proof.record.output_hash or ""], proof.arm)].append(proof)
     result = []
-    refs = telemetry.hit_counters + telemetry.reuse_counters + telemetry.store_counters
+    refs = rules.signals.store_access if rules is not None else ()
+    paths = rules.signals.paths if rules is not None else ()
     arm_order = list(Arm)
     for label, arm in sorted(grouped, key=lambda k: (len(k[0]), k[0], arm_order.index(k[1]))):
         members = grouped[(label, arm)]
@@ -135,7 +145,7 @@ def _class_telemetry(
             for d in counter_deltas(record, refs):
                 if d.delta is not None:
                     deltas[d.ref].add(d.delta)
-            for ref in telemetry.path_counters:
+            for ref in paths:
                 before = record.before.samples(ref)
                 for key, after in record.after.samples(ref).items():
                     deltas[key].add(after - before.get(key, 0.0))
@@ -156,8 +166,9 @@ def classify_condition(
     condition: Condition,
     proofs: Sequence[RequestProof],
     labels: dict[str, str],
-    telemetry: TelemetryMap,
+    rules: ProfileRules | None,
     prompt_mismatch: bool,
+    context: ProtocolContext | None = None,
 ) -> ConditionResult:
     comparable = [p for p in proofs if p.comparable]
     excluded = tuple(p for p in proofs if not p.comparable)
@@ -176,6 +187,8 @@ def classify_condition(
     reasons: list[str] = []
     unproven_warm = [p for p in excluded if p.arm is Arm.WARM and p.failed is None]
 
+    context = context or ProtocolContext()
+    cold = by_arm[Arm.COLD]
     verdict: Verdict
     varying = [arm for arm, c in by_arm.items() if len(c) > 1]
     if varying:
@@ -188,10 +201,10 @@ def classify_condition(
         reasons.append("prompt_tokens differ between requests: the prompt was not the same")
     elif not comparable:
         verdict = Verdict.INCONCLUSIVE
-        reasons.append("no request is both successful and proven")
-    elif capped == len(comparable):
-        verdict = Verdict.INCONCLUSIVE
-        reasons.append("every compared request hit the token cap (finish_reason: length)")
+        why = sorted({p.reason for p in excluded})
+        reasons.append(
+            "no request is both successful and proven" + (f" ({'; '.join(why[:3])})" if why else "")
+        )
     elif not warm:
         verdict = Verdict.INCONCLUSIVE
         if unproven_warm:
@@ -201,9 +214,9 @@ def classify_condition(
             )
         else:
             reasons.append("the warm arm is empty")
-    elif not baseline:
+    elif not cold:
         verdict = Verdict.INCONCLUSIVE
-        reasons.append("no proven cold or cache-disabled request")
+        reasons.append("no proven cold request: the controls alone do not make a baseline")
     elif sum(warm.values()) < MIN_PER_SIDE or sum(baseline.values()) < MIN_PER_SIDE:
         verdict = Verdict.INCONCLUSIVE
         reasons.append(
@@ -226,6 +239,18 @@ def classify_condition(
             reasons.append(
                 f"every proven cold/disabled request gave {a}, every proven warm request gave {b}"
             )
+            if capped:
+                reasons.append(
+                    f"{capped} compared requests hit the token cap: the outputs already differ "
+                    "within it (truncated, so the full replies differ too)"
+                )
+        elif capped == len(comparable):
+            verdict = Verdict.INCONCLUSIVE
+            cap = f"first {context.max_tokens} tokens" if context.max_tokens else "token cap"
+            reasons.append(
+                f"every proven request gave {a}, but every one hit the token cap: they agree "
+                f"in the {cap}, which proves nothing past it"
+            )
         else:
             verdict = Verdict.CACHE_STATE_INDEPENDENT
             reasons.append(f"every proven request gave {a}, warm and cold alike")
@@ -233,8 +258,16 @@ def classify_condition(
         reasons.append(
             f"{len(unproven_warm)} claimed warm requests were not proven and were left out"
         )
-    if capped and verdict is not Verdict.INCONCLUSIVE:
+    if capped and verdict not in (Verdict.INCONCLUSIVE, Verdict.CACHE_STATE_DEPENDENT):
         reasons.append(f"{capped} compared requests hit the token cap: their outputs are truncated")
+    for arm in (Arm.REQUEST_DISABLED, Arm.SERVER_DISABLED):
+        skipped = context.skipped.get(arm)
+        if skipped is not None:
+            reasons.append(f"without the {arm} control ({skipped})")
+        elif not by_arm[arm]:
+            claimed = sum(1 for p in proofs if p.arm is arm)
+            if claimed:
+                reasons.append(f"the {arm} control proved nothing: {claimed} requests unproven")
 
     baseline_label = baseline.most_common(1)[0][0] if baseline else None
     warm_label = warm.most_common(1)[0][0] if warm else None
@@ -258,7 +291,7 @@ def classify_condition(
         excluded=excluded,
         capped=capped,
         first_differences=differences,
-        class_telemetry=_class_telemetry(comparable, labels, telemetry),
+        class_telemetry=_class_telemetry(comparable, labels, rules),
         bound=bound,
     )
 
@@ -272,7 +305,11 @@ _PRECEDENCE = (
 
 
 def classify(
-    conditions: Sequence[Condition], proofs: Sequence[RequestProof], telemetry: TelemetryMap
+    conditions: Sequence[Condition],
+    proofs: Sequence[RequestProof],
+    rules: ProfileRules | None,
+    context: ProtocolContext | None = None,
+    notes: Sequence[str] = (),
 ) -> Classification:
     """Classify each condition, then the experiment.
 
@@ -289,14 +326,15 @@ def classify(
             condition,
             [p for p in proofs if p.record.condition == condition.id],
             labels,
-            telemetry,
+            rules,
             prompt_mismatch,
+            context,
         )
         for condition in conditions
     )
     verdicts = {r.verdict for r in results}
     verdict = next((v for v in _PRECEDENCE if v in verdicts), Verdict.INCONCLUSIVE)
-    reasons = [f"{r.condition.id}: {r.verdict}" for r in results]
+    reasons = [*notes, *(f"{r.condition.id}: {r.verdict}" for r in results)]
     if prompt_mismatch:
         reasons.insert(0, "prompt_tokens differ: " + ", ".join(str(p) for p in sorted(prompts)))
     counter: Counter[str] = Counter()

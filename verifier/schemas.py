@@ -16,7 +16,7 @@ from referencing.jsonschema import DRAFT202012
 from verifier.errors import SchemaVersionError
 
 SUPPORTED_MAJOR = 1
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SUFFIX = ".schema.json"
 
 # The schema each document kind is validated against.

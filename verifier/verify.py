@@ -9,7 +9,7 @@ from verifier import layout
 from verifier.bundle.reader import read_bundle
 from verifier.checks import run_checks
 from verifier.checks.context import BundleContext, VerifyOptions
-from verifier.classify import Classification, classify
+from verifier.classify import Classification, ProtocolContext, classify
 from verifier.model import Finding, Verdict
 from verifier.records import Experiment
 
@@ -50,7 +50,18 @@ def verify_path(path: Path, options: VerifyOptions | None = None) -> Verificatio
     experiment = context.experiment
     classification = None
     if experiment is not None and context.records:
-        classification = classify(experiment.conditions, context.proofs, experiment.telemetry)
+        plan = context.plan
+        protocol = ProtocolContext(
+            max_tokens=experiment.protocol.get("max_tokens"),
+            skipped=plan.skipped_controls if plan is not None else {},
+        )
+        classification = classify(
+            experiment.conditions,
+            context.proofs,
+            context.rules,
+            protocol,
+            notes=[context.rules_choice.note],
+        )
     return VerificationResult(
         source=bundle.source,
         findings=tuple(findings),

@@ -22,9 +22,9 @@ from verifier.capture import (
     prepare_request_body,
     run_capture,
 )
-from verifier.capture.protocol import ProtocolSpec
 from verifier.errors import UsageError
 from verifier.jsonio import loads_strict
+from verifier.protocol import ProtocolSpec
 from verifier.schemas import validate
 
 
@@ -148,8 +148,9 @@ def test_two_conditions_capture_fourteen_requests_each(
     assert run["model"]["config_file"] == "config.json"
     assert run["protocol"]["block_size"] == 32 and run["protocol"]["parallelism"] == 4
     assert run["request_body"]["max_tokens"] == 64
-    assert run["opt_out_fields"] == {"cache_prompt": False}
-    assert run["telemetry"]["hit_counters"] == ["metric:mlxcel_prompt_cache_hits_total"]
+    assert run["profile_rules"]["opt_out_fields"] == {"cache_prompt": False}
+    assert run["server"]["profile_version"] == run["profile_rules"]["version"]
+    assert "metric:mlxcel_prompt_cache_hits_total" in run["profile_rules"]["signals"]["hits"]
 
     # The fake answers A cold/disabled and B warm: two distinct outputs, split by arm.
     assert len(summary.distinct_hashes) == 2

@@ -6,12 +6,15 @@ from collections.abc import Callable, Iterable
 
 from verifier.checks import (
     checksums,
+    completeness,
     leaks,
     manifest,
     output_hashes,
+    profile,
     request_bodies,
     safety,
     schema,
+    servers,
     signature,
     telemetry,
 )
@@ -28,6 +31,9 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("output-hash", output_hashes.check_output_hashes),
     ("request-body", request_bodies.check_request_bodies),
     ("manifest", manifest.check_manifest),
+    ("profile", profile.check_profile),
+    ("completeness", completeness.check_completeness),
+    ("servers", servers.check_servers),
     ("telemetry", telemetry.check_telemetry),
     ("leaks", leaks.check_leaks),
 )

@@ -12,19 +12,25 @@ CHECK = "telemetry"
 
 def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
     proofs = ctx.proofs
-    if ctx.experiment is not None:
-        recorded = {p.record.condition for p in proofs}
-        for index, condition in enumerate(ctx.experiment.conditions):
-            if condition.id not in recorded:
-                yield Finding(
-                    CHECK,
-                    Severity.WARNING,
-                    "the condition has no request record: nothing to classify",
-                    file="experiment.json",
-                    pointer=f"/conditions/{index}",
-                )
     for proof in proofs:
         record = proof.record
+        for pointer in proof.bad_numbers:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                "a token count that enters a proof is not an integer in 0..2^53",
+                file=record.file,
+                pointer="/response" + pointer,
+            )
+        if proof.contradiction is not None:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the record's telemetry contradicts itself: {proof.contradiction}",
+                file=record.file,
+                pointer="/telemetry",
+            )
+            continue
         if proof.failed is not None:
             yield Finding(
                 CHECK,

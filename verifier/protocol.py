@@ -79,6 +79,40 @@ class Protocol:
         return tuple(s for s in self.steps if s.kind is StepKind.REQUEST)
 
 
+@dataclass(frozen=True)
+class PlannedRequest:
+    """One request the protocol calls for, where it runs and what comes right before it."""
+
+    sequence: int  # 1-based, within the condition
+    phase: str
+    arm: Arm
+    preceded_by: str
+    instance: int  # server instance: 1 for the first server (or the attached one)
+    cache_disabled: bool
+
+
+def plan_requests(protocol: Protocol) -> tuple[tuple[PlannedRequest, ...], dict[int, bool]]:
+    """The requests of one condition in order, and each server instance's role
+    (True: started with its cache off). An attached server is instance 1."""
+    requests: list[PlannedRequest] = []
+    roles: dict[int, bool] = {}
+    instance, disabled = 1, False
+    started = 0
+    for step in protocol.steps:
+        if step.kind is StepKind.START:
+            started += 1
+            instance, disabled = started, step.cache_disabled
+            roles[instance] = disabled
+        elif step.kind is StepKind.REQUEST:
+            assert step.arm is not None and step.preceded_by is not None
+            requests.append(
+                PlannedRequest(
+                    len(requests) + 1, step.phase, step.arm, step.preceded_by, instance, disabled
+                )
+            )
+    return tuple(requests), roles
+
+
 class _Builder:
     def __init__(self) -> None:
         self.steps: list[Step] = []

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifier.capture.profiles.base import LaunchSpec, ResetCall, ServerProfile, TelemetryMap
+from verifier.profiles.base import LaunchSpec, ResetCall, ServerProfile
+from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
 
 @dataclass(frozen=True)
@@ -15,16 +16,27 @@ class SglangProfile(ServerProfile):
         argv += ["--served-model-name", spec.alias, "--host", "127.0.0.1", "--port", str(spec.port)]
         argv += ["--enable-metrics", "--enable-cache-report"]
         if spec.cache_disabled:
-            argv.append("--disable-radix-cache")
+            argv.append(CACHE_OFF_FLAG)
         return argv + list(spec.extra_args)
 
 
-PROFILE = SglangProfile(
+CACHE_OFF_FLAG = "--disable-radix-cache"
+
+RULES = ProfileRules(
     name="sglang",
+    version="1",
+    signals=CacheSignals(reuse=("metric:sglang:cached_tokens_total",)),
+    # /flush_cache refuses while requests run and says nothing of the result.
+    reset_proof=ResetProof.NEXT_COLD_REQUEST,
+    cache_off_args=(CACHE_OFF_FLAG,),
+    opt_out_fields=None,
+)
+
+PROFILE = SglangProfile(
     server_name="sglang",
     experiment_env_prefixes=("SGLANG_", "SGL_"),
     reset=ResetCall("POST", "/flush_cache"),
+    rules=RULES,
     opt_out_missing_reason="SGLang has no per-request radix-cache opt-out",
-    telemetry=TelemetryMap(reuse_counters=("metric:sglang:cached_tokens_total",)),
     block_size=1,
 )

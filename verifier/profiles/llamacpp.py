@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.capture.profiles.base import (
+from verifier.profiles.base import (
     LaunchSpec,
     ResetCall,
     ServerProfile,
-    TelemetryMap,
     single_file_in,
 )
+from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
 
 @dataclass(frozen=True)
@@ -26,19 +26,31 @@ class LlamaCppProfile(ServerProfile):
         if spec.cache_disabled:
             # Sets the server-wide default of the request field `cache_prompt` to false; the
             # harness's body never sets that field, so every request of the arm computes cold.
-            argv.append("--no-cache-prompt")
+            argv.append(CACHE_OFF_FLAG)
         return argv + list(spec.extra_args)
 
     def model_argument(self, model: Path) -> Path:
         return single_file_in(model, ".gguf")
 
 
-PROFILE = LlamaCppProfile(
+CACHE_OFF_FLAG = "--no-cache-prompt"
+
+RULES = ProfileRules(
     name="llama.cpp",
+    version="1",
+    # No hit counter and no store statistics: the reuse counter is the only cache signal.
+    signals=CacheSignals(reuse=("metric:llamacpp:prompt_tokens_cached_total",)),
+    # The slot erase answers without proof: the next cold request's cached_tokens == 0 is it.
+    reset_proof=ResetProof.NEXT_COLD_REQUEST,
+    cache_off_args=(CACHE_OFF_FLAG,),
+    opt_out_fields={"cache_prompt": False},
+)
+
+PROFILE = LlamaCppProfile(
     server_name="llama-server",
     experiment_env_prefixes=("LLAMA_", "GGML_"),
     reset=ResetCall("POST", "/slots/0?action=erase"),
-    opt_out_fields={"cache_prompt": False},
+    rules=RULES,
     # Server defaults differ between builds: pin every sampling setting.
     pinned_request_fields={
         "temperature": 0,
@@ -48,8 +60,5 @@ PROFILE = LlamaCppProfile(
         "repeat_penalty": 1.0,
         "seed": 0,
     },
-    telemetry=TelemetryMap(
-        reuse_counters=("metric:llamacpp:prompt_tokens_cached_total",),
-    ),
     parallelism=1,
 )

@@ -145,11 +145,11 @@ def test_attach_mode_and_skipped_phases_are_stated(tmp_path: Path) -> None:
     (bundle / layout.EXPERIMENT).write_text(json.dumps(experiment))
     resum_tree(bundle)
     checks = {c["check"]: c for c in report(str(bundle))["bundles"][0]["checks"]}  # type: ignore[index]
-    servers = checks["servers"]
-    assert servers["status"] == "skipped" and "(--url)" in servers["detail"]
-    assert servers["value"].startswith("disabled-server (attached")
+    mode = checks["capture mode"]
+    assert mode["status"] == "skipped" and "(--url)" in mode["detail"]
+    assert mode["value"].startswith("disabled-server (attached")
     _, text = run(str(bundle))
-    assert "servers        skipped: attached to a server the harness did not start" in text
+    assert "capture mode   skipped: attached to a server the harness did not start" in text
 
 
 @pytest.mark.parametrize("columns", [80, 120])
@@ -166,6 +166,8 @@ def test_text_fits_its_width_without_splitting_words_or_hashes(
     whole = set(text.split())
     for b in document["bundles"]:  # type: ignore[attr-defined]
         for f in b["findings"]:
+            if f["severity"] == "info":
+                continue  # notes are said in "checked", not as findings
             for value in (f["expected"], f["actual"]):
                 if value and re.fullmatch("[0-9a-f]{64}", value):
                     assert value in whole, value
@@ -229,3 +231,24 @@ def test_a_missing_bundle_is_one_plain_sentence(tmp_path: Path) -> None:
     assert code == 2
     assert "could not be read, so nothing was checked" in text
     assert "0 files" not in text and "verified:" not in text
+
+
+def test_a_declared_skipped_control_is_stated_with_the_verdict() -> None:
+    from dataclasses import replace
+
+    from verifier.checks.context import VerifyOptions
+    from verifier.report.document import BundleOutcome, bundle_document
+    from verifier.verify import verify_path
+
+    result = verify_path(SEED, VerifyOptions())
+    assert result.classification is not None
+    skipped = "without the server-disabled control (attached: no cache-off server)"
+    conditions = tuple(
+        replace(c, reasons=(*c.reasons, skipped)) for c in result.classification.conditions
+    )
+    result = replace(result, classification=replace(result.classification, conditions=conditions))
+    document = bundle_document(BundleOutcome(str(SEED), result))
+    assert document["summary"].endswith(
+        "(28 requests compared), without the server-disabled control: the greedy reply "
+        "depends on the prompt-cache state."
+    )

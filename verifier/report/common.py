@@ -17,7 +17,7 @@ _CONTROL = re.compile(
     "[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
 )
 # Checks shown one per line even when they pass: they say what the verdict rests on.
-ALWAYS_SHOWN = ("signature", "model files", "servers", "profile")
+ALWAYS_SHOWN = ("signature", "model files", "capture mode", "profile")
 
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 

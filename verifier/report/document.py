@@ -18,6 +18,8 @@ EXIT_NOT_VERIFIED = 1
 EXIT_UNREADABLE = 2
 EXIT_UNEXPECTED_VERDICT = 3
 _MODEL_DIR = "--model-dir"
+# Checks whose note (an info finding) says what they established: shown as their line.
+_NOTED = ("profile",)
 # The worst of several bundles decides the process's exit code: unreadable input first.
 _SEVERITY_ORDER = (EXIT_UNREADABLE, EXIT_NOT_VERIFIED, EXIT_UNEXPECTED_VERDICT, EXIT_VERIFIED)
 
@@ -230,6 +232,9 @@ _PASSED = {
     "output-hash": "every output hash recomputed from its response",
     "request-body": "every request sent the experiment's body (plus its arm's opt-out)",
     "manifest": "the claimed model and config hashes are entries of the model manifest",
+    "profile": "judged by this tool's own rules for the bundle's server profile",
+    "completeness": "every step of the declared protocol has its record, once and in order",
+    "servers": "every server a record names is declared, with its role and settings",
     "telemetry": "every request's telemetry read; unproven arms are left out and listed",
     "leaks": "no home path, user or host name, token, key or non-loopback address found",
 }
@@ -281,11 +286,16 @@ def _checks(outcome: BundleOutcome, findings: list[Finding]) -> list[dict[str, A
         if name == "manifest":
             mine = [f for f in mine if not is_local_model_finding(f)]
         errors = sum(1 for f in mine if f.is_error)
-        warnings = sum(1 for f in mine if f.severity is Severity.WARNING)
+        warnings = [f for f in mine if f.severity is Severity.WARNING]
+        notes = [f.message for f in mine if f.severity is Severity.INFO]
         if errors:
             rows.append(_check(name, "failed", f"{plural(errors, 'error')}, listed above"))
         elif warnings:
-            rows.append(_check(name, "warning", f"{plural(warnings, 'warning')}, listed below"))
+            rows.append(
+                _check(name, "warning", f"{plural(len(warnings), 'warning')}, listed below")
+            )
+        elif name in _NOTED and notes:
+            rows.append(_check(name, "passed", "; ".join(notes)))  # the check's own words
         else:
             rows.append(_check(name, "passed", _PASSED.get(name, "no finding")))
         if name == "manifest":
@@ -327,22 +337,19 @@ def _capture_checks(result: VerificationResult) -> list[dict[str, Any]]:
     skipped = document["protocol"].get("skipped_phases") or []
     phases = "; ".join(f"{s['phase']} ({s['reason']})" for s in skipped) or None
     if server.get("attached"):
-        servers = _check(
-            "servers", "skipped",
+        mode = _check(
+            "capture mode", "skipped",
             "attached to a server the harness did not start (--url); skipped phases"
             + ("" if phases else ": none declared"),
             value=phases,
         )  # fmt: skip
     elif phases:
-        servers = _check(
-            "servers", "skipped", "started by the harness; skipped phases", value=phases
+        mode = _check(
+            "capture mode", "skipped", "started by the harness; skipped phases", value=phases
         )
     else:
-        servers = _check("servers", "passed", "started by the harness; every phase was run")
-    version = server.get("profile_version")
-    rules = f"version {version} of" if version else "no version recorded; judged by"
-    profile = _check("profile", "passed", f"{rules} this tool's rules for", value=server["profile"])
-    return [servers, profile]
+        mode = _check("capture mode", "passed", "started by the harness; every phase was run")
+    return [mode]
 
 
 def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
@@ -368,6 +375,11 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
     verdict = classification.verdict
     n = len(conditions)
     requests = classification.bound.requests
+    # A declared skip leaves the verdict standing, stated with it (EVIDENCE.md).
+    controls = sorted(
+        {r.split(" (", 1)[0] for c in conditions for r in c.reasons if r.startswith("without the ")}
+    )
+    without = f", {' and '.join(controls)}" if controls else ""
     if verdict is Verdict.CACHE_STATE_DEPENDENT:
         split = [c for c in conditions if c.verdict is Verdict.CACHE_STATE_DEPENDENT]
         pairs = {(c.baseline_label, c.warm_label) for c in split}
@@ -389,12 +401,12 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
         )
         return (
             f"Every proven cold and cache-disabled request gave {outputs}, {where} "
-            f"({plural(requests, 'request')} compared): the greedy reply depends on the "
-            "prompt-cache state."
+            f"({plural(requests, 'request')} compared){without}: the greedy reply depends on "
+            "the prompt-cache state."
         )
     if verdict is Verdict.CACHE_STATE_INDEPENDENT:
         return (
-            f"Every comparable request gave the same output, warm and cold alike: "
+            f"Every comparable request gave the same output, warm and cold alike{without}: "
             f"{classification.bound.sentence}."
         )
     deciding = [c for c in conditions if c.verdict is verdict and c.reasons]

@@ -133,7 +133,7 @@ def _checked(bundle: dict[str, Any]) -> list[str]:
     lines += [
         f"- note: {plain(f['message'])}"
         for f in bundle["findings"]
-        if f["severity"] == "info" and f["check"] != "signature"
+        if f["severity"] == "info" and f["check"] not in ("signature", "profile")
     ]
     return ["", "Checked:", "", *lines]
 

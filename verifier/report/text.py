@@ -135,7 +135,7 @@ def _checked(bundle: dict[str, Any]) -> list[RenderableType]:
     notes = [
         Text(f"note: {f['message']}", style="dim")
         for f in bundle["findings"]
-        if f["severity"] == "info" and f["check"] != "signature"
+        if f["severity"] == "info" and f["check"] not in ("signature", "profile")
     ]
     return [Text(""), _title("checked"), grid, *notes]
 

@@ -42,19 +42,24 @@ def first_request() -> dict[str, object]:
     return request_body(spec["flip"]["prompt"], spec["max_tokens"])
 
 
-def _evidence(
-    args: list[str], cwd: Path, *, shown: str = ".venv/bin/evidence", stderr: bool = True
-) -> str:
-    """`$ evidence ARGS` and what it printed (stdout, then stderr unless left out)."""
+SHOWN = ".venv/bin/evidence"
+
+
+def _evidence(args: list[str], cwd: Path, *, stderr: bool = True) -> str:
+    """`$ .venv/bin/evidence ARGS` and what it printed (stdout, then stderr unless left out).
+
+    Run as the reader runs it: through `.venv/bin/evidence` relative to `cwd` where that
+    exists (the tool names itself so in the next step it suggests), else `python -m`."""
     env = {**os.environ, "COLUMNS": COLUMNS, "NO_COLOR": "1", "TERM": "dumb"}
+    command = [SHOWN] if (cwd / SHOWN).exists() else [sys.executable, "-m", "verifier"]
     done = subprocess.run(
-        [sys.executable, "-m", "verifier", *args],
+        [*command, *args],
         cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=900,
     )  # fmt: skip
-    command = f"$ {shown} " + " ".join(shlex.quote(a) for a in args)
+    shown = f"$ {SHOWN} " + " ".join(shlex.quote(a) for a in args)
     text = (done.stdout + (done.stderr if stderr else "")).rstrip("\n")
     text = "\n".join(line.rstrip() for line in text.splitlines())
-    return f"{command}\n{text}\n"
+    return f"{shown}\n{text}\n"
 
 
 def _console(body: str) -> str:
@@ -97,6 +102,10 @@ def first_capture() -> dict[str, str]:
     )
     with tempfile.TemporaryDirectory(prefix="first-capture-") as scratch:
         work = Path(scratch)
+        installed = REPO / SHOWN
+        if installed.exists():  # the README's own spelling of the command, from this folder
+            (work / SHOWN).parent.mkdir(parents=True)
+            (work / SHOWN).symlink_to(installed)
         write_tiny_model(work / "tiny.gguf", seed=0)
         (work / FIRST_REQUEST_FILE).write_text(json.dumps(first_request(), indent=2))
         capture = [

@@ -14,6 +14,8 @@ app = typer.Typer(
         "Capture, export and verify evidence that an LLM server's greedy reply depends on "
         "its prompt-cache state.\n\n"
         "Pipeline: capture (private raw dir) -> export (public bundle) -> verify (verdict)."
+        "\n\nStart with: evidence verify sample_bundles/seed-mlxcel. Terms, protocol, "
+        "verdicts and exit codes: docs/EVIDENCE.md."
     ),
     no_args_is_help=True,
     add_completion=False,

@@ -25,7 +25,7 @@ from verifier.capture import (
     prepare_request_body,
     run_capture,
 )
-from verifier.cli.common import Command, boundary, stderr
+from verifier.cli.common import Command, boundary, program, stderr
 from verifier.errors import InvalidDocument, UsageError
 from verifier.jsonio import loads_strict
 
@@ -138,7 +138,7 @@ def _print_summary(summary: CaptureSummary) -> None:
         soft_wrap=True,
     )
     if summary.outcome == "completed":
-        stderr.print(Text(f"Next: evidence export {summary.output} --out PUBLIC_DIR"))
+        stderr.print(Text(f"Next: {program()} export {summary.output} --out PUBLIC_DIR"))
     else:
         stderr.print(
             Text(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -49,6 +50,15 @@ class Group(typer.core.TyperGroup):
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _plain_labels(super().get_params(ctx))
+
+
+def program() -> str:
+    """How the user ran this tool (`.venv/bin/evidence`), for the next command we suggest:
+    a bare `evidence` is not on the PATH of someone who has not activated the venv."""
+    invoked = sys.argv[0] if sys.argv else ""
+    if os.path.basename(invoked) == "evidence" and os.sep in invoked:
+        return invoked
+    return "evidence"
 
 
 def debug_enabled() -> bool:

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from verifier import layout
-from verifier.cli.common import Command, boundary, stderr
+from verifier.cli.common import Command, boundary, program, stderr
 from verifier.errors import UsageError
 from verifier.export import ExportOptions, ExportSummary, export_bundle
 
@@ -112,7 +112,7 @@ def export(
     """
     if (raw / layout.SHA256SUMS).is_file() and not (raw / layout.RAW_RUN).exists():
         raise UsageError(
-            f"{raw} is a public bundle, not a raw capture: check it with `evidence verify {raw}`"
+            f"{raw} is a public bundle, not a raw capture: check it with `{program()} verify {raw}`"
         )
     options = ExportOptions(
         raw_dir=raw,

@@ -22,8 +22,15 @@ def keygen(
     """Make an Ed25519 key pair: a PKCS#8 private key (mode 0600) and its public key.
 
     Sign an export with [bold]--sign-key[/] PRIVATE.pem; reviewers verify with
-    [bold]evidence verify --key[/] PUBLIC.pem, or with stock OpenSSL:
-    openssl pkeyutl -verify -pubin -inkey PUBLIC.pem -rawin -in SHA256SUMS -sigfile SHA256SUMS.sig
+    [bold]evidence verify --key[/] PUBLIC.pem, or with stock OpenSSL (below). The
+    report names the key by its fingerprint, the SHA-256 of its DER encoding.
+
+    Example: evidence keygen --out keys
+
+      openssl pkeyutl -verify -pubin -inkey keys/evidence-signing-key.pub.pem
+        -rawin -in SHA256SUMS -sigfile SHA256SUMS.sig
+      openssl pkey -pubin -in keys/evidence-signing-key.pub.pem -outform DER
+        | sha256sum
     """
     paths = signing.generate_key_pair(out)
     stderr.print(f"private key: {paths.private} (keep it secret)")

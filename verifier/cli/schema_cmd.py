@@ -22,7 +22,10 @@ schema_app = typer.Typer(
 @schema_app.command("list", cls=Command)
 @boundary
 def list_schemas() -> None:
-    """List every schema by name, with what it describes (`schema show NAME` prints one)."""
+    """List every schema by name, with what it describes (`schema show NAME` prints one).
+
+    Example: evidence schema list
+    """
     table = Table("name", "describes", box=None)
     table.columns[0].no_wrap = True
     for name, schema in schemas.load_all().items():

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from verifier import layout
 from verifier.bundle.reader import Limits
-from verifier.cli.common import Command, boundary, stderr
+from verifier.cli.common import Command, boundary, program, stderr
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
 from verifier.report import OutputFormat, render
@@ -30,7 +30,7 @@ def _refuse_raw_capture(path: Path) -> None:
     if (path / layout.RAW_RUN).is_file() and not (path / layout.SHA256SUMS).exists():
         raise UnreadableInput(
             f"{path} is a raw capture (private), not a public bundle: run "
-            f"`evidence export {path} --out PUBLIC_DIR`, then verify PUBLIC_DIR"
+            f"`{program()} export {path} --out PUBLIC_DIR`, then verify PUBLIC_DIR"
         )
 
 

@@ -58,10 +58,11 @@ def record(
     condition: str = "c",
     instance: int | None = None,  # default: a server of its own, so no chain between records
 ) -> Record:
+    base = 0 if preceded_by == "server-start" else 10 * sequence  # a fresh server starts at 0
     if hits is None:
-        hits = (10 * sequence, 10 * sequence)  # counters only grow between requests
+        hits = (base, base)
     if lookups is None:  # a warm request consults the store
-        lookups = (10 * sequence, 10 * sequence + (1 if arm is Arm.WARM else 0))
+        lookups = (base, base + (1 if arm is Arm.WARM else 0))
     usage: dict[str, Any] = {"prompt_tokens": 42}
     if cached is not None:
         usage["prompt_tokens_details"] = {"cached_tokens": cached}
@@ -108,6 +109,8 @@ def test_cold_needs_reset_or_fresh_server_and_zero_cached() -> None:
     unread = Record(**{**r.__dict__, "before": Snapshot(None, r.before.metrics)})
     assert "not proven" in prove(unread)[1]
     assert prove(record(Arm.COLD, preceded_by="server-start"))[0]
+    used = record(Arm.COLD, preceded_by="server-start", hits=(3, 3))
+    assert "do not start at zero" in prove(used)[1]
     assert "no reset" in prove(record(Arm.COLD, preceded_by="request"))[1]
     assert "entries" in prove(record(Arm.COLD, preceded_by="cache-reset", entries=1))[1]
     assert not prove(record(Arm.COLD, preceded_by="cache-reset", cached=None))[0]

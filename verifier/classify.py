@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from verifier.canonical import FirstDifference, first_difference
+from verifier.canonical import (
+    FirstDifference,
+    OutputHashError,
+    canonical_output,
+    first_difference,
+)
 from verifier.model import Arm, Verdict
 from verifier.profiles.rules import ProfileRules
 from verifier.proofs import RequestProof, counter_deltas
@@ -124,7 +130,37 @@ def _differences(left: Record | None, right: Record | None) -> tuple[FirstDiffer
         first_difference("content", left.content, right.content),
         first_difference("reasoning_content", left.reasoning, right.reasoning),
     ]
+    if not any(found):  # the outputs differ elsewhere: in their tool calls
+        found.append(first_difference("tool_calls", _tool_calls(left), _tool_calls(right)))
     return tuple(d for d in found if d is not None)
+
+
+def _tool_calls(record: Record) -> str | None:
+    """The tool calls as they enter the output hash, as canonical JSON text."""
+    if record.response is None:
+        return None
+    try:
+        calls = canonical_output(record.response)["tool_calls"]
+    except OutputHashError:
+        return None
+    return None if calls is None else json.dumps(calls, sort_keys=True, ensure_ascii=False)
+
+
+def _uneven_cache(proofs: Sequence[RequestProof], rules: ProfileRules | None) -> str | None:
+    """Requests of one arm were served in one cache state: their cached tokens and every
+    cache counter's delta must agree. When they do not, the arm is not one state."""
+    refs = rules.signals.store_access if rules is not None else ()
+    for arm in Arm:
+        members = [p for p in proofs if p.arm is arm]
+        seen: dict[str, set[float | None]] = {"cached_tokens": {p.cached_tokens for p in members}}
+        for ref in refs:
+            seen[ref] = {d.delta for p in members for d in counter_deltas(p.record, (ref,))}
+        for name, values in seen.items():
+            if len(values) > 1:
+                shown = ", ".join(sorted("absent" if v is None else f"{v:g}" for v in values))
+                what = name if name == "cached_tokens" else f"{name.partition(':')[2]} moved by"
+                return f"the {arm} requests did not meet the same cache state: {what} {shown}"
+    return None
 
 
 def _class_telemetry(
@@ -186,6 +222,7 @@ def classify_condition(
     bound = _bound(len(comparable), variations)
     reasons: list[str] = []
     unproven_warm = [p for p in excluded if p.arm is Arm.WARM and p.failed is None]
+    unproven = [p for p in excluded if p.failed is None]
 
     context = context or ProtocolContext()
     cold = by_arm[Arm.COLD]
@@ -196,6 +233,18 @@ def classify_condition(
         for arm in varying:
             spread = ", ".join(f"{n}x {label}" for label, n in sorted(by_arm[arm].items()))
             reasons.append(f"the {arm} arm varies within itself: {spread}")
+    elif unproven and (comparable or len(unproven) < len(proofs)):
+        # Evidence the protocol calls for is missing: leaving a request out could hide a
+        # variation, so nothing is concluded from the rest.
+        verdict = Verdict.INCONCLUSIVE
+        first = unproven[0]
+        reasons.append(
+            f"{len(unproven)} of {len(proofs)} claimed requests are not proven, so the evidence "
+            f"is incomplete (first: {first.record.file}, claimed {first.arm}: {first.reason})"
+        )
+    elif uneven := _uneven_cache(comparable, rules):
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append(uneven)
     elif prompt_mismatch:
         verdict = Verdict.INCONCLUSIVE
         reasons.append("prompt_tokens differ between requests: the prompt was not the same")
@@ -298,8 +347,8 @@ def classify_condition(
 
 _PRECEDENCE = (
     Verdict.NONDETERMINISTIC,
-    Verdict.CACHE_STATE_DEPENDENT,
     Verdict.INCONCLUSIVE,
+    Verdict.CACHE_STATE_DEPENDENT,
     Verdict.CACHE_STATE_INDEPENDENT,
 )
 
@@ -314,8 +363,10 @@ def classify(
     """Classify each condition, then the experiment.
 
     The experiment takes the most telling verdict of its conditions: variation within an arm
-    outweighs a split, a proven split outweighs an undecided condition, and
-    `cache-state-independent` needs every condition to agree.
+    outweighs everything; a condition the evidence cannot decide leaves the experiment
+    undecided (fail closed: its missing evidence could hide a variation); a proven split in
+    one condition outweighs independence in another; `cache-state-independent` needs every
+    condition to agree.
     """
     order = [c.id for c in conditions]
     labels = _labels(proofs, order)

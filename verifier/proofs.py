@@ -56,6 +56,10 @@ class RequestProof:
         return self.proven and self.failed is None
 
 
+def _is_count(value: float) -> bool:
+    return 0 <= value <= MAX_COUNT and float(value).is_integer()
+
+
 def as_count(value: object) -> int | None:
     """A count that may enter a proof: an integer in 0..2^53, else None."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -170,6 +174,16 @@ def prove_request(
 
     signals: CacheSignals = rules.signals
     everything = signals.all
+    bad_counters = tuple(
+        f"/telemetry/{side}: {ref}"
+        for side, snapshot in (("before", record.before), ("after", record.after))
+        for ref in everything
+        if (value := snapshot.counter(ref)) is not None and not _is_count(value)
+    )
+    if bad_counters:
+        return proof(
+            False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
+        )
     backwards = [
         d.ref for d in _deltas(everything, record.before, record.after) if (d.delta or 0) < 0
     ]
@@ -192,6 +206,15 @@ def prove_request(
             f"{_names(moved_between)} moved between this request and the one before it "
             "on the same server: something else used the cache",
         )
+    if record.preceded_by == "server-start":
+        started = [d.ref for d in _deltas(signals.store_access, record.before, record.before)
+                   if d.before not in (None, 0.0)]  # fmt: skip
+        if started:
+            return verdict(
+                False,
+                f"a fresh server whose counters do not start at zero ({_names(started)}): "
+                "something used it before this request",
+            )
     if prompt is None:
         return verdict(False, "prompt_tokens is absent: the prompt may not have been the same")
 

@@ -23,9 +23,12 @@ from verifier.capture import (
     run_capture,
 )
 from verifier.errors import UsageError
+from verifier.export.exporter import ExportOptions, export_bundle
 from verifier.jsonio import loads_strict
+from verifier.model import Verdict
 from verifier.protocol import ProtocolSpec
 from verifier.schemas import validate
+from verifier.verify import verify_path
 
 
 def make_config(
@@ -371,6 +374,14 @@ def test_attach_to_a_running_server_never_stops_it(
         assert skipped == {"restart", "disabled-server"}
         assert not list(output.glob("conditions/*/servers/*"))
         assert_all_valid(output)
+        # The skips the attach mode allows keep the verdict, and every report says so.
+        export_bundle(ExportOptions(output, tmp_path / "public"))
+        result = verify_path(tmp_path / "public")
+        assert result.verified, [f for f in result.findings if f.is_error]
+        assert result.classification is not None
+        (condition,) = result.classification.conditions
+        assert any("without the server-disabled control" in r for r in condition.reasons)
+        assert result.verdict is condition.verdict is not Verdict.INCONCLUSIVE
     finally:
         server.terminate()
         server.wait(10)

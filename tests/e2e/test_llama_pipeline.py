@@ -103,6 +103,24 @@ def test_flip_prompt_is_cache_state_dependent(
         assert private.encode() not in plain, private
 
 
+def test_a_split_inside_a_small_token_cap_is_still_a_split(
+    workdir: Path, server_binary: Path, keys: signing.KeyPairPaths
+) -> None:
+    # Every request stops at the cap; the outputs already differ within it.
+    run = run_pipeline(
+        workdir, fixture()["flip"]["prompt"], sign_key=keys.private, public_key=keys.public,
+        binary=server_binary, max_tokens=20,
+    )  # fmt: skip
+    bundle = run.report["bundles"][0]
+    assert bundle["verified"], bundle["findings"]
+    assert bundle["verdict"] == "cache-state-dependent", bundle["classification"]["reasons"]
+    requests = bundle["classification"]["requests"]
+    assert all(r["finish_reason"] == "length" and r["proven"] for r in requests)
+    (condition,) = bundle["classification"]["conditions"]
+    assert condition["capped"] == 14
+    assert any("token cap" in reason for reason in condition["reasons"])
+
+
 def test_stable_prompt_is_cache_state_independent(
     workdir: Path, server_binary: Path, keys: signing.KeyPairPaths
 ) -> None:

@@ -19,7 +19,7 @@ from verifier.checks import (
     telemetry,
 )
 from verifier.checks.context import BundleContext
-from verifier.model import Finding
+from verifier.model import Finding, Severity
 
 Check = Callable[[BundleContext], Iterable[Finding]]
 
@@ -40,7 +40,21 @@ CHECKS: tuple[tuple[str, Check], ...] = (
 
 
 def run_checks(context: BundleContext) -> list[Finding]:
+    """Every check, each on its own: one that fails unexpectedly becomes an error finding
+    (the bundle is then not verified), and the others still run."""
     findings: list[Finding] = []
-    for _name, check in CHECKS:
-        findings.extend(check(context))
+    for name, check in CHECKS:
+        try:
+            findings.extend(check(context))
+        except Exception as exc:  # fail closed, and keep the rest of the report
+            findings.append(internal_error(name, exc))
     return findings
+
+
+def internal_error(check: str, exc: Exception) -> Finding:
+    return Finding(
+        check,
+        Severity.ERROR,
+        f"internal error in this check ({type(exc).__name__}): the bundle is not verified; "
+        "please report this input as a bug in evidence",
+    )

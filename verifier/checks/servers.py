@@ -26,6 +26,10 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
         )  # fmt: skip
 
     toggles: dict[str, set[str | None]] = {}
+    ids = [c.id for c in experiment.conditions]
+    for ci, cid in enumerate(ids):
+        if cid in ids[:ci]:
+            yield error(f"condition {cid!r} is declared twice", "conditions", ci, "id")
     for ci, condition in enumerate(experiment.conditions):
         derived = settings_label(condition.settings)
         if condition.declared_label is not None and condition.declared_label != derived:

@@ -18,9 +18,9 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
             yield Finding(
                 CHECK,
                 Severity.ERROR,
-                "a token count that enters a proof is not an integer in 0..2^53",
+                "a number that enters a proof is not a whole number in 0..2^53",
                 file=record.file,
-                pointer="/response" + pointer,
+                pointer=pointer if pointer.startswith("/telemetry") else "/response" + pointer,
             )
         if proof.contradiction is not None:
             yield Finding(
@@ -31,7 +31,16 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 pointer="/telemetry",
             )
             continue
-        if proof.failed is not None:
+        if proof.failed is not None and _carries_completion(record.response):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"a request marked failed ({proof.failed}) carries a completion: a failed "
+                "request must not hide an output from the comparison",
+                file=record.file,
+                pointer="/http_status",
+            )
+        elif proof.failed is not None:
             yield Finding(
                 CHECK,
                 Severity.WARNING,
@@ -72,3 +81,10 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                     expected=str(common),
                     actual=str(value),
                 )
+
+
+def _carries_completion(response: object) -> bool:
+    if not isinstance(response, dict):
+        return False
+    choices = response.get("choices")
+    return isinstance(choices, list) and bool(choices)

@@ -20,7 +20,7 @@ from verifier.model import Verdict
 from verifier.report import OutputFormat, render
 from verifier.report.common import printable
 from verifier.report.document import BundleOutcome, KeyInfo, build_report
-from verifier.verify import VerifyOptions, verify_path
+from verifier.verify import VerifyOptions, load_profile_rules, verify_path
 
 _DEFAULTS = Limits()
 
@@ -95,6 +95,15 @@ def verify(
             metavar="DIR",
             help="Your copy of the model (a folder or a Hugging Face snapshot): every file "
             "is rehashed against the bundle's manifest.",
+        ),
+    ] = None,
+    profile: Annotated[
+        Path | None,
+        typer.Option(
+            "--profile",
+            metavar="FILE",
+            help="Judge by the server-profile rules in this JSON file instead of the tool's "
+            "own (for a profile or version this tool does not know).",
         ),
     ] = None,
     expect: Annotated[
@@ -186,6 +195,7 @@ def verify(
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
     limits = Limits(max_members, max_member_bytes, max_total_bytes, max_ratio)
     key_info = _key_info(key) if key is not None else None
+    profile_rules = load_profile_rules(profile) if profile is not None else None
     outcomes = []
     with Progress(
         TextColumn("{task.description}"),
@@ -204,7 +214,12 @@ def verify(
             )
 
         options = VerifyOptions(
-            public_key=key, model_dir=model_dir, limits=limits, progress=on_progress
+            public_key=key,
+            model_dir=model_dir,
+            limits=limits,
+            progress=on_progress,
+            profile_rules=profile_rules,
+            profile_file=None if profile is None else profile.name,
         )
         for path in bundles:
             if not quiet:

@@ -227,6 +227,29 @@ def _excluded(classification: dict[str, Any]) -> list[str]:
     return _table(["condition", "record", "claimed arm", "why left out"], rows) if rows else []
 
 
+def _requests(classification: dict[str, Any]) -> list[str]:
+    """Every request's proof: what it claimed, whether the telemetry proves it, and why."""
+    rows = [
+        [
+            cell(r["condition"]),
+            str(r["sequence"]),
+            cell(r["phase"]),
+            r["claimed_arm"],
+            "yes" if r["proven"] else "**no**",
+            cell(r["class"]) if r["class"] else "—",
+            "—" if r["cached_tokens"] is None else str(r["cached_tokens"]),
+            "—" if r["prompt_tokens"] is None else str(r["prompt_tokens"]),
+            cell(r["finish_reason"]) if r["finish_reason"] else "—",
+            plain(r["reason"], in_table=True),
+        ]
+        for r in classification["requests"]
+        if isinstance(r, dict) and {"condition", "sequence", "claimed_arm"} <= set(r)
+    ]
+    headers = ["condition", "#", "phase", "claimed arm", "proven", "class", "cached", "prompt",
+               "finish", "proof"]  # fmt: skip
+    return _table(headers, rows) if rows else []
+
+
 def _bundle(bundle: dict[str, Any]) -> list[str]:
     lines = [
         f"### `{bundle['verdict']}`: {code(bundle['name'])}",
@@ -260,6 +283,10 @@ def _bundle(bundle: dict[str, Any]) -> list[str]:
     if details:
         title = "experiment, outputs and telemetry"
         lines += _details(title if verified else title + " (unverified)", details)
+    proofs = _requests(classification) if classification is not None else []
+    if proofs:
+        title = "per-request proofs"
+        lines += _details(title if verified else title + " (unverified)", proofs)
     return lines
 
 

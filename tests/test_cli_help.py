@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 from verifier.cli import app
 from verifier.model import Verdict
 
-COMMANDS = [[], ["capture"], ["export"], ["verify"], ["keygen"], ["schema"], ["schema", "show"]]
+COMMANDS = [
+    [], ["capture"], ["export"], ["verify"], ["diff"], ["keygen"], ["schema"], ["schema", "show"],
+]  # fmt: skip
 
 
 def _help(path: list[str], columns: int = 80) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from verifier.canonical import (
     FirstDifference,
@@ -13,9 +13,11 @@ from verifier.canonical import (
     canonical_output,
     first_difference,
 )
+from verifier.localize import Diagnosis, diagnose
 from verifier.model import Arm, Verdict
 from verifier.profiles.rules import ProfileRules
 from verifier.proofs import RequestProof, counter_deltas
+from verifier.protocol import Phase
 from verifier.records import Condition, Record
 
 MIN_PER_SIDE = 2  # proven warm requests, and proven cold/disabled ones, needed for a verdict
@@ -79,6 +81,7 @@ class ConditionResult:
     first_differences: tuple[FirstDifference, ...]
     class_telemetry: tuple[ClassTelemetry, ...]
     bound: FiniteSampleBound
+    diagnosis: Diagnosis | None = None
 
 
 @dataclass(frozen=True)
@@ -100,11 +103,11 @@ def _labels(proofs: Sequence[RequestProof], order: Sequence[str]) -> dict[str, s
     ):
         digest = proof.record.output_hash
         if digest is not None and proof.failed is None and digest not in labels:
-            labels[digest] = _label_name(len(labels))
+            labels[digest] = class_label(len(labels))
     return labels
 
 
-def _label_name(index: int) -> str:
+def class_label(index: int) -> str:
     name = ""
     index += 1
     while index:
@@ -369,6 +372,8 @@ def classify(
     condition to agree.
     """
     order = [c.id for c in conditions]
+    diagnostic = [p for p in proofs if p.record.phase == Phase.DIAGNOSTIC]
+    proofs = [p for p in proofs if p.record.phase != Phase.DIAGNOSTIC]  # never judged
     labels = _labels(proofs, order)
     prompts = {p.prompt_tokens for p in proofs if p.failed is None and p.prompt_tokens is not None}
     prompt_mismatch = len(prompts) > 1
@@ -382,6 +387,18 @@ def classify(
             context,
         )
         for condition in conditions
+    )
+    hashes = {label: digest for digest, label in labels.items()}
+    results = tuple(
+        replace(
+            r,
+            diagnosis=diagnose(
+                [p for p in diagnostic if p.record.condition == r.condition.id],
+                hashes.get(r.baseline_label or ""),
+                hashes.get(r.warm_label or ""),
+            ),
+        )
+        for r in results
     )
     verdicts = {r.verdict for r in results}
     verdict = next((v for v in _PRECEDENCE if v in verdicts), Verdict.INCONCLUSIVE)
@@ -404,7 +421,7 @@ def classify(
         reasons=tuple(reasons),
         classes=classes,
         conditions=results,
-        proofs=tuple(proofs),
+        proofs=(*proofs, *diagnostic),
         bound=_bound(comparable, variations),
         first_differences=first,
     )

@@ -26,6 +26,7 @@ class Phase(enum.StrEnum):
     OPT_OUT = "opt-out"
     RESTART = "restart"
     DISABLED_SERVER = "disabled-server"
+    DIAGNOSTIC = "diagnostic"  # logprobs on: localizes the divergence, never judged
 
     @staticmethod
     def cycle(n: int) -> str:
@@ -40,6 +41,7 @@ class Step:
     arm: Arm | None = None
     opt_out: bool = False
     preceded_by: str | None = None  # for requests: server-start, cache-reset or request
+    logprobs: bool = False  # a diagnostic request: logprobs with top-k alternatives
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class ProtocolSpec:
     opt_out_repeats: int = 3
     restart_warm: int = 1
     disabled_repeats: int = 3
+    localize: bool = False  # add the diagnostic phase where the server has logprobs
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class Capabilities:
     has_opt_out: bool
     can_disable_cache: bool
     opt_out_missing_reason: str = "the server has no per-request cache opt-out"
+    has_logprobs: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,7 @@ class PlannedRequest:
     preceded_by: str
     instance: int  # server instance: 1 for the first server (or the attached one)
     cache_disabled: bool
+    logprobs: bool = False
 
 
 def plan_requests(protocol: Protocol) -> tuple[tuple[PlannedRequest, ...], dict[int, bool]]:
@@ -107,7 +112,13 @@ def plan_requests(protocol: Protocol) -> tuple[tuple[PlannedRequest, ...], dict[
             assert step.arm is not None and step.preceded_by is not None
             requests.append(
                 PlannedRequest(
-                    len(requests) + 1, step.phase, step.arm, step.preceded_by, instance, disabled
+                    len(requests) + 1,
+                    step.phase,
+                    step.arm,
+                    step.preceded_by,
+                    instance,
+                    disabled,
+                    step.logprobs,
                 )
             )
     return tuple(requests), roles
@@ -125,11 +136,16 @@ class _Builder:
         elif kind is StepKind.RESET:
             self.last = "cache-reset"
 
-    def request(self, phase: str, arm: Arm, count: int = 1, *, opt_out: bool = False) -> None:
+    def request(
+        self, phase: str, arm: Arm, count: int = 1, *, opt_out: bool = False, logprobs: bool = False
+    ) -> None:
         for _ in range(count):
             self.steps.append(
-                Step(StepKind.REQUEST, phase, arm=arm, opt_out=opt_out, preceded_by=self.last)
-            )
+                Step(
+                    StepKind.REQUEST, phase, arm=arm, opt_out=opt_out, preceded_by=self.last,
+                    logprobs=logprobs,
+                )
+            )  # fmt: skip
             self.last = "request"
 
 
@@ -157,6 +173,9 @@ def build_protocol(spec: ProtocolSpec, caps: Capabilities) -> Protocol:
             "attached to a running server (--url): the harness cannot start one with its cache off"
         )
         skipped.append(SkippedPhase(Phase.DISABLED_SERVER, reason))
+        if spec.localize:
+            reason = "attached to a running server (--url): the diagnostic needs a fresh server"
+            skipped.append(SkippedPhase(Phase.DIAGNOSTIC, reason))
         return Protocol(tuple(b.steps), tuple(skipped))
     b.add(StepKind.STOP, Phase.RESTART)
     b.add(StepKind.START, Phase.RESTART)
@@ -169,6 +188,16 @@ def build_protocol(spec: ProtocolSpec, caps: Capabilities) -> Protocol:
         b.add(StepKind.START, Phase.DISABLED_SERVER, cache_disabled=True)
         b.request(Phase.DISABLED_SERVER, Arm.SERVER_DISABLED, spec.disabled_repeats)
         b.add(StepKind.STOP, Phase.DISABLED_SERVER, cache_disabled=True)
+    if spec.localize:
+        if not caps.has_logprobs:
+            reason = "the server profile has no logprobs: the divergence is not localized"
+            skipped.append(SkippedPhase(Phase.DIAGNOSTIC, reason))
+        else:
+            b.add(StepKind.START, Phase.DIAGNOSTIC)
+            b.add(StepKind.RESET, Phase.DIAGNOSTIC)
+            b.request(Phase.DIAGNOSTIC, Arm.COLD, logprobs=True)
+            b.request(Phase.DIAGNOSTIC, Arm.WARM, logprobs=True)
+            b.add(StepKind.STOP, Phase.DIAGNOSTIC)
     return Protocol(tuple(b.steps), tuple(skipped))
 
 

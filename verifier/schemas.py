@@ -26,6 +26,7 @@ KIND_TO_SCHEMA = {
     "evidence.model-manifest": "model-manifest",
     "evidence.redaction-ledger": "redaction-ledger",
     "evidence.report": "report",
+    "evidence.diff": "diff",
     "evidence.raw-run": "raw-run",
     "evidence.raw-server": "raw-server",
     "evidence.raw-exchange": "raw-exchange",

@@ -204,6 +204,7 @@ class _Run:
                 has_opt_out=self.profile.opt_out_fields is not None,
                 can_disable_cache=self.profile.can_disable_cache,
                 opt_out_missing_reason=self.profile.opt_out_missing_reason,
+                has_logprobs=self.profile.rules.logprobs_top_k is not None,
             ),
         )
         self.block_size = self.profile.block_size
@@ -256,6 +257,7 @@ class _Run:
             "cycles": spec.cycles,
             "warm_per_cycle": spec.warm_per_cycle,
             "restart_warm": spec.restart_warm,
+            "localize": spec.localize,
             "max_tokens": self.config.request_body["max_tokens"],
             "parallelism": self.profile.parallelism,
             "block_size": self.block_size,
@@ -508,6 +510,8 @@ class _Run:
         body = dict(self.config.request_body)
         if step.opt_out and self.profile.opt_out_fields:
             body.update(self.profile.opt_out_fields)
+        if step.logprobs:
+            body.update(self.profile.rules.diagnostic_fields)
         url = self.base_url + self.profile.chat_path
         before = self.snapshot()
         started_at = now()

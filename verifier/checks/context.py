@@ -278,6 +278,7 @@ def expected_plan(experiment: Experiment, rules: ProfileRules | None) -> Expecte
         opt_out_repeats=declared.get("opt_out_repeats", ProtocolSpec.opt_out_repeats),
         restart_warm=declared.get("restart_warm", ProtocolSpec.restart_warm),
         disabled_repeats=declared.get("disabled_repeats", ProtocolSpec.disabled_repeats),
+        localize=declared.get("localize", False),
     )
     said_skipped = {s["phase"]: s["reason"] for s in declared.get("skipped_phases", [])}
     if rules is not None:
@@ -289,6 +290,11 @@ def expected_plan(experiment: Experiment, rules: ProfileRules | None) -> Expecte
         starts_servers=not experiment.attached,
         has_opt_out=has_opt_out,
         can_disable_cache=can_disable,
+        has_logprobs=(
+            rules.logprobs_top_k is not None
+            if rules is not None
+            else Phase.DIAGNOSTIC not in said_skipped
+        ),
     )
     protocol = build_protocol(spec, caps)
     requests, roles = plan_requests(protocol)

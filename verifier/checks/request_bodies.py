@@ -8,6 +8,7 @@ from typing import Any
 
 from verifier.checks.context import BundleContext
 from verifier.model import Arm, Finding, Severity
+from verifier.protocol import Phase
 
 CHECK = "request-body"
 
@@ -24,10 +25,13 @@ def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
         opt_out = dict(
             copy.get("opt_out_fields") or experiment.document.get("opt_out_fields") or {}
         )
+    diagnostic = ctx.rules.diagnostic_fields if ctx.rules is not None else {}
     for record in ctx.records:
         expected = dict(body)
         if record.claimed_arm is Arm.REQUEST_DISABLED:
             expected.update(opt_out)
+        if record.phase == Phase.DIAGNOSTIC:
+            expected.update(diagnostic)
         if _exact(record.request_body) != _exact(expected):
             differing = sorted(
                 k

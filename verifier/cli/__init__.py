@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from verifier import __version__
-from verifier.cli import capture_cmd, export_cmd, keys_cmd, schema_cmd, verify_cmd
+from verifier.cli import capture_cmd, diff_cmd, export_cmd, keys_cmd, schema_cmd, verify_cmd
 from verifier.cli.common import Group
 
 app = typer.Typer(
@@ -40,7 +40,7 @@ def _root(
     """Capture, export and verify cache-state evidence bundles."""
 
 
-for _module in (capture_cmd, export_cmd, verify_cmd, keys_cmd, schema_cmd):
+for _module in (capture_cmd, export_cmd, verify_cmd, diff_cmd, keys_cmd, schema_cmd):
     _module.register(app)
 
 

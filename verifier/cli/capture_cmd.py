@@ -220,6 +220,15 @@ def capture(
             "--cycles", metavar="N", min=1, help="Reset, cold, warm, warm cycles (1 or more)."
         ),
     ] = 2,
+    no_localize: Annotated[
+        bool,
+        typer.Option(
+            "--no-localize",
+            help="Skip the diagnostic phase. By default, after the protocol, one cold and one "
+            "warm request with logprobs on a fresh server find the first divergent token "
+            "(never part of the verdict; skipped where the profile has no logprobs).",
+        ),
+    ] = False,
     max_tokens: Annotated[
         int | None,
         typer.Option(
@@ -329,7 +338,7 @@ def capture(
         binary=None if binary is None else binary.absolute(),
         url=url,
         alias=alias,
-        spec=ProtocolSpec(cycles=cycles),
+        spec=ProtocolSpec(cycles=cycles, localize=not no_localize),
         port=port,
         wall_timeout_s=wall_timeout,
         request_timeout_s=request_timeout,

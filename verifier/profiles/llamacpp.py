@@ -43,6 +43,7 @@ RULES = ProfileRules(
     # The slot erase answers without proof: the next cold request's cached_tokens == 0 is it.
     reset_proof=ResetProof.NEXT_COLD_REQUEST,
     cache_off_args=(CACHE_OFF_FLAG,),
+    logprobs_top_k=5,  # OpenAI-style logprobs + top_logprobs on /v1/chat/completions
     opt_out_fields={"cache_prompt": False},
 )
 

@@ -36,6 +36,7 @@ RULES = ProfileRules(
     # /v1/cache/reset says cleared:true even when nothing was there: the stats prove it.
     reset_proof=ResetProof.STATS_ENTRIES,
     cache_off_args=(CACHE_OFF_FLAG,),
+    logprobs_top_k=5,  # OpenAI-style logprobs + top_logprobs on /v1/chat/completions
     cache_enabled_pointer="/enabled",
     cache_entries_pointer="/entries",
     opt_out_fields={"cache_prompt": False},

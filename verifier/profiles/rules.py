@@ -85,7 +85,15 @@ class ProfileRules:
     cache_entries_pointer: str | None = None  # into the stats: the number of cached entries
     opt_out_fields: Mapping[str, Any] | None = None  # None: no per-request opt-out
     can_disable_cache: bool = True
+    logprobs_top_k: int | None = None  # None: no logprobs, so no divergence diagnostic
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def diagnostic_fields(self) -> dict[str, Any]:
+        """What a diagnostic request adds to the body: logprobs with top-k alternatives."""
+        if self.logprobs_top_k is None:
+            return {}
+        return {"logprobs": True, "top_logprobs": self.logprobs_top_k}
 
     @property
     def key(self) -> str:
@@ -111,6 +119,7 @@ class ProfileRules:
             "cache_entries_pointer": self.cache_entries_pointer,
             "opt_out_fields": None if self.opt_out_fields is None else dict(self.opt_out_fields),
             "can_disable_cache": self.can_disable_cache,
+            "logprobs_top_k": self.logprobs_top_k,
         }
 
     @classmethod
@@ -147,6 +156,11 @@ class ProfileRules:
         can_disable = data.get("can_disable_cache", True)
         if not isinstance(can_disable, bool):
             raise RulesError("can_disable_cache must be true or false")
+        top_k = data.get("logprobs_top_k")
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, int) or not 2 <= top_k <= 20
+        ):
+            raise RulesError("logprobs_top_k must be null or an integer from 2 to 20")
         return cls(
             name=name,
             version=version,
@@ -163,6 +177,7 @@ class ProfileRules:
             cache_entries_pointer=_pointer(data.get("cache_entries_pointer"), True),
             opt_out_fields=opt_out,
             can_disable_cache=can_disable,
+            logprobs_top_k=top_k,
         )
 
 

@@ -29,6 +29,7 @@ RULES = ProfileRules(
     # /flush_cache refuses while requests run and says nothing of the result.
     reset_proof=ResetProof.NEXT_COLD_REQUEST,
     cache_off_args=(CACHE_OFF_FLAG,),
+    logprobs_top_k=5,  # OpenAI-style logprobs + top_logprobs on /v1/chat/completions
     opt_out_fields=None,
 )
 

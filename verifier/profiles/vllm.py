@@ -31,6 +31,7 @@ RULES = ProfileRules(
     # POST /reset_prefix_cache answers 200 without checking: the next cold request proves it.
     reset_proof=ResetProof.NEXT_COLD_REQUEST,
     cache_off_args=(CACHE_OFF_FLAG,),
+    logprobs_top_k=5,  # OpenAI-style logprobs + top_logprobs on /v1/chat/completions
     opt_out_fields=None,
 )
 

@@ -9,6 +9,7 @@ from typing import Any
 from verifier import __version__
 from verifier.checks import CHECKS
 from verifier.classify import Classification, ConditionResult, FiniteSampleBound
+from verifier.localize import NEAR_TIE_NATS, Diagnosis, Side
 from verifier.model import Arm, Finding, Severity, Verdict
 from verifier.schemas import SCHEMA_VERSION
 from verifier.verify import VerificationResult
@@ -171,6 +172,36 @@ def _condition(result: ConditionResult) -> dict[str, Any]:
             for t in result.class_telemetry
         ],
         "bound": _bound(result.bound),
+        "diagnosis": _diagnosis(result.diagnosis),
+    }
+
+
+def _side(side: Side | None) -> dict[str, Any] | None:
+    if side is None:
+        return None
+    return {
+        "token": side.token,
+        "logprob": side.logprob,
+        "other_token_logprob": side.other_logprob,
+        "other_token_logprob_at_most": side.other_at_most,
+        "margin": side.margin,
+        "top1_top2_gap": side.gap,
+    }
+
+
+def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any] | None:
+    """The divergence localized by the diagnostic phase (never part of the verdict)."""
+    if diagnosis is None:
+        return None
+    found = diagnosis.localization
+    return {
+        "note": diagnosis.note,
+        "files": list(diagnosis.files),
+        "token_index": found.index if found else None,
+        "near_tie": found.near_tie if found else None,
+        "near_tie_nats": NEAR_TIE_NATS,
+        "cold": _side(found.cold) if found else None,
+        "warm": _side(found.warm) if found else None,
     }
 
 

@@ -188,6 +188,28 @@ def _difference(classification: dict[str, Any], verified: bool) -> list[str]:
     return []
 
 
+def _diagnoses(classification: dict[str, Any]) -> list[str]:
+    """The first divergent token of the diagnostic phase: said apart, never a verdict."""
+    lines = []
+    for c in classification["conditions"]:
+        diagnosis = c.get("diagnosis")
+        if not diagnosis:
+            continue
+        line = f"- first divergent token ({code(c['id'])}; diagnostic, not the verdict): "
+        if diagnosis["token_index"] is not None:
+            sides = [
+                f"{arm} {code(side['token'])} (logprob {side['logprob']:.3f})"
+                for arm in ("cold", "warm")
+                if (side := diagnosis[arm]) is not None
+            ]
+            line += f"zero-based token {diagnosis['token_index']}, " + ", ".join(sides)
+            if diagnosis["near_tie"]:
+                line += f", a near tie (within {diagnosis['near_tie_nats']} nats)"
+            line += "; "
+        lines.append(line + plain(diagnosis["note"]))
+    return ["", *lines] if lines else []
+
+
 def _experiment(bundle: dict[str, Any]) -> list[str]:
     experiment = bundle["experiment"]
     if experiment is None:
@@ -268,6 +290,7 @@ def _bundle(bundle: dict[str, Any]) -> list[str]:
     if classification is not None and verified:
         lines += _conditions(bundle, classification)
         lines += _difference(classification, verified)
+        lines += _diagnoses(classification)
     warnings = [f for f in findings if f["severity"] == "warning"]
     if warnings:
         lines += ["", f"Warnings ({len(warnings)}):", "", *_findings(warnings)]

@@ -227,6 +227,28 @@ def _differences(
     return []
 
 
+def _diagnoses(classification: dict[str, Any]) -> list[RenderableType]:
+    """The first divergent token of the diagnostic phase: said apart, never a verdict."""
+    parts: list[RenderableType] = []
+    for condition in classification["conditions"]:
+        diagnosis = condition.get("diagnosis")
+        if not diagnosis:
+            continue
+        head = Text(f"first divergent token ({condition['id']}; diagnostic, not the verdict)")
+        parts += [Text(""), Text.assemble((head.plain, "bold"))]
+        if diagnosis["token_index"] is not None:
+            line = Text(f"  zero-based token {diagnosis['token_index']}: ")
+            for arm in ("cold", "warm"):
+                side = diagnosis[arm]
+                if side is not None:
+                    line.append(f"{arm} {side['token']!r} (logprob {side['logprob']:.3f})  ")
+            if diagnosis["near_tie"]:
+                line.append(f"near tie (within {diagnosis['near_tie_nats']} nats)")
+            parts.append(line)
+        parts.append(_indent(Text(diagnosis["note"], style="dim")))
+    return parts
+
+
 def _telemetry(classification: dict[str, Any]) -> list[RenderableType]:
     grid = Table.grid(padding=(0, 2))
     grid.add_column()
@@ -260,6 +282,7 @@ def _bundle(bundle: dict[str, Any], width: int) -> RenderableType:
         verified = bundle["verified"]
         parts += _classes(classification, verified)
         parts += _differences(classification, width, verified)
+        parts += _diagnoses(classification)
         parts += _telemetry(classification)
         parts += [Text(""), Text("finite sample: " + classification["bound"]["sentence"])]
     parts.append(Text(""))

@@ -202,10 +202,7 @@ def _diagnoses(classification: dict[str, Any]) -> list[str]:
                 for arm in ("cold", "warm")
                 if (side := diagnosis[arm]) is not None
             ]
-            line += f"zero-based token {diagnosis['token_index']}, " + ", ".join(sides)
-            if diagnosis["near_tie"]:
-                line += f", a near tie (within {diagnosis['near_tie_nats']} nats)"
-            line += "; "
+            line += f"zero-based token {diagnosis['token_index']}, " + ", ".join(sides) + "; "
         lines.append(line + plain(diagnosis["note"]))
     return ["", *lines] if lines else []
 

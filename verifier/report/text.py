@@ -237,14 +237,13 @@ def _diagnoses(classification: dict[str, Any]) -> list[RenderableType]:
         head = Text(f"first divergent token ({condition['id']}; diagnostic, not the verdict)")
         parts += [Text(""), Text.assemble((head.plain, "bold"))]
         if diagnosis["token_index"] is not None:
-            line = Text(f"  zero-based token {diagnosis['token_index']}: ")
-            for arm in ("cold", "warm"):
-                side = diagnosis[arm]
-                if side is not None:
-                    line.append(f"{arm} {side['token']!r} (logprob {side['logprob']:.3f})  ")
-            if diagnosis["near_tie"]:
-                line.append(f"near tie (within {diagnosis['near_tie_nats']} nats)")
-            parts.append(line)
+            sides = [
+                f"{arm} {side['token']!r} (logprob {side['logprob']:.3f})"
+                for arm in ("cold", "warm")
+                if (side := diagnosis[arm]) is not None
+            ]
+            line = f"zero-based token {diagnosis['token_index']}: " + ", ".join(sides)
+            parts.append(_indent(Text(line)))
         parts.append(_indent(Text(diagnosis["note"], style="dim")))
     return parts
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -301,3 +302,20 @@ def test_missing_hit_counter_proves_no_miss() -> None:
                       "after": Snapshot(r.after.cache_stats, None)})  # fmt: skip
     proven, reason = prove(blind)
     assert not proven and "not recorded" in reason
+
+
+def test_a_warm_miss_says_why_where_the_server_does() -> None:
+    rules = replace(RULES, miss_reason_prefix="reject_", last_miss_reason_pointer="/last_reject")
+    r = record(Arm.WARM, cached=0)
+    before = Snapshot(
+        {**(r.before.cache_stats or {}), "reject_prefix_too_short": 4}, r.before.metrics
+    )
+    stats = {"reject_prefix_too_short": 5, "last_reject": "prefix_too_short"}
+    after = Snapshot({**(r.after.cache_stats or {}), **stats}, r.after.metrics)
+    proof = prove_request(
+        Record(**{**r.__dict__, "before": before, "after": after}), rules,
+        server_disabled=False, previous=None,
+    )  # fmt: skip
+    assert not proof.proven
+    assert "says why it missed: reject_prefix_too_short +1" in proof.reason
+    assert "'prefix_too_short'" in proof.reason

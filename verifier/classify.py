@@ -16,7 +16,7 @@ from verifier.canonical import (
 from verifier.localize import Diagnosis, diagnose
 from verifier.model import Arm, Verdict
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import RequestProof, counter_deltas
+from verifier.proofs import RequestProof, counter_deltas, miss_reason_refs
 from verifier.protocol import Phase
 from verifier.records import Condition, Record
 
@@ -181,7 +181,7 @@ def _class_telemetry(
         deltas: dict[str, set[float]] = defaultdict(set)
         for proof in members:
             record = proof.record
-            for d in counter_deltas(record, refs):
+            for d in counter_deltas(record, (*refs, *miss_reason_refs(record, rules))):
                 if d.delta is not None:
                     deltas[d.ref].add(d.delta)
             for ref in paths:

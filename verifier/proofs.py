@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from verifier.model import Arm
@@ -54,6 +54,33 @@ class RequestProof:
     @property
     def comparable(self) -> bool:
         return self.proven and self.failed is None
+
+
+def miss_reason_refs(record: Record, rules: ProfileRules | None) -> tuple[str, ...]:
+    """The server's own miss-reason counters in a record's stats (e.g. mlxcel reject_*)."""
+    prefix = rules.miss_reason_prefix if rules is not None else None
+    if prefix is None:
+        return ()
+    names = {
+        key
+        for snapshot in (record.before, record.after)
+        for key, value in (snapshot.cache_stats or {}).items()
+        if key.startswith(prefix) and isinstance(value, int) and not isinstance(value, bool)
+    }
+    return tuple(f"stats:{name}" for name in sorted(names))
+
+
+def miss_reasons(record: Record, rules: ProfileRules) -> str | None:
+    """Why the server says a lookup missed, from its own counters: shown, never a proof."""
+    moved = [
+        f"{_short(d.ref).removeprefix('stats ')} +{d.delta:g}"
+        for d in counter_deltas(record, miss_reason_refs(record, rules))
+        if d.delta
+    ]
+    last = record.after.stat(rules.last_miss_reason_pointer)
+    if isinstance(last, str) and last:
+        moved.append(f"last reason {last[:80]!r}")
+    return ("the server says why it missed: " + ", ".join(moved)) if moved else None
 
 
 def _is_count(value: float) -> bool:
@@ -225,7 +252,9 @@ def prove_request(
 
     arm = record.claimed_arm
     if arm is Arm.WARM:
-        return _prove_warm(record, signals, cached, prompt, verdict)
+        warm = _prove_warm(record, signals, cached, prompt, verdict)
+        why = None if warm.proven else miss_reasons(record, rules)
+        return warm if why is None else replace(warm, reason=f"{warm.reason}; {why}")
     if arm is Arm.COLD:
         return _prove_cold(record, rules, hit_evidence, cached, verdict)
     if arm is Arm.REQUEST_DISABLED:

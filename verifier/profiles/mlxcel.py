@@ -40,6 +40,9 @@ RULES = ProfileRules(
     cache_enabled_pointer="/enabled",
     cache_entries_pointer="/entries",
     opt_out_fields={"cache_prompt": False},
+    # reject_{oversized, disabled, prefix_too_short, ...} and last_reject_reason (SERVERS.md).
+    miss_reason_prefix="reject_",
+    last_miss_reason_pointer="/last_reject_reason",
 )
 
 PROFILE = MlxcelProfile(

@@ -86,6 +86,10 @@ class ProfileRules:
     opt_out_fields: Mapping[str, Any] | None = None  # None: no per-request opt-out
     can_disable_cache: bool = True
     logprobs_top_k: int | None = None  # None: no logprobs, so no divergence diagnostic
+    # Why a lookup missed, where the server says so: stats counters named PREFIX* (each
+    # a reason) and a stats field with the last reason. Shown, never a proof.
+    miss_reason_prefix: str | None = None
+    last_miss_reason_pointer: str | None = None
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -120,6 +124,8 @@ class ProfileRules:
             "opt_out_fields": None if self.opt_out_fields is None else dict(self.opt_out_fields),
             "can_disable_cache": self.can_disable_cache,
             "logprobs_top_k": self.logprobs_top_k,
+            "miss_reason_prefix": self.miss_reason_prefix,
+            "last_miss_reason_pointer": self.last_miss_reason_pointer,
         }
 
     @classmethod
@@ -178,6 +184,8 @@ class ProfileRules:
             opt_out_fields=opt_out,
             can_disable_cache=can_disable,
             logprobs_top_k=top_k,
+            miss_reason_prefix=_optional_name(data.get("miss_reason_prefix")),
+            last_miss_reason_pointer=_pointer(data.get("last_miss_reason_pointer"), True),
         )
 
 
@@ -190,6 +198,14 @@ def _refs(value: object, where: str) -> tuple[str, ...]:
     ):
         raise RulesError(f"signals.{where} must be a list of metric:NAME or stats:FIELD")
     return tuple(value)
+
+
+def _optional_name(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value):
+        raise RulesError("miss_reason_prefix must be null or a stats field prefix")
+    return value
 
 
 def _strings(value: object, where: str) -> tuple[str, ...]:

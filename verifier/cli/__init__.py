@@ -6,6 +6,7 @@ import typer
 
 from verifier import __version__
 from verifier.cli import capture_cmd, diff_cmd, export_cmd, keys_cmd, schema_cmd, verify_cmd
+from verifier.cli.common import Group
 
 app = typer.Typer(
     name="evidence",
@@ -13,11 +14,14 @@ app = typer.Typer(
         "Capture, export and verify evidence that an LLM server's greedy reply depends on "
         "its prompt-cache state.\n\n"
         "Pipeline: capture (private raw dir) -> export (public bundle) -> verify (verdict)."
+        "\n\nStart with: evidence verify sample_bundles/seed-mlxcel. Terms, protocol, "
+        "verdicts and exit codes: docs/EVIDENCE.md."
     ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    cls=Group,
 )
 
 

@@ -8,22 +8,26 @@ from typing import Annotated
 
 import typer
 
-from verifier.cli.common import boundary, stderr
+from verifier.cli.common import Command, boundary, stderr
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.report import OutputFormat
 
 
 def diff(
     bundles: Annotated[
-        list[Path], typer.Argument(help="Two or more bundles (directories or .tar.gz).")
+        list[Path],
+        typer.Argument(metavar="BUNDLE", help="Two or more bundles (directories or .tar.gz)."),
     ],
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="text, json or markdown.")
+        OutputFormat,
+        typer.Option("--format", "-f", metavar="FORMAT", help="text, json or markdown."),
     ] = OutputFormat.TEXT,
     key: Annotated[
         Path | None,
         typer.Option(
-            "--key", help="Ed25519 public key (PEM) every signed bundle must verify with."
+            "--key",
+            metavar="FILE",
+            help="Ed25519 public key (PEM) every signed bundle must verify with.",
         ),
     ] = None,
     expect_same: Annotated[
@@ -33,13 +37,15 @@ def diff(
         bool, typer.Option("--expect-changed", help="Exit 3 unless something changed.")
     ] = False,
 ) -> None:
-    """Compare bundles of the same request: each verified first, then per condition the
-    verdict and the output class of each arm, classes matched across bundles by output
-    hash, and what differs between them (build, binary, model, hardware, libraries,
-    settings, protocol).
+    """Compare bundles of the same request, each verified first.
 
-    Exit codes: 0 compared, 1 a bundle did not verify, 2 unreadable input or usage,
-    3 the outcome is not the one --expect-same / --expect-changed asked for.
+    Per condition: the verdict and the output class of each arm, classes matched
+    across bundles by output hash, and what differs between them (build, binary,
+    model, hardware, libraries, settings, protocol).
+
+    Exit codes: 0 compared, 1 a bundle did not verify, 2 unreadable input or
+    usage, 3 the outcome is not the one --expect-same / --expect-changed asked
+    for.
 
     Example: evidence diff before.tar.gz after.tar.gz --expect-changed
     """
@@ -73,4 +79,4 @@ def diff(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(boundary(diff))
+    app.command(cls=Command)(boundary(diff))

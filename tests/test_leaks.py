@@ -48,7 +48,7 @@ def categories(text: str) -> list[str]:
         ("AWS AKIAIOSFODNN7EXAMPLE", "token", "AKIAIOSFODNN7EXAMPLE"),
         ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig", "token", None),
         ('"authorization": "Basic dXNlcjpwYXNzd29yZA=="', "token", None),
-        ("curl -H 'bearer abcdef0123456789xyz'", "token", "bearer abcdef0123456789xyz"),
+        ("curl -H 'bearer abcdef0123456789xyz'", "token", "abcdef0123456789xyz"),
         ("xoxb-123456789012-1234567890123-AbCdEf", "token", None),
         (
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n",
@@ -79,6 +79,8 @@ def test_every_category_has_a_positive_case() -> None:
             HF_TOKEN,
             "a@corp.io",
             "-----BEGIN PRIVATE KEY-----",
+            "ssh zed@buildbox",
+            "http://buildbox:8080/",
         ]
     )
     assert sorted(categories(text)) == sorted(CATEGORIES)

@@ -43,6 +43,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from verifier.model import json_pointer
+
 HOME_PATH = "home-path"
 TEMP_PATH = "temp-path"
 IP_ADDRESS = "ip-address"
@@ -77,6 +79,9 @@ PLACEHOLDERS = {
 }
 
 ELLIPSIS = "…"
+# The ledger's placeholder for a value the exporter was told is not private (`--allow`):
+# verify reports a hit at such a place as information, not as a leak.
+ALLOWED_PLACEHOLDER = "(allowed: declared not private with --allow; kept)"
 
 # Joiners of the strings of a JSON document scanned as one text (`scan_document`).
 SEP = "\x00"  # between unrelated strings
@@ -223,7 +228,7 @@ _SECRET_NAME = re.compile(
 _NOT_SECRET_NAME = re.compile(
     r"(?i:[_.-](?:path|file|dir|url|env|len|length|count|limit|type|id|ids|size|name|format)$"
     r"|^(?:eos|bos|pad|unk|sep|cls|mask|special|start|end|stop|prefix|suffix|middle|image|audio"
-    r"|video|eot|eom|fim|think|default|max|min|num|n)[_-]tokens?|^token$)",
+    r"|video|eot|eom|fim|think|default|max|min|num|n)[_-]tokens?)",
     re.ASCII,
 )
 # Documentation domains (RFC 2606, RFC 6761) belong to nobody.
@@ -329,7 +334,10 @@ def _tokenish(value: str) -> bool:
     return upper >= 2 and len(value) - upper >= 2
 
 
-def _is_secret_name(name: str) -> bool:
+def _is_secret_name(name: str, *, flag: bool = False) -> bool:
+    """`--token` is a secret flag; a member named `token` is a model's token (logprobs)."""
+    if not flag and name == "token":
+        return False
     return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
 
 
@@ -344,7 +352,7 @@ def _accept_token(match: re.Match[str]) -> bool:
             and "//" not in value
         )
     if group in ("flagvalue", "flagnext", "flagword"):
-        return _is_secret_name(match.group("flagname")) and (
+        return _is_secret_name(match.group("flagname"), flag=True) and (
             group != "flagword" or _tokenish(value)
         )
     if group == "keyvalue":
@@ -534,6 +542,15 @@ class DocumentHit:
     end: int
     hit: LeakHit
 
+    @property
+    def pointer(self) -> str:
+        """The JSON pointer of the string; for an object key, of the object that holds it."""
+        return json_pointer(*(self.path[:-1] if self.is_key else self.path))
+
+    @property
+    def where(self) -> str:
+        return self.pointer + (" (an object key)" if self.is_key else "")
+
 
 class _Decoded:
     """A text with its escapes decoded once, and the way back to the text's offsets."""
@@ -676,9 +693,9 @@ def scan_bytes(data: bytes) -> list[LeakHit]:
     return scan_text(data.decode("utf-8", errors="replace"))
 
 
-def is_secret_name(name: str) -> bool:
-    """Whether an environment variable or flag of this name holds a secret (`HF_TOKEN`)."""
-    return _is_secret_name(name)
+def is_secret_name(name: str, *, flag: bool = False) -> bool:
+    """Whether an environment variable (or a flag) of this name holds a secret (`HF_TOKEN`)."""
+    return _is_secret_name(name, flag=flag)
 
 
 def iter_categories(hits: Iterable[LeakHit]) -> list[str]:

@@ -37,7 +37,7 @@ def test_existing_out_is_a_usage_error(factory_raw: Path, tmp_path: Path) -> Non
 
 def test_refused_export_exits_1_without_a_traceback(tmp_path: Path) -> None:
     f = RawFactory()
-    f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = "hi alice"
+    f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = "see ~alice/notes"
     raw = f.write(tmp_path / "raw")
     result = CliRunner().invoke(app, ["export", str(raw), "--out", str(tmp_path / "p")], env=ENV)
     assert result.exit_code == 1

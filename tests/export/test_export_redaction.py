@@ -221,7 +221,7 @@ def test_short_user_name_is_replaced_in_account_contexts_only(tmp_path: Path) ->
     notes = json.loads((out / "experiment.json").read_text())["notes"]
     assert notes == [
         "al dente, see /srv/shared/<user>/file and <user>@remote",
-        "~<user>/x",
+        "/path/to/home",
     ]
 
 

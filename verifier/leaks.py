@@ -131,19 +131,26 @@ _PATH_REST = r"""[^\s"'<>`|;,(){}\[\]\\\x00-\x02]*"""
 _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
 _END = r"(?=[/\\\s\"'\x00-\x02]|\Z)"
 
+# Each pattern starts with a literal character and checks what precedes it afterwards: the
+# regular expression engine then skips quickly to the places worth trying.
+_SLASH = r"/(?<![\w.~/-]/)/*+"  # one or more slashes, not inside a longer path or a word
 _HOME = re.compile(
     rf"""
-      {_PATH_START}/++(?:var/++)?home/++[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
-    | {_PATH_START}/++Users/++(?!Shared\b)[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
-    | {_PATH_START}/++root/++{_PATH_REST}
-    | (?<![\w~$])~[A-Za-z_][A-Za-z0-9._-]*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
-    | (?<![A-Za-z0-9])[A-Za-z]:{_WIN_SEP}Users{_WIN_SEP}[A-Za-z0-9_][A-Za-z0-9._-]*
-      (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?
+      {_SLASH}(?:var/++)?home/++[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
+    | {_SLASH}Users/++(?!Shared\b)[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
+    | {_SLASH}root/++{_PATH_REST}
+    | ~(?<![\w~$]~)[A-Za-z_][A-Za-z0-9._-]*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
     re.VERBOSE | re.ASCII,
 )
+# C:\Users\name: the match starts at the colon; its drive letter is added back.
+_WINDOWS_HOME = re.compile(
+    rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}Users{_WIN_SEP}
+    [A-Za-z0-9_][A-Za-z0-9._-]*(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
+    re.VERBOSE | re.ASCII,
+)
 _TEMP = re.compile(
-    rf"""{_PATH_START}/++(?:tmp|var/++tmp|var/++folders|private/++var|private/++tmp|dev/++shm)
+    rf"""{_SLASH}(?:tmp|var/++tmp|var/++folders|private/++var|private/++tmp|dev/++shm)
     /++[^\s"'<>`|;,(){{}}\[\]\\\x00-\x02]+""",
     re.VERBOSE | re.ASCII,
 )
@@ -174,19 +181,22 @@ _URL_HOST = re.compile(
     re.ASCII,
 )
 # Each token pattern names the secret part: what is replaced, and never shown in an excerpt.
-_TOKEN_VALUE = r"[^\s\"'<>`,;(){}\[\]\x00-\x02$*%][^\s\"'<>`,;(){}\[\]\x00-\x02]"
+_TOKEN_VALUE = r"[^\s\"'<>`,;(){}\[\]\x00-\x02$*%][^\s\"'<>`,;(){}\[\]\x00-\x02]"  # noqa: S105
 _PREFIXED_TOKENS = re.compile(
     r"""
-      (?<![\w-])hf_(?P<hf>[A-Za-z0-9]{20,})
-    | (?<![\w-])sk-(?P<sk>(?=[\w-]*\d)[\w-]{20,})
-    | (?<![\w-])(?:gh[pousr]_|github_pat_)(?P<gh>[A-Za-z0-9_]{20,})
-    | (?<![\w-])glpat-(?P<gl>[\w-]{20,})
-    | (?<![\w-])AIza(?P<google>[0-9A-Za-z_-]{35})
-    | (?<![A-Za-z0-9])(?:AKIA|ASIA)(?P<aws>[0-9A-Z]{16})(?![A-Za-z0-9])
-    | (?<![\w-])xox[abposr]-(?P<slack>[A-Za-z0-9-]{10,})
-    | (?<![A-Za-z0-9/+=])(?P<awssecret>[A-Za-z0-9][A-Za-z0-9/+]{38}[A-Za-z0-9])(?![A-Za-z0-9/+=])
+      hf_(?P<hf>[A-Za-z0-9]{20,})
+    | sk-(?P<sk>(?=[\w-]*\d)[\w-]{20,})
+    | (?:gh[pousr]_|github_pat_)(?P<gh>[A-Za-z0-9_]{20,})
+    | glpat-(?P<gl>[\w-]{20,})
+    | AIza(?P<google>[0-9A-Za-z_-]{35})
+    | (?:AKIA|ASIA)(?P<aws>[0-9A-Z]{16})(?![A-Za-z0-9])
+    | xox[abposr]-(?P<slack>[A-Za-z0-9-]{10,})
     """,
     re.VERBOSE | re.ASCII,
+)
+_AWS_SECRET = re.compile(
+    r"(?<![A-Za-z0-9/+=])(?P<awssecret>[A-Za-z0-9][A-Za-z0-9/+]{38}[A-Za-z0-9])(?![A-Za-z0-9/+=])",
+    re.ASCII,
 )
 _AUTH_TOKENS = re.compile(
     rf"""
@@ -197,7 +207,7 @@ _AUTH_TOKENS = re.compile(
     """,
     re.VERBOSE | re.ASCII,
 )
-_SECRET_WORD = r"(?:key|token(?!s|iz)|secret|passw(?:or)?d|passphrase|credential|auth)"
+_SECRET_WORD = r"(?:key|token(?!s|iz)|secret|passw(?:or)?d|passphrase|credential|auth)"  # noqa: S105
 # --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP).
 _SECRET_FLAG = re.compile(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
@@ -207,13 +217,15 @@ _SECRET_FLAG = re.compile(
     """,
     re.VERBOSE | re.ASCII,
 )
-# NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP).
+# NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP). The
+# match starts at the secret word; the rest of the name before it is found by `_name_before`.
 _SECRET_MEMBER = re.compile(
-    rf"""(?<![\w.-])(?P<keyname>(?:[A-Za-z][\w.-]*?)?(?i:{_SECRET_WORD})[\w.-]*)["']?[ \t]*
+    rf"""(?i:{_SECRET_WORD})[\w.-]*["']?[ \t]*
       (?:[:=]|\x01)[ \t]*["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
     """,
     re.VERBOSE | re.ASCII,
 )
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _KEY_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _KEY_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _KEY_MAX_CHARS = 65536
@@ -341,9 +353,31 @@ def _is_secret_name(name: str, *, flag: bool = False) -> bool:
     return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
 
 
+def _name_before(match: re.Match[str]) -> tuple[int, str]:
+    """Where the name that ends in this member's secret word starts, and the whole name."""
+    text, start = match.string, match.start()
+    while start > 0 and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    while start < match.start() and not text[start].isalpha():
+        start += 1
+    end = start
+    while end < len(text) and text[end] in _NAME_CHARS:
+        end += 1
+    return start, text[start:end]
+
+
+def _after_boundary(match: re.Match[str], chars: str) -> bool:
+    before = match.string[match.start() - 1] if match.start() else ""
+    return not before or not (before.isalnum() or before in chars)
+
+
 def _accept_token(match: re.Match[str]) -> bool:
     group = _secret_group(match)
     value = match.group(group)
+    if group in ("hf", "sk", "gh", "gl", "google", "slack"):
+        return _after_boundary(match, "_-")
+    if group == "aws":
+        return _after_boundary(match, "")
     if group == "awssecret":
         return (
             any(c.isupper() for c in value)
@@ -356,7 +390,7 @@ def _accept_token(match: re.Match[str]) -> bool:
             group != "flagword" or _tokenish(value)
         )
     if group == "keyvalue":
-        return _is_secret_name(match.group("keyname"))
+        return _is_secret_name(_name_before(match)[1])
     if group in ("auth", "bearer"):
         return _tokenish(value)
     return True
@@ -392,30 +426,54 @@ def _found(category: str, start: int, end: int, excerpt: str, placeholder: str =
 
 def _generic(text: str) -> Iterator[_Found]:
     """Every hit of the generic detectors in one view of a text (overlaps included)."""
-    ends = [m.end() for m in _KEY_END.finditer(text)]
-    for match in _KEY_BEGIN.finditer(text):
+    # Each detector needs a character or word; a text without it skips the detector's pass.
+    has = {c: c in text for c in "/~:.@-"}
+    ends = [m.end() for m in _KEY_END.finditer(text)] if "PRIVATE KEY" in text else []
+    for match in _KEY_BEGIN.finditer(text) if ends or "PRIVATE KEY" in text else ():
         end = match.end()
         following = bisect.bisect_left(ends, end + 1)
         if following < len(ends) and ends[following] - end <= _KEY_MAX_CHARS:
             end = ends[following]
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
-    for pattern in (_PREFIXED_TOKENS, _AUTH_TOKENS, _SECRET_FLAG, _SECRET_MEMBER):
+    for pattern in (_PREFIXED_TOKENS, _AWS_SECRET, _AUTH_TOKENS, _SECRET_FLAG, _SECRET_MEMBER):
+        if pattern is _SECRET_FLAG and not has["-"]:
+            continue
         for match in _matches(pattern, text, _accept_token):
             group = _secret_group(match)
             # A prefixed token goes whole; after a name or a flag, only the value.
             start, end = match.span() if pattern is _PREFIXED_TOKENS else match.span(group)
-            yield _found(TOKEN, start, end, _mask_secret(match, group))
-    simple: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool]], ...] = (
-        (HOME_PATH, _HOME, lambda m: True),
-        (TEMP_PATH, _TEMP, lambda m: True),
-        (EMAIL, _EMAIL, lambda m: not _RESERVED_DOMAIN.search(m.group().rsplit("@", 1)[1])),
-        (MAC_ADDRESS, _MAC, lambda m: _is_identifying_mac(m.group())),
-        (IP_ADDRESS, _IPV4, lambda m: _is_public_ipv4(text, m.start(), m.end(), m.group())),
-        (IP_ADDRESS, _IPV6, lambda m: _is_public_ipv6(m.group())),
+            excerpt = _mask_secret(match, group)
+            if pattern is _SECRET_MEMBER:
+                excerpt = text[_name_before(match)[0] : match.start()] + excerpt
+            yield _found(TOKEN, start, end, excerpt)
+    simple: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool], bool], ...] = (
+        (HOME_PATH, _HOME, lambda m: True, has["/"] or has["~"]),
+        (TEMP_PATH, _TEMP, lambda m: True, has["/"]),
+        (
+            EMAIL,
+            _EMAIL,
+            lambda m: not _RESERVED_DOMAIN.search(m.group().rsplit("@", 1)[1]),
+            has["@"],
+        ),
+        (MAC_ADDRESS, _MAC, lambda m: _is_identifying_mac(m.group()), has[":"] or has["-"]),
+        (
+            IP_ADDRESS,
+            _IPV4,
+            lambda m: _is_public_ipv4(text, m.start(), m.end(), m.group()),
+            has["."],
+        ),
+        (IP_ADDRESS, _IPV6, lambda m: _is_public_ipv6(m.group()), has[":"]),
     )
-    for category, pattern, accept in simple:
+    for category, pattern, accept, needed in simple:
+        if not needed:
+            continue
         for match in _matches(pattern, text, accept):
             yield _found(category, match.start(), match.end(), _mask(match.group()))
+    for match in _WINDOWS_HOME.finditer(text) if has[":"] else ():
+        start = match.start() - 1
+        yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
+    if not has["@"] and "://" not in text:
+        return
     for match in _matches(_ACCOUNT, text, lambda m: _is_machine_name(m.group("host"))):
         yield _found(USER_NAME, match.start(), match.end(), _mask(match.group()), "<user>@<host>")
     for match in _matches(_URL_HOST, text, lambda m: _is_machine_name(m.group("host"))):

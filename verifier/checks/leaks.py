@@ -18,7 +18,11 @@ from verifier.model import Finding, Severity
 
 CHECK = "leaks"
 # Detector category -> ledger category (as export records an allowed value).
-_LEDGER_CATEGORY = {"home-path": "private-path", "temp-path": "private-path", "private-key": "token"}
+_LEDGER_CATEGORY = {
+    "home-path": "private-path",
+    "temp-path": "private-path",
+    "private-key": "token",
+}
 
 
 def _allowed(ctx: BundleContext) -> set[tuple[str, str, str]]:
@@ -28,7 +32,7 @@ def _allowed(ctx: BundleContext) -> set[tuple[str, str, str]]:
     if not isinstance(entries, list):
         return set()
     return {
-        (e.get("file"), e.get("pointer"), e.get("category"))
+        (str(e.get("file")), str(e.get("pointer")), str(e.get("category")))
         for e in entries
         if isinstance(e, dict) and e.get("placeholder") == ALLOWED_PLACEHOLDER
     }

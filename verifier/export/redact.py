@@ -1,4 +1,4 @@
-"""Apply each public field's treatment: replace private strings in free text, refuse them in evidence.
+"""Apply each field's treatment: replace private strings in free text, refuse them in evidence.
 
 The private values come from two places: what the raw capture knows (its paths, user and
 host names, secret values; `collect_private_values`) and the generic detectors of
@@ -54,7 +54,7 @@ SYSTEM_PREFIXES = (
     "/Library",
 )
 # Directories everyone has: a path under them may be private, the directory itself is not.
-COMMON_DIRS = frozenset({"/tmp", "/var/tmp", "/home", "/Users", "/var/home", "/private/tmp"})
+COMMON_DIRS = frozenset({"/tmp", "/var/tmp", "/home", "/Users", "/var/home", "/private/tmp"})  # noqa: S108
 MIN_OPAQUE = 8
 # Ledger category of each detector category.
 LEDGER_CATEGORY = {
@@ -164,8 +164,7 @@ class Redactor:
             lines = "\n".join(f"  {r.describe()}" for r in listed[:20])
             more = f"\n  ... and {len(listed) - 20} more" if len(listed) > 20 else ""
             raise ExportError(
-                "private data in evidence; nothing was published:\n"
-                f"{lines}{more}\n{HOW_TO_ALLOW}"
+                f"private data in evidence; nothing was published:\n{lines}{more}\n{HOW_TO_ALLOW}"
             )
         ledger = [
             LedgerEntry(category, file, pointer, count, placeholder)
@@ -196,9 +195,7 @@ class Redactor:
                 treatment = Treatment.EVIDENCE
             if treatment is Treatment.EVIDENCE:
                 if hit.hit.identifying:
-                    refusal = Refusal(
-                        file, hit.where, hit.hit.category, hit.start, hit.end, source
-                    )
+                    refusal = Refusal(file, hit.where, hit.hit.category, hit.start, hit.end, source)
                     refusals.setdefault((file, hit.where, hit.hit.category), refusal)
                 continue
             if treatment not in (Treatment.FREE_TEXT, Treatment.PATH):
@@ -221,9 +218,7 @@ class Redactor:
                 counts[(file, pointer, category, placeholder)] += 1
         return bool(edits)
 
-    def final_check(
-        self, documents: Mapping[str, Any]
-    ) -> list[LedgerEntry]:
+    def final_check(self, documents: Mapping[str, Any]) -> list[LedgerEntry]:
         """Nothing private is left: every remaining hit is an allowed value (in the ledger)."""
         counts: Counter[tuple[str, str, str, str]] = Counter()
         for file, document in sorted(documents.items()):
@@ -349,7 +344,9 @@ class _Collector:
     def safe(self, text: str) -> str:
         """Text to embed in a placeholder, with the values collected so far removed."""
         detector = Detector(list(self.values.values()))
-        return replace_hits(text, [(h.start, h.end, h.placeholder) for h in detector.scan_text(text)])
+        return replace_hits(
+            text, [(h.start, h.end, h.placeholder) for h in detector.scan_text(text)]
+        )
 
     def numbered(self) -> str:
         self._numbered += 1

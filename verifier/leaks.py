@@ -520,6 +520,8 @@ class Detector:
         for match in self._known_regex.finditer(text):
             assert match.lastgroup is not None
             known = self.known[int(match.lastgroup[1:])]
+            if known.kind is KnownKind.USER and not _names_an_account(text, match.start()):
+                continue
             yield _Found(
                 known.category,
                 match.start(),
@@ -583,6 +585,23 @@ class Detector:
                 continue  # in a separator
             hits.append(DocumentHit(flat.path(index), flat.is_key[index], start, end, hit))
         return hits
+
+
+_TOKEN_STOP = frozenset(" \t\r\n\"'`=,;()[]{}<>" + _SEPS)
+
+
+def _names_an_account(text: str, start: int) -> bool:
+    """A name after a slash is an account only as a component of an absolute file path:
+    `/srv/shared/al/x`, `~/al`, `C:\\x\\al`, not `org/model` (a repository) or a URL path."""
+    if start == 0 or text[start - 1] not in "/\\":
+        return True  # ~name, name@, or a distinctive name: the pattern decided
+    begin = start
+    while begin > max(0, start - 4096) and text[begin - 1] not in _TOKEN_STOP:
+        begin -= 1
+    if text.startswith("/path/to/", begin):
+        return False  # a placeholder export wrote
+    word = text[begin:start].removeprefix("file://")
+    return word.startswith(("/", "~", "\\")) or bool(re.match(r"[A-Za-z]:[\\/]", word))
 
 
 def _longest_first(known: Known) -> tuple[int, str]:

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 CONDITION = "c1"
+# Ordinary words that a user or host may be named: evidence keeps them, whatever the names.
+PROMPT = "Write a short story: the cache, the model, the prompt; gather metrics. /no_think"
+GATHER = 'mlxcel_paged_decode_launches_total{path="gather"}'
 CONTENT_A = "The keeper lit the lamp and watched the sea until dawn."
 CONTENT_B = "The keeper lit the lamp and slept until the gulls woke him."
 
@@ -37,6 +40,7 @@ def _snapshot(entries: int, hits: int, reused: int) -> dict[str, Any]:
     metrics = {
         "mlxcel_prompt_cache_hits_total": float(hits),
         "mlxcel_prompt_cache_prefix_tokens_reused_total": float(reused),
+        GATHER: float(hits * 100),
     }
     return {
         "taken_at": "2026-01-01T00:00:00Z",
@@ -94,7 +98,7 @@ class RawFactory:
         h = self.host
         body = {
             "model": "repro",
-            "messages": [{"role": "user", "content": "Tell a short story."}],
+            "messages": [{"role": "user", "content": PROMPT}],
             "max_tokens": 64,
             "temperature": 0,
         }

@@ -64,9 +64,9 @@ def schema_fields(node: dict[str, Any], root: dict[str, Any], path: Path_ = ()) 
     if "properties" not in node and not isinstance(items, dict):
         yield path
     extra = node.get("additionalProperties")
-    if extra is True or isinstance(extra, dict) or node.get("type") == "object":
-        if "properties" not in node or extra is True:
-            yield (*path, "any-member")
+    free_form = extra is True or isinstance(extra, dict) or node.get("type") == "object"
+    if free_form and ("properties" not in node or extra is True):
+        yield (*path, "any-member")
 
 
 def leaves(node: Any, path: Path_ = ()) -> Iterator[Path_]:

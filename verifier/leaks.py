@@ -39,7 +39,7 @@ import bisect
 import enum
 import ipaddress
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -338,7 +338,7 @@ def _is_machine_name(host: str) -> bool:
 
 def _tokenish(value: str) -> bool:
     """A word of prose is not a token: a token has digits, mixed case, symbols or length."""
-    if len(value) >= 24 or any(c.isdigit() for c in value):
+    if len(value) >= 16 or any(c.isdigit() for c in value):
         return True
     if any(c in "._~+/=-" for c in value):
         return True
@@ -558,17 +558,25 @@ class Detector:
                 )  # fmt: skip
             view = _Decoded.of(view.text, view)
             depth += 1
-        found.sort(key=lambda h: (h.start, not h.known, h.start - h.end))
-        kept: list[LeakHit] = []
-        for hit in found:
-            if not kept or hit.start >= kept[-1].end:
-                kept.append(
-                    LeakHit(
-                        hit.category, hit.start, hit.end, hit.excerpt, hit.placeholder,
-                        hit.identifying, hit.known,
-                    )
-                )  # fmt: skip
-        return kept
+        # Identifying hits first, so that an opaque value (removed from free text only) never
+        # hides a home path or a token inside it; then the opaque ones in the gaps.
+        chosen: list[_Found] = []
+        for wanted in (True, False):
+            layer = sorted(
+                (h for h in found if h.identifying is wanted),
+                key=lambda h: (h.start, not h.known, h.start - h.end),
+            )
+            taken: list[_Found] = []
+            for hit in layer:
+                clear = not taken or hit.start >= taken[-1].end
+                if clear and not any(h.start < hit.end and hit.start < h.end for h in chosen):
+                    taken.append(hit)
+            chosen += taken
+        chosen.sort(key=lambda h: h.start)
+        return [
+            LeakHit(h.category, h.start, h.end, h.excerpt, h.placeholder, h.identifying, h.known)
+            for h in chosen
+        ]
 
     def scan_document(self, document: Any) -> list[DocumentHit]:
         """Every private string of a JSON document (object keys included), by location."""
@@ -773,7 +781,3 @@ def scan_bytes(data: bytes) -> list[LeakHit]:
 def is_secret_name(name: str, *, flag: bool = False) -> bool:
     """Whether an environment variable (or a flag) of this name holds a secret (`HF_TOKEN`)."""
     return _is_secret_name(name, flag=flag)
-
-
-def iter_categories(hits: Iterable[LeakHit]) -> list[str]:
-    return [hit.category for hit in hits]

@@ -195,7 +195,7 @@ _PREFIXED_TOKENS = re.compile(
     re.VERBOSE | re.ASCII,
 )
 _AWS_SECRET = re.compile(
-    r"(?<![A-Za-z0-9/+=])(?P<awssecret>[A-Za-z0-9][A-Za-z0-9/+]{38}[A-Za-z0-9])(?![A-Za-z0-9/+=])",
+    r"(?<![A-Za-z0-9/+=])(?P<awssecret>[A-Za-z0-9][A-Za-z0-9/+]{38}[A-Za-z0-9])(?![A-Za-z0-9+=])",
     re.ASCII,
 )
 _AUTH_TOKENS = re.compile(

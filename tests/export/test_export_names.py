@@ -150,3 +150,29 @@ def test_a_user_named_after_a_path_component_is_refused_in_evidence_only(tmp_pat
     experiment = json.loads((out / "experiment.json").read_text())
     assert experiment["request_body"]["metadata"] == "/var/cache/x"
     assert experiment["notes"] == ["files in /var/cache/x"]
+
+
+@pytest.mark.parametrize(("user", "host"), [("write", "gather"), ("cache", "prompt")])
+def test_the_seed_sample_captured_by_ordinary_word_names(
+    tmp_path: Path, user: str, host: str
+) -> None:
+    raw = tmp_path / "raw"
+    write_seed_raw(raw)
+    for path in [*raw.rglob("*.json"), *raw.rglob("*.log")]:
+        text = path.read_text().replace("alice", user).replace("gb10-lab-07", host)
+        path.write_text(text)
+    out = tmp_path / "public"
+    summary = export_bundle(ExportOptions(raw, out, archive=tmp_path / "public.tar.gz"))
+    assert summary.verdict == "cache-state-dependent"
+    assert verify_path(tmp_path / "public.tar.gz", VerifyOptions()).verified
+    run = json.loads((raw / "run.json").read_text())
+    experiment = json.loads((out / "experiment.json").read_text())
+    assert experiment["request_body"] == run["request_body"]
+    label = 'mlxcel_paged_decode_launches_total{path="gather"}'
+    for record in sorted((out / "records").rglob("*.json")):
+        document = json.loads(record.read_text())
+        assert document["request_body"]["messages"] == run["request_body"]["messages"]
+        assert label in document["telemetry"]["after"]["metrics"]
+    published = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
+    for private in (f"/home/{user}", f"{user}@", f"({host})", "192.168.", "hf_"):
+        assert private.encode() not in published

@@ -21,6 +21,7 @@ returns None and the exporter stops); a test walks the raw schemas and documents
 from __future__ import annotations
 
 import enum
+import fnmatch
 import functools
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
@@ -335,8 +336,6 @@ def _set(document: dict[str, Any], pointer: tuple[str, ...], value: Any) -> None
 
 def is_toggle(name: str, patterns: Sequence[str]) -> bool:
     """Experiment env prefixes may be given as `MLXCEL_` or as globs like `MLXCEL_*`."""
-    import fnmatch
-
     return any(fnmatch.fnmatchcase(name, p if "*" in p or "?" in p else p + "*") for p in patterns)
 
 
@@ -473,7 +472,6 @@ def _usage(exchange: RawExchange) -> Any:
     return plain(usage) if isinstance(usage, Mapping) else None
 
 
-Builder = Callable[[RawCapture, Any], Any]
 _EXPERIMENT_BUILDERS: dict[str, Callable[[RawCapture, Sequence[str]], Any]] = {
     "hardware": lambda raw, _keep: _hardware(raw),
     "model": lambda raw, _keep: _model(raw),
@@ -559,13 +557,15 @@ def assemble(raw: RawCapture, keep_env: Sequence[str] = ()) -> Assembled:
         for exchange in raw.exchanges[condition.id]:
             name = layout.record_path(condition.id, exchange.sequence)
             documents[name] = _build(
-                "record",
-                exchange.document,
-                lambda builder, ex=exchange: _RECORD_BUILDERS[builder](ex),  # type: ignore[misc]
+                "record", exchange.document, functools.partial(_record_value, exchange)
             )
             sources[name] = exchange.file
     documents[layout.MODEL_MANIFEST] = _build("manifest", raw.manifest.document, _no_builder)
     return Assembled(documents, sources, tuple(_removals(raw, experiment)))
+
+
+def _record_value(exchange: RawExchange, builder: str) -> Any:
+    return _RECORD_BUILDERS[builder](exchange)
 
 
 def _no_builder(name: str) -> Any:

@@ -102,7 +102,9 @@ class LeakHit:
     identifying: bool = True
     """False for a value export removes from free text only (an environment value)."""
     known: bool = False
-    """Found by a value the exporter knows (its paths, names, secrets), not by a pattern."""
+    """Found by a path or value the exporter knows, which wins over a pattern at the same
+    place (`/path/to/model/x` rather than `/path/to/home`); a name found in an account
+    form does not (`<user>@<host>` rather than `<user>@host`)."""
 
 
 class KnownKind(enum.Enum):
@@ -499,10 +501,7 @@ def _known_pattern(known: Known) -> str:
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@){token})"
         )
     if known.kind is KnownKind.HOST:
-        return (
-            rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
-            rf"|(?<![\w.-]){v}(?=:\d{{1,5}}(?!\d)){token})"
-        )
+        return rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z){token})"
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
 
 
@@ -529,7 +528,7 @@ class Detector:
                 _mask(match.group()),
                 known.placeholder,
                 known.kind is not KnownKind.OPAQUE,
-                True,
+                known.kind not in (KnownKind.USER, KnownKind.HOST),
             )
 
     def _view_hits(self, text: str) -> Iterator[_Found]:
@@ -599,8 +598,9 @@ _TOKEN_STOP = frozenset(" \t\r\n\"'`=,;()[]{}<>" + _SEPS)
 
 
 def _names_an_account(text: str, start: int) -> bool:
-    """A name after a slash is an account only as a component of an absolute file path:
-    `/srv/shared/al/x`, `~/al`, `C:\\x\\al`, not `org/model` (a repository) or a URL path."""
+    """A name after a slash is an account only as a component of an absolute file path
+    (`/srv/shared/al/x`, `~/al`, `C:\\x\\al`), below its first component, and not in
+    `org/model` (a repository) or a URL path."""
     if start == 0 or text[start - 1] not in "/\\":
         return True  # ~name, name@, or a distinctive name: the pattern decided
     begin = start
@@ -609,7 +609,10 @@ def _names_an_account(text: str, start: int) -> bool:
     if text.startswith("/path/to/", begin):
         return False  # a placeholder export wrote
     word = text[begin:start].removeprefix("file://")
-    return word.startswith(("/", "~", "\\")) or bool(re.match(r"[A-Za-z]:[\\/]", word))
+    if word.startswith("~") or re.match(r"[A-Za-z]:[\\/]", word):
+        return True
+    # Not the first component: `/usage/prompt_tokens` is a JSON pointer as often as a path.
+    return word.startswith(("/", "\\")) and bool(re.search(r"[^/\\][/\\]", word))
 
 
 def _longest_first(known: Known) -> tuple[int, str]:

@@ -176,3 +176,12 @@ def test_the_seed_sample_captured_by_ordinary_word_names(
     published = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
     for private in (f"/home/{user}", f"{user}@", f"({host})", "192.168.", "hf_"):
         assert private.encode() not in published
+
+
+def test_json_pointers_and_repositories_are_not_account_paths(tmp_path: Path) -> None:
+    f = _named("usage", "box")
+    f.run["model"]["repo_id"] = f.documents["model-manifest.json"]["repo_id"] = "org/usage"
+    out = _export(f, tmp_path)
+    experiment = json.loads((out / "experiment.json").read_text())
+    assert experiment["telemetry"]["cached_tokens_pointer"].startswith("/usage/")
+    assert experiment["model"]["repo_id"] == "org/usage"

@@ -59,7 +59,7 @@ def test_short_user_name_is_replaced_in_account_contexts_only(tmp_path: Path) ->
     export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
     notes = json.loads((out / "experiment.json").read_text())["notes"]
     assert notes == [
-        "al dente, see /srv/shared/<user>/file and <user>@remote",
+        "al dente, see /srv/shared/<user>/file and <user>@<host>",
         "/path/to/home",
     ]
 

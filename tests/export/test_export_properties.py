@@ -165,6 +165,7 @@ SITES: dict[str, Site] = {
         )
     ),
     "error-text": Site(_failed),
+    "response-error": Site(lambda f, t: _exchange(f, 2)["response"].__setitem__("error", t)),
     # dropped
     "host-extra": Site(lambda f, t: f.run["host"].__setitem__("site", t)),
     "harness-argv": Site(lambda f, t: f.run["argv"].extend(["--note", t])),
@@ -180,6 +181,14 @@ SITES: dict[str, Site] = {
         )
     ),
     "library-directory": Site(_library),
+    "server-cwd": Site(lambda f, t: f.server.__setitem__("cwd", t)),
+    "log-path": Site(lambda f, t: f.server.__setitem__("log_path", t)),
+    "request-url": Site(
+        lambda f, t: _exchange(f)["request"].__setitem__("url", f"http://127.0.0.1:1/{t}")
+    ),
+    "snapshot-text": Site(
+        lambda f, t: _exchange(f)["telemetry"]["before"].__setitem__("metrics_text", t)
+    ),
     # evidence: export stops
     "request-body": Site(_set_request_field, "experiment.json/request_body/metadata"),
     "metric-key": Site(_add_metric, "records/c1/002.json/telemetry/before/metrics"),
@@ -202,6 +211,20 @@ SITES: dict[str, Site] = {
         "model-manifest.json/files/2/path",
     ),
     "model-output": Site(_content, "records/c1/001.json/response/choices/0/message/content"),
+    "started-at": Site(
+        lambda f, t: _exchange(f)["timing"].__setitem__("started_at", t),
+        "records/c1/002.json/started_at",
+    ),
+    "server-version": Site(
+        lambda f, t: f.run["server"].__setitem__("version", t), "experiment.json/server/version"
+    ),
+    "repo-id": Site(
+        lambda f, t: [
+            d.__setitem__("repo_id", t)
+            for d in (f.run["model"], f.documents["model-manifest.json"])
+        ],
+        "model-manifest.json/repo_id",
+    ),
 }
 
 

@@ -128,10 +128,8 @@ class Known:
 # ---------------------------------------------------------------------------------------------
 # Generic detectors
 
-_PATH_START = r"(?<![\w.~/-])"
 _PATH_REST = r"""[^\s"'<>`|;,(){}\[\]\\\x00-\x02]*"""
 _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
-_END = r"(?=[/\\\s\"'\x00-\x02]|\Z)"
 
 # Each pattern starts with a literal character and checks what precedes it afterwards: the
 # regular expression engine then skips quickly to the places worth trying.
@@ -510,13 +508,19 @@ class Detector:
 
     def __init__(self, known: Sequence[Known] = ()) -> None:
         self.known = tuple(sorted({k.value: k for k in known}.values(), key=_longest_first))
-        joined = "|".join(f"(?P<k{i}>{_known_pattern(k)})" for i, k in enumerate(self.known))
-        self._known_regex = re.compile(joined) if joined else None
+        # Opaque values apart: a long one must not hide a private path inside it.
+        self._regexes = []
+        for opaque in (False, True):
+            joined = "|".join(
+                f"(?P<k{i}>{_known_pattern(k)})"
+                for i, k in enumerate(self.known)
+                if (k.kind is KnownKind.OPAQUE) is opaque
+            )
+            if joined:
+                self._regexes.append(re.compile(joined))
 
     def _known_hits(self, text: str) -> Iterator[_Found]:
-        if self._known_regex is None:
-            return
-        for match in self._known_regex.finditer(text):
+        for match in (m for regex in self._regexes for m in regex.finditer(text)):
             assert match.lastgroup is not None
             known = self.known[int(match.lastgroup[1:])]
             if known.kind is KnownKind.USER and not _names_an_account(text, match.start()):

@@ -185,3 +185,13 @@ def test_json_pointers_and_repositories_are_not_account_paths(tmp_path: Path) ->
     experiment = json.loads((out / "experiment.json").read_text())
     assert experiment["telemetry"]["cached_tokens_pointer"].startswith("/usage/")
     assert experiment["model"]["repo_id"] == "org/usage"
+
+
+def test_an_environment_value_does_not_hide_a_private_path_inside_it(tmp_path: Path) -> None:
+    f = RawFactory(host=Host(model="/data/models/m"))
+    phrase = "weights under /data/models/m today"
+    f.server["env"]["ZZ_NOTE"] = phrase  # an opaque value: removed from free text only
+    for body in [f.run["request_body"], *(e["request"]["body"] for e in f.exchanges())]:
+        body["metadata"] = phrase
+    with pytest.raises(ExportError, match=r"experiment.json/request_body/metadata .*private-path"):
+        export_bundle(ExportOptions(f.write(tmp_path / "raw"), tmp_path / "public"))

@@ -39,6 +39,7 @@ import bisect
 import enum
 import ipaddress
 import re
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -590,11 +591,11 @@ class Detector:
             if index < 0:
                 continue
             offset = flat.starts[index]
-            length = len(flat.strings[index])
+            length = flat.length(index)
             start, end = hit.start - offset, min(hit.end - offset, length)
             if start >= length or end <= start:
                 continue  # in a separator
-            hits.append(DocumentHit(flat.path(index), flat.is_key[index], start, end, hit))
+            hits.append(DocumentHit(flat.path(index), bool(flat.keys[index]), start, end, hit))
         return hits
 
 
@@ -698,14 +699,18 @@ class _Decoded:
 
 
 class _Flat:
-    """A JSON document's strings joined into one text, and each string's location."""
+    """A JSON document's strings joined into one text, and each string's location.
+
+    Compact on purpose (arrays, not lists of objects): a document of millions of short
+    strings costs a few machine words per string on top of the text itself.
+    """
 
     def __init__(self) -> None:
-        self.strings: list[str] = []
-        self.starts: list[int] = []
-        self.is_key: list[bool] = []
-        self._owner: list[int] = []  # the container of each string (index into _parents)
-        self._member: list[str | int | None] = []  # its key or index (None: the document)
+        self.starts = array("q")  # offset of each string in the text
+        self.keys = bytearray()  # 1 where the string is an object key
+        self._owner = array("q")  # the container of each string (index into _parents)
+        self._index = array("q")  # its index in that array, or -1
+        self._key: list[str | None] = []  # its key in that object, or None
         self._parents: list[tuple[int, str | int]] = [(-1, "")]  # container -> (parent, key)
         self._length = 0
         self._pieces: list[str] = []
@@ -716,27 +721,27 @@ class _Flat:
         flat = cls()
         flat._walk(document, 0)
         flat.text = "".join(flat._pieces)
+        flat._pieces = []
         return flat
 
-    def _add(
-        self, joiner: str, text: str, owner: int, member: str | int | None, is_key: bool
-    ) -> None:
+    def _add(self, joiner: str, text: str, owner: int, key: str | None, index: int) -> None:
         self._pieces.append(joiner)
-        self._length += 1
-        self.strings.append(text)
-        self.starts.append(self._length)
-        self.is_key.append(is_key)
-        self._owner.append(owner)
-        self._member.append(member)
         self._pieces.append(text)
+        self._length += 1
+        self.starts.append(self._length)
         self._length += len(text)
+        self._owner.append(owner)
+        self._index.append(index)
+        self._key.append(key)
 
     def _walk(self, node: Any, owner: int) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
-                self._add(SEP, key, owner, key, True)
+                self._add(SEP, key, owner, key, -1)
+                self.keys.append(1)
                 if isinstance(value, str):
-                    self._add(KEY_SEP, value, owner, key, False)
+                    self._add(KEY_SEP, value, owner, key, -1)
+                    self.keys.append(0)
                 elif isinstance(value, dict | list):
                     self._parents.append((owner, key))
                     self._walk(value, len(self._parents) - 1)
@@ -744,7 +749,8 @@ class _Flat:
             joiner = SEP
             for index, value in enumerate(node):
                 if isinstance(value, str):
-                    self._add(joiner, value, owner, index, False)
+                    self._add(joiner, value, owner, None, index)
+                    self.keys.append(0)
                     joiner = ITEM_SEP
                 else:
                     joiner = SEP
@@ -752,17 +758,24 @@ class _Flat:
                         self._parents.append((owner, index))
                         self._walk(value, len(self._parents) - 1)
         elif isinstance(node, str):
-            self._add(SEP, node, owner, None, False)
+            self._add(SEP, node, owner, None, -2)  # the document itself
+            self.keys.append(0)
+
+    def length(self, index: int) -> int:
+        following = self.starts[index + 1] - 1 if index + 1 < len(self.starts) else len(self.text)
+        return following - self.starts[index]
 
     def path(self, index: int) -> tuple[str | int, ...]:
         parts: list[str | int] = []
-        member = self._member[index]
-        if member is not None:
-            parts.append(member)
+        key, position = self._key[index], self._index[index]
+        if key is not None:
+            parts.append(key)
+        elif position >= 0:
+            parts.append(position)
         owner = self._owner[index]
         while owner > 0:
-            parent, key = self._parents[owner]
-            parts.append(key)
+            parent, member = self._parents[owner]
+            parts.append(member)
             owner = parent
         return tuple(reversed(parts))
 

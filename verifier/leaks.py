@@ -585,7 +585,7 @@ class Detector:
     def scan_document(self, document: Any) -> list[DocumentHit]:
         """Every private string of a JSON document (object keys included), by location."""
         flat = _Flat.of(document)
-        hits = []
+        located: list[tuple[int, int, int, LeakHit]] = []
         for hit in self.scan_text(flat.text):
             index = bisect.bisect_right(flat.starts, hit.start) - 1
             if index < 0:
@@ -595,8 +595,12 @@ class Detector:
             start, end = hit.start - offset, min(hit.end - offset, length)
             if start >= length or end <= start:
                 continue  # in a separator
-            hits.append(DocumentHit(flat.path(index), bool(flat.keys[index]), start, end, hit))
-        return hits
+            located.append((index, start, end, hit))
+        paths = _Flat.paths(document, {index for index, _, _, _ in located})
+        return [
+            DocumentHit(paths[index], bool(flat.keys[index]), start, end, hit)
+            for index, start, end, hit in located
+        ]
 
 
 _TOKEN_STOP = frozenset(" \t\r\n\"'`=,;()[]{}<>" + _SEPS)
@@ -699,85 +703,104 @@ class _Decoded:
 
 
 class _Flat:
-    """A JSON document's strings joined into one text, and each string's location.
+    """A JSON document's strings joined into one text, and where each string starts.
 
-    Compact on purpose (arrays, not lists of objects): a document of millions of short
-    strings costs a few machine words per string on top of the text itself.
+    Only the text and one offset per string are kept; the locations of the few strings with
+    a hit are found by walking the document again, in the same order (`paths`).
     """
 
     def __init__(self) -> None:
         self.starts = array("q")  # offset of each string in the text
         self.keys = bytearray()  # 1 where the string is an object key
-        self._owner = array("q")  # the container of each string (index into _parents)
-        self._index = array("q")  # its index in that array, or -1
-        self._key: list[str | None] = []  # its key in that object, or None
-        self._parents: list[tuple[int, str | int]] = [(-1, "")]  # container -> (parent, key)
         self._length = 0
         self._pieces: list[str] = []
+        self._chunks: list[str] = []
         self.text = ""
 
     @classmethod
     def of(cls, document: Any) -> _Flat:
         flat = cls()
-        flat._walk(document, 0)
-        flat.text = "".join(flat._pieces)
-        flat._pieces = []
+        flat._walk(document)
+        flat._chunks.append("".join(flat._pieces))
+        flat.text = "".join(flat._chunks)
+        flat._pieces, flat._chunks = [], []
         return flat
 
-    def _add(self, joiner: str, text: str, owner: int, key: str | None, index: int) -> None:
+    def _add(self, joiner: str, text: str, is_key: bool) -> None:
         self._pieces.append(joiner)
         self._pieces.append(text)
         self._length += 1
         self.starts.append(self._length)
         self._length += len(text)
-        self._owner.append(owner)
-        self._index.append(index)
-        self._key.append(key)
+        self.keys.append(is_key)
+        if len(self._pieces) >= 65536:  # join as we go: no list of millions of pieces
+            self._chunks.append("".join(self._pieces))
+            self._pieces = []
 
-    def _walk(self, node: Any, owner: int) -> None:
+    def _walk(self, node: Any) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
-                self._add(SEP, key, owner, key, -1)
-                self.keys.append(1)
+                self._add(SEP, key, True)
                 if isinstance(value, str):
-                    self._add(KEY_SEP, value, owner, key, -1)
-                    self.keys.append(0)
+                    self._add(KEY_SEP, value, False)
                 elif isinstance(value, dict | list):
-                    self._parents.append((owner, key))
-                    self._walk(value, len(self._parents) - 1)
+                    self._walk(value)
         elif isinstance(node, list):
             joiner = SEP
-            for index, value in enumerate(node):
+            for value in node:
                 if isinstance(value, str):
-                    self._add(joiner, value, owner, None, index)
-                    self.keys.append(0)
+                    self._add(joiner, value, False)
                     joiner = ITEM_SEP
                 else:
                     joiner = SEP
                     if isinstance(value, dict | list):
-                        self._parents.append((owner, index))
-                        self._walk(value, len(self._parents) - 1)
+                        self._walk(value)
         elif isinstance(node, str):
-            self._add(SEP, node, owner, None, -2)  # the document itself
-            self.keys.append(0)
+            self._add(SEP, node, False)
 
     def length(self, index: int) -> int:
         following = self.starts[index + 1] - 1 if index + 1 < len(self.starts) else len(self.text)
         return following - self.starts[index]
 
-    def path(self, index: int) -> tuple[str | int, ...]:
-        parts: list[str | int] = []
-        key, position = self._key[index], self._index[index]
-        if key is not None:
-            parts.append(key)
-        elif position >= 0:
-            parts.append(position)
-        owner = self._owner[index]
-        while owner > 0:
-            parent, member = self._parents[owner]
-            parts.append(member)
-            owner = parent
-        return tuple(reversed(parts))
+    @staticmethod
+    def paths(document: Any, wanted: set[int]) -> dict[int, tuple[str | int, ...]]:
+        """The location of each wanted string, counted in the order `_walk` adds them."""
+        found: dict[int, tuple[str | int, ...]] = {}
+        if isinstance(document, str):
+            return {0: ()} if 0 in wanted else {}
+        last = max(wanted, default=-1)
+        count = 0
+        path: list[str | int] = []
+
+        def walk(node: Any) -> None:
+            nonlocal count
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    if count in wanted:
+                        found[count] = (*path, key)
+                    count += 1
+                    if isinstance(value, str):
+                        if count in wanted:
+                            found[count] = (*path, key)
+                        count += 1
+                    elif isinstance(value, dict | list) and count <= last:
+                        path.append(key)
+                        walk(value)
+                        path.pop()
+            else:
+                for index, value in enumerate(node):
+                    if isinstance(value, str):
+                        if count in wanted:
+                            found[count] = (*path, index)
+                        count += 1
+                    elif isinstance(value, dict | list) and count <= last:
+                        path.append(index)
+                        walk(value)
+                        path.pop()
+
+        if isinstance(document, dict | list) and last >= 0:
+            walk(document)
+        return found
 
 
 GENERIC = Detector()

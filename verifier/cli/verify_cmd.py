@@ -170,6 +170,12 @@ def verify(
             metavar="RATIO", help="Highest compression ratio accepted (1.0 or more).", min=1.0
         ),
     ] = _DEFAULTS.max_ratio,
+    max_json_depth: Annotated[
+        int, typer.Option(help="Deepest nesting of a JSON document.", min=1)
+    ] = _DEFAULTS.max_json_depth,
+    max_json_values: Annotated[
+        int, typer.Option(help="Most JSON values in all documents of a bundle.", min=1)
+    ] = _DEFAULTS.max_json_values,
 ) -> None:
     """Verify evidence bundles offline and classify what they prove.
 
@@ -193,7 +199,14 @@ def verify(
         raise UsageError(f"--key {key}: no such file")
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
-    limits = Limits(max_members, max_member_bytes, max_total_bytes, max_ratio)
+    limits = Limits(
+        max_members,
+        max_member_bytes,
+        max_total_bytes,
+        max_ratio,
+        max_json_depth=max_json_depth,
+        max_json_values=max_json_values,
+    )
     key_info = _key_info(key) if key is not None else None
     profile_rules = load_profile_rules(profile) if profile is not None else None
     outcomes = []

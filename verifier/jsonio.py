@@ -156,8 +156,9 @@ def loads_strict(
         if rest is not None and rest.end() != len(text):
             raise json.JSONDecodeError("Extra data", text, rest.end())
     except json.JSONDecodeError as exc:
+        reason = exc.msg.removesuffix(" at")  # "Invalid control character at"
         raise InvalidDocument(
-            f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            f"not JSON: {reason} at line {exc.lineno} column {exc.colno}"
         ) from None
     except RecursionError:  # only if max_depth was raised past what the stack holds
         raise InvalidDocument("nesting too deep for this Python's stack") from None

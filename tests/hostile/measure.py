@@ -43,7 +43,9 @@ def _numbers(size: int) -> bytes:
 def _short_strings(size: int) -> bytes:
     letters = b"abcdefghijklmnopqrstuvwxyz"
     return _block(
-        lambda rng: b'"ab"' if rng.random() < 0.99 else b'"%c%c"' % tuple(rng.choices(letters, k=2)),
+        lambda rng: (
+            b'"ab"' if rng.random() < 0.99 else b'"%c%c"' % tuple(rng.choices(letters, k=2))
+        ),
         size,
     )
 

@@ -109,9 +109,14 @@ def _escape(char: str) -> str:
     return f"\\U{code:08x}"
 
 
+_SHOWN_CHARS = 200
+
+
 def _printable(text: str) -> str:
-    """The name as it may be shown on a terminal: control characters escaped."""
-    return "".join(c if c.isprintable() else _escape(c) for c in text)
+    """The name as it may be shown on a terminal: control characters escaped, length cut."""
+    cut = text[:_SHOWN_CHARS]
+    shown = "".join(c if c.isprintable() else _escape(c) for c in cut)
+    return shown if cut == text else f"{shown}... ({len(text)} characters)"
 
 
 def _name_problem(name: str) -> str | None:
@@ -460,7 +465,9 @@ class _GzipStream:
                 raise UnreadableInput(
                     f"{self._source}: corrupt or truncated gzip stream: {reason}"
                 ) from None
-            self._input = self._inflate.unconsumed_tail
+            # At the end of a member zlib leaves what follows in unused_data, and (when
+            # output was capped) a copy of it in unconsumed_tail: take it from one place only.
+            self._input = b"" if self._inflate.eof else self._inflate.unconsumed_tail
             if data:
                 return data
         return b""
@@ -503,8 +510,6 @@ class _StrictTarInfo(tarfile.TarInfo):
                 f"an extended (PAX or GNU long name) header of {self.size} bytes; "
                 f"at most {_MAX_HEADER_BYTES} are read"
             )
-        if self.size < 0:
-            raise tarfile.ReadError(f"member '{_printable(self.name)}' has a negative size")
         member: Self = vars(tarfile.TarInfo)["_proc_member"](self, tarfile_)
         return member
 
@@ -645,6 +650,11 @@ def _read_tar_stream(stream: _CountingReader, collector: _Collector) -> None:
         while (member := _next_member(archive, source)) is not None:
             collector.count()
             name = member.name
+            if member.size < 0:  # a PAX size of -1: where the next header is, is unknown
+                raise UnreadableInput(
+                    f"{source}: corrupt tar archive: member '{_printable(name)}' "
+                    "has a negative size"
+                )
             problem = _type_problem(member) or _name_problem(name)
             if problem is not None:
                 collector.refuse(name, problem)

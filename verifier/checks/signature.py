@@ -14,12 +14,13 @@ CHECK = "signature"
 def check_signature(ctx: BundleContext) -> Iterator[Finding]:
     signature = ctx.files.get(layout.SIGNATURE)
     key_path = ctx.options.public_key
-    if signature is not None and len(signature) != signing.SIGNATURE_LENGTH:
+    size = len(signature) if signature is not None else 0
+    if signature is not None and size != signing.SIGNATURE_LENGTH:
         # Whatever the key, a file of the wrong size is no signature: never "signed".
         yield Finding(
             CHECK,
             Severity.ERROR,
-            f"{layout.SIGNATURE} is {len(signature)} bytes, not a "
+            f"{layout.SIGNATURE} is {size} {'byte' if size == 1 else 'bytes'}, not a "
             f"{signing.SIGNATURE_LENGTH}-byte Ed25519 signature: the bundle is not signed",
             file=layout.SIGNATURE,
         )

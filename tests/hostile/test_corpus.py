@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import tarfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import CASES, Case
+from corpus import CASES, SEED, Case, by_name, seed_files
 from typer.testing import CliRunner
 
+from verifier import layout
 from verifier.cli import app
 
 SECONDS = 10.0
@@ -79,3 +81,53 @@ def test_hostile_case(item: Case, tmp_path: Path) -> None:
         assert expected in got["findings"], (expected, got["findings"])
     failing = {check for check, _ in got["findings"]}
     assert failing == {check for check, _ in item.findings} | item.other_checks, got["findings"]
+
+
+def test_the_smuggled_archive_is_what_tar_ignore_zeros_would_extract(tmp_path: Path) -> None:
+    """Why data after the end-of-archive is refused: `tar -xzif` reads a different experiment."""
+    path = by_name("second-tar-after-end-of-archive").build(tmp_path)
+    with tarfile.open(path, "r:gz", ignore_zeros=True) as archive:
+        copies = [
+            handle.read()
+            for member in archive.getmembers()
+            if member.name == layout.EXPERIMENT
+            and (handle := archive.extractfile(member)) is not None
+        ]
+    assert len(copies) == 2 and copies[0] != copies[1]
+    assert copies[0] == seed_files()[layout.EXPERIMENT]
+
+
+def test_one_bundle_failing_never_stops_the_reports_of_the_others(tmp_path: Path) -> None:
+    """Every kind of failure in one call: each bundle gets its own entry, the worst exit wins."""
+    names = [
+        "second-tar-after-end-of-archive",  # findings
+        "truncated-gzip",  # unreadable
+        "gzip-bomb",  # unsafe
+        "millions-of-tiny-strings",  # unsafe, from the JSON layer
+        "sums-nel-separator",
+        "signature-of-one-byte",
+    ]
+    paths = []
+    for name in names:
+        folder = tmp_path / name
+        folder.mkdir()
+        paths.append(str(by_name(name).build(folder)))
+    args = ["verify", str(SEED), *paths, str(SEED), "-f", "json", "--max-ratio", "100000"]
+    result = CliRunner().invoke(app, args)
+    assert "Traceback" not in result.stderr
+    report = _strict(result.stdout)
+    codes = [b["exit_code"] for b in report["bundles"]]
+    assert codes == [0, 1, 2, 1, 1, 1, 1, 0]
+    assert result.exit_code == report["exit_code"] == 2
+    assert [b["source"] for b in report["bundles"]] == [str(SEED), *paths, str(SEED)]
+
+
+@pytest.mark.parametrize("output_format", ["text", "markdown", "json"])
+def test_every_format_reports_an_unreadable_bundle_without_a_traceback(
+    output_format: str, tmp_path: Path
+) -> None:
+    path = by_name("corrupted-gzip-crc").build(tmp_path)
+    result = CliRunner().invoke(app, ["verify", str(path), "-f", output_format])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "the CRC-32 in the gzip trailer does not match the data" in result.stderr

@@ -57,7 +57,7 @@ class Limits:
 
     max_members: int = 10_000
     max_member_bytes: int = 16 * 1024 * 1024
-    max_total_bytes: int = 64 * 1024 * 1024
+    max_total_bytes: int = 32 * 1024 * 1024
     max_ratio: float = 200.0  # expanded / compressed bytes, for the whole archive
     max_json_depth: int = MAX_JSON_DEPTH  # nesting of one JSON document
     max_json_values: int = MAX_JSON_VALUES  # values of all JSON documents of a bundle

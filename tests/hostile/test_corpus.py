@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import tarfile
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import CASES, SEED, Case, by_name, seed_files
+from corpus import CASES, REPO, SEED, Case, by_name, seed_files, table
 from typer.testing import CliRunner
 
 from verifier import layout
+from verifier.bundle.reader import Limits
 from verifier.cli import app
 
 SECONDS = 10.0
@@ -131,3 +133,12 @@ def test_every_format_reports_an_unreadable_bundle_without_a_traceback(
     assert result.exit_code == 2
     assert "Traceback" not in result.stderr + result.stdout
     assert "the CRC-32 in the gzip trailer does not match the data" in result.stderr
+
+
+def test_security_md_lists_every_case_and_every_limit() -> None:
+    text = (REPO / "SECURITY.md").read_text(encoding="utf-8")
+    assert table() in text, "run `python tests/hostile/corpus.py` and paste the table"
+    for limit in fields(Limits):
+        flag = "--" + limit.name.replace("_", "-")
+        assert f"`{flag}`" in text, flag
+        assert flag in CliRunner().invoke(app, ["verify", "--help"], env={"COLUMNS": "200"}).stdout

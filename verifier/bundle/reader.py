@@ -575,6 +575,10 @@ def _read_archive(path: Path, source: str, limits: Limits) -> LoadedBundle:
     return collector.result(strip_root=True)
 
 
+def _count_bytes(count: int) -> str:
+    return "1 byte" if count == 1 else f"{count} bytes"
+
+
 def _judge_gzip_end(gzip_stream: _GzipStream, collector: _Collector) -> None:
     if gzip_stream.members > 1:
         collector.refuse_archive(
@@ -583,8 +587,8 @@ def _judge_gzip_end(gzip_stream: _GzipStream, collector: _Collector) -> None:
         )
     if gzip_stream.trailing_bytes:
         collector.refuse_archive(
-            f"{gzip_stream.trailing_bytes} bytes that are not gzip data follow the end of "
-            "the gzip stream; they are hidden from some tools and not from others"
+            f"{_count_bytes(gzip_stream.trailing_bytes)} that are not gzip data follow the "
+            "end of the gzip stream; they are hidden from some tools and not from others"
         )
 
 
@@ -701,7 +705,7 @@ def _judge_end_of_archive(archive: tarfile.TarFile, collector: _Collector) -> No
         what = "another tar archive" if header_after else "data"
         collector.refuse_archive(
             f"{what} follows the end-of-archive marker (from byte {first_data} of the tar "
-            f"stream, {position - first_data} bytes); `tar --ignore-zeros` would read it, "
+            f"stream, {_count_bytes(position - first_data)}); `tar --ignore-zeros` would read it, "
             "this reader would not: refused"
         )
     elif position - start < _BLOCK:

@@ -35,6 +35,7 @@ _USTAR_MAGIC = slice(257, 262)
 # is never judged by its ratio; a bomb has to expand past this before it can hurt.
 _RATIO_GRACE_BYTES = 1024 * 1024
 _CHUNK = 1024 * 1024
+_RAW_CHUNK = 64 * 1024
 # Open directories are held as file descriptors, one per level; no bundle needs more.
 _MAX_DEPTH = 32
 # PATH_MAX and NAME_MAX of common file systems; a bundle's names are far shorter.
@@ -424,7 +425,8 @@ class _GzipStream:
         self.trailing_bytes = 0
 
     def _fill(self) -> bool:
-        data = self._raw.read(_CHUNK)
+        # Small reads: compressed bytes are counted as read, so the ratio stays honest.
+        data = self._raw.read(_RAW_CHUNK)
         self._meter.count_compressed(len(data))
         self._input += data
         return bool(data)
@@ -440,8 +442,10 @@ class _GzipStream:
             self.members += 1
             self._inflate = zlib.decompressobj(wbits=31)
         else:
+            # Counted, not kept, and only so far: a huge tail is refused all the same.
+            cap = self._meter.limits.max_total_bytes
             self.trailing_bytes = len(self._input)
-            while data := self._raw.read(_CHUNK):
+            while self.trailing_bytes <= cap and (data := self._raw.read(_CHUNK)):
                 self.trailing_bytes += len(data)
             self._input = b""
             self._done = True
@@ -586,8 +590,11 @@ def _judge_gzip_end(gzip_stream: _GzipStream, collector: _Collector) -> None:
             "is one, and tools disagree on whether they read past the first"
         )
     if gzip_stream.trailing_bytes:
+        cap = collector.limits.max_total_bytes
+        count = gzip_stream.trailing_bytes
+        shown = f"more than {cap} bytes" if count > cap else _count_bytes(count)
         collector.refuse_archive(
-            f"{_count_bytes(gzip_stream.trailing_bytes)} that are not gzip data follow the "
+            f"{shown} that are not gzip data follow the "
             "end of the gzip stream; they are hidden from some tools and not from others"
         )
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from verifier import layout, schemas
 from verifier.bundle.reader import Limits, LoadedBundle
-from verifier.errors import InvalidDocument, SchemaVersionError
+from verifier.errors import InvalidDocument, SchemaVersionError, UnsafeInput
 from verifier.jsonio import ValueBudget, loads_strict
 from verifier.model import Arm
 from verifier.profiles import current_rules, known_rules
@@ -107,13 +107,20 @@ class BundleContext:
         limits = self.options.limits
         # One budget for the whole bundle: its cost is bounded, not each file's.
         budget = ValueBudget(limits.max_json_values)
+        spent: str | None = None
         for path, data in sorted(self.files.items()):
             if not path.endswith(".json"):
+                continue
+            if spent is not None:  # past the limit nothing more is parsed, and each says so
+                errors[path] = f"not read: {spent}"
                 continue
             try:
                 documents[path] = loads_strict(data, max_depth=limits.max_json_depth, budget=budget)
             except InvalidDocument as exc:
                 errors[path] = exc.message
+            except UnsafeInput as exc:  # the value budget: a finding, said once per document
+                errors[path] = exc.message
+                spent = f"the limit of {limits.max_json_values} JSON values was reached before it"
         return documents, errors
 
     @property

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from verifier import layout, signing
 from verifier.checks.context import BundleContext
+from verifier.errors import UsageError
 from verifier.model import Finding, Severity
 
 CHECK = "signature"
@@ -43,7 +44,11 @@ def check_signature(ctx: BundleContext) -> Iterator[Finding]:
         )
         return
     sums = ctx.files.get(layout.SHA256SUMS)
-    key = signing.load_public_key(key_path)
+    try:
+        key = signing.load_public_key(key_path)
+    except UsageError as exc:  # the CLI says it before reading; a library caller hears it here
+        yield Finding(CHECK, Severity.ERROR, exc.message, file=layout.SIGNATURE)
+        return
     if sums is None or not signing.signature_is_valid(sums, signature, key):
         yield Finding(
             CHECK,

@@ -1107,12 +1107,13 @@ _key_case("key-not-pem", lambda: b"not a key\n", "is not a PEM public key")
 _key_case(
     "key-is-the-private-key",
     lambda: PRIVATE_KEY.read_bytes(),
-    "holds a private key; give the public key (evidence-signing-key.pub.pem)",
+    "is a private key: give the signer's public key (evidence-signing-key.pub.pem), "
+    "and never share the private one",
 )
 _key_case(
     "key-in-openssh-format",
     lambda: b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGx0 reviewer@example\n",
-    "is an OpenSSH public key; give it as PEM",
+    "is not a PEM public key: expected a file that starts with -----BEGIN PUBLIC KEY-----",
 )
 _key_case(
     "key-not-ed25519",

@@ -171,10 +171,14 @@ def verify(
         ),
     ] = _DEFAULTS.max_ratio,
     max_json_depth: Annotated[
-        int, typer.Option(help="Deepest nesting of a JSON document.", min=1)
+        int,
+        typer.Option(metavar="N", help="Deepest nesting of a JSON document (1 or more).", min=1),
     ] = _DEFAULTS.max_json_depth,
     max_json_values: Annotated[
-        int, typer.Option(help="Most JSON values in all documents of a bundle.", min=1)
+        int,
+        typer.Option(
+            metavar="N", help="Most JSON values in all documents of a bundle (1 or more).", min=1
+        ),
     ] = _DEFAULTS.max_json_values,
 ) -> None:
     """Verify evidence bundles offline and classify what they prove.

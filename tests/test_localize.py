@@ -18,7 +18,8 @@ def response(*tokens: tuple[str, float, dict[str, float]]) -> dict[str, Any]:
         }
         for token, logprob, alternatives in tokens
     ]
-    return {"choices": [{"message": {"content": ""}, "logprobs": {"content": content}}]}
+    text = "".join(token for token, _, _ in tokens)
+    return {"choices": [{"message": {"content": text}, "logprobs": {"content": content}}]}
 
 
 SAME = ("It", -0.1, {"It": -0.1, "The": -2.5})
@@ -61,10 +62,43 @@ def test_equal_lists_and_a_longer_reply() -> None:
     assert found.index == 1 and found.near_tie is None
 
 
+def test_a_list_that_is_not_the_reply_or_not_greedy_is_refused() -> None:
+    spelled = response(SAME, ("was", -0.7, {"was": -0.7, "is": -0.72}))
+    spelled["choices"][0]["message"]["content"] = "It is"  # the hashed reply says otherwise
+    with pytest.raises(LogprobsError, match="spell"):
+        token_choices(spelled)
+    with pytest.raises(LogprobsError, match="greedy"):
+        token_choices(response(SAME, ("was", -3.0, {"was": -3.0, "is": -0.01})))
+
+
+def test_tokens_that_look_alike_but_differ_are_different() -> None:
+    def entry(token_id: int) -> dict[str, Any]:
+        return {"id": token_id, "token": "\ufffd", "logprob": -0.1,
+                "top_logprobs": [{"id": token_id, "token": "\ufffd", "logprob": -0.1}]}  # fmt: skip
+
+    def reply(token_id: int) -> dict[str, Any]:
+        content = [entry(token_id)]
+        return {"choices": [{"message": {"content": "\ufffd"}, "logprobs": {"content": content}}]}
+
+    found = localize(token_choices(reply(4)), token_choices(reply(5)))
+    assert found.index == 0
+
+
+def test_a_margin_known_only_as_a_bound_gives_no_near_tie() -> None:
+    flat = {"was": -1.60, "a": -1.61, "b": -1.62, "c": -1.63, "d": -1.64}
+    cold = token_choices(response(SAME, ("was", -1.60, flat)))
+    warm = token_choices(
+        response(SAME, ("is", -1.55, {**{"is": -1.55}, **dict(list(flat.items())[1:])}))
+    )
+    found = localize(cold, warm)
+    assert found.near_tie is None and "at least" in found.reading
+
+
 @pytest.mark.parametrize(
     "bad",
     [{}, {"choices": [{"logprobs": None}]}, response(("x", float("nan"), {})),
-     response(("x", 0.5, {}))],
+     response(("x", 0.5, {})), {"choices": [{"message": {"content": "x"}, "logprobs": {
+         "content": [{"token": "x", "logprob": -0.1, "top_logprobs": 5}, {"token": 1}]}}]}],
 )  # fmt: skip
 def test_malformed_logprobs_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(LogprobsError):

@@ -79,6 +79,11 @@ def _arms(
     }
 
 
+def _divergent_token(condition: ConditionResult) -> int | None:
+    found = condition.diagnosis.localization if condition.diagnosis else None
+    return found.index if found else None
+
+
 def _describe(first: dict[str, list[str]], other: dict[str, list[str]]) -> str:
     def one(arms: dict[str, list[str]], arm: Arm) -> str:
         return "/".join(arms.get(str(arm), [])) or "none"
@@ -159,14 +164,16 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
                 else {
                     "verdict": str(found.verdict),
                     "settings": found.condition.settings,
+                    "server_args": list(found.condition.server_args),
                     "arms": _arms(found, labels, local),
+                    "divergent_token": _divergent_token(found),
                 }
             )
         present = [b for b in per_bundle if b is not None]
         changes = [
             _describe(present[0]["arms"], other["arms"]) for other in present[1:]
         ] if present else []  # fmt: skip
-        settings_differ = len({_canonical(b["settings"]) for b in present}) > 1
+        settings_differ = len({_canonical([b["settings"], b["server_args"]]) for b in present}) > 1
         conditions.append(
             {
                 "id": cid,
@@ -205,7 +212,11 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
         and len(bodies) <= 1
         and all(
             all(b is not None for b in c["bundles"])
-            and len({_canonical([b["verdict"], b["arms"]]) for b in c["bundles"]}) == 1
+            and not c["settings_differ"]
+            and len(
+                {_canonical([b["verdict"], b["arms"], b["divergent_token"]]) for b in c["bundles"]}
+            )
+            == 1
             for c in conditions
         )
     )

@@ -27,16 +27,21 @@ Cold and warm logprobs of the same token differ by about 1e-2 on the CPU here (S
 so a margin well under 0.1 is within what rounding moves; one above it is a clear choice."""
 
 
+TokenKey = tuple[Any, ...]
+"""A token's identity: its id and bytes where the server sends them, and its text."""
+
+
 @dataclass(frozen=True)
 class TokenChoice:
-    token: str
+    token: str  # as shown
+    key: TokenKey  # as compared: two tokens that look alike but differ are different
     logprob: float
-    alternatives: dict[str, float]  # top-k token -> logprob, the chosen one included
+    alternatives: dict[TokenKey, float]  # top-k token -> logprob, the chosen one included
 
-    def logprob_of(self, token: str) -> float | None:
-        if token == self.token:
+    def logprob_of(self, key: TokenKey) -> float | None:
+        if key == self.key:
             return self.logprob
-        return self.alternatives.get(token)
+        return self.alternatives.get(key)
 
     @property
     def gap(self) -> float | None:
@@ -48,6 +53,11 @@ class TokenChoice:
     def floor(self) -> float | None:
         """The lowest listed log-probability: a token not listed has at most this."""
         return min(self.alternatives.values()) if self.alternatives else None
+
+    @property
+    def greedy(self) -> bool:
+        """The chosen token is the most probable one listed (rounding allowed for)."""
+        return self.logprob >= max(self.alternatives.values()) - 1e-6
 
 
 @dataclass(frozen=True)
@@ -62,13 +72,17 @@ class Side:
 
     @property
     def margin(self) -> float | None:
-        """How much this side preferred its own token to the other side's (a lower bound
-        when the other token is not listed)."""
+        """How much this side preferred its own token to the other side's: exact when the
+        other token is listed, else a lower bound (see `margin_is_bound`)."""
         if self.other_logprob is not None:
             return self.logprob - self.other_logprob
         if self.other_at_most is not None:
             return self.logprob - self.other_at_most
         return None
+
+    @property
+    def margin_is_bound(self) -> bool:
+        return self.other_logprob is None
 
 
 @dataclass(frozen=True)
@@ -84,11 +98,26 @@ class LogprobsError(ValueError):
     """The response's logprobs are not a list of chosen tokens with their alternatives."""
 
 
+def _key(entry: dict[str, Any]) -> TokenKey:
+    raw = entry.get("bytes")
+    ident = entry.get("id")
+    return (
+        ident if isinstance(ident, int) and not isinstance(ident, bool) else None,
+        tuple(raw) if isinstance(raw, list) else None,
+        entry.get("token"),
+    )
+
+
 def token_choices(response: Any) -> list[TokenChoice]:
-    """The generated tokens of an OpenAI-style chat completion with `logprobs` on."""
+    """The generated tokens of an OpenAI-style chat completion with `logprobs` on.
+
+    The list must spell the reply it came with (`message.content`), token by token, and
+    every choice must be the greedy one: otherwise the list says nothing about that reply.
+    """
     try:
         content = response["choices"][0]["logprobs"]["content"]
-    except (KeyError, IndexError, TypeError):
+        text = response["choices"][0]["message"].get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
         raise LogprobsError("the response has no choices[0].logprobs.content list") from None
     if not isinstance(content, list):
         raise LogprobsError("choices[0].logprobs.content is not a list")
@@ -99,16 +128,38 @@ def token_choices(response: Any) -> list[TokenChoice]:
         token, logprob = entry.get("token"), _finite(entry.get("logprob"))
         if not isinstance(token, str) or logprob is None:
             raise LogprobsError(f"logprobs entry {position} lacks a token or a finite logprob")
-        alternatives: dict[str, float] = {}
-        for alternative in entry.get("top_logprobs") or []:
+        alternatives: dict[TokenKey, float] = {}
+        listed = entry.get("top_logprobs")
+        for alternative in listed if isinstance(listed, list) else []:
             if not isinstance(alternative, dict):
                 continue
-            alt_token, alt_logprob = alternative.get("token"), _finite(alternative.get("logprob"))
-            if isinstance(alt_token, str) and alt_logprob is not None:
-                alternatives[alt_token] = max(alt_logprob, alternatives.get(alt_token, -math.inf))
-        alternatives.setdefault(token, logprob)
-        choices.append(TokenChoice(token, logprob, alternatives))
+            alt_logprob = _finite(alternative.get("logprob"))
+            if isinstance(alternative.get("token"), str) and alt_logprob is not None:
+                key = _key(alternative)
+                alternatives[key] = max(alt_logprob, alternatives.get(key, -math.inf))
+        key = _key(entry)
+        alternatives.setdefault(key, logprob)
+        choice = TokenChoice(token, key, logprob, alternatives)
+        if not choice.greedy:
+            raise LogprobsError(
+                f"token {position} is not the most probable one listed: not a greedy reply"
+            )
+        choices.append(choice)
+    if not _spells(content, choices, text):
+        raise LogprobsError("the token list does not spell the reply's content")
     return choices
+
+
+def _spells(entries: list[Any], choices: list[TokenChoice], text: object) -> bool:
+    if not isinstance(text, str):
+        return False
+    if "".join(c.token for c in choices) == text:
+        return True
+    raw = [e.get("bytes") for e in entries]
+    if all(isinstance(b, list) and all(isinstance(x, int) and 0 <= x < 256 for x in b)
+           for b in raw):  # fmt: skip
+        return bytes(x for b in raw for x in b).decode("utf-8", "replace") == text
+    return False
 
 
 def _finite(value: object) -> float | None:
@@ -122,13 +173,13 @@ def _finite(value: object) -> float | None:
 
 
 def _side(own: TokenChoice, other: TokenChoice) -> Side:
-    listed = own.logprob_of(other.token)
+    listed = own.logprob_of(other.key)
     return Side(own.token, own.logprob, listed, None if listed is not None else own.floor, own.gap)
 
 
 def localize(cold: list[TokenChoice], warm: list[TokenChoice]) -> Localization:
     index = next(
-        (i for i, (a, b) in enumerate(zip(cold, warm, strict=False)) if a.token != b.token), None
+        (i for i, (a, b) in enumerate(zip(cold, warm, strict=False)) if a.key != b.key), None
     )
     if index is None:
         if len(cold) == len(warm):
@@ -141,22 +192,32 @@ def localize(cold: list[TokenChoice], warm: list[TokenChoice]) -> Localization:
             None,
         )
     cold_side, warm_side = _side(cold[index], warm[index]), _side(warm[index], cold[index])
-    margins = [m for m in (cold_side.margin, warm_side.margin) if m is not None]
-    if len(margins) < 2:
+    sides = [side for side in (cold_side, warm_side) if side.margin is not None]
+    if len(sides) < 2:
         return Localization(index, cold_side, warm_side, "no log-probabilities to compare", None)
-    smallest = min(margins)
-    if smallest < NEAR_TIE_NATS:
+    exact_ties = [
+        s.margin for s in sides if not s.margin_is_bound and (s.margin or 0) < NEAR_TIE_NATS
+    ]
+    if exact_ties:
+        smallest = min(m for m in exact_ties if m is not None)
         reading = (
             f"a near tie: one side preferred its token by only {smallest:.3g} nats "
             f"(under {NEAR_TIE_NATS}), which rounding between prefill shapes can flip"
         )
         return Localization(index, cold_side, warm_side, reading, True)
+    if all((s.margin or 0) >= NEAR_TIE_NATS for s in sides):
+        shown = [f"{'at least ' if s.margin_is_bound else ''}{s.margin:.3g}" for s in sides]
+        reading = (
+            f"both sides are confident in different tokens (margins {shown[0]} and "
+            f"{shown[1]} nats, at least {NEAR_TIE_NATS}): not explained by rounding alone; "
+            "worth a bug report"
+        )
+        return Localization(index, cold_side, warm_side, reading, False)
     reading = (
-        f"both sides are confident in different tokens (margins {cold_side.margin:.3g} and "
-        f"{warm_side.margin:.3g} nats, at least {NEAR_TIE_NATS}): not explained by rounding "
-        "alone; worth a bug report"
+        "the other side's token is not in the top-k alternatives, so its margin is only "
+        f"known to be at least {min(s.margin or 0 for s in sides):.3g} nats: no reading"
     )
-    return Localization(index, cold_side, warm_side, reading, False)
+    return Localization(index, cold_side, warm_side, reading, None)
 
 
 @dataclass(frozen=True)

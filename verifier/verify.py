@@ -61,6 +61,14 @@ def verify_path(path: Path, options: VerifyOptions | None = None) -> Verificatio
                 skipped=plan.skipped_controls if plan is not None else {},
             )
             skips = [f"skipped {p}: {why}" for p, why in (plan.skipped if plan else {}).items()]
+            if experiment.attached and any(
+                c.settings or c.server_args for c in experiment.conditions
+            ):
+                skips.append(
+                    "attached to a server the harness did not start: the condition's settings "
+                    "and server arguments are declared, not verified (no command line or "
+                    "environment was recorded)"
+                )
             classification = classify(
                 experiment.conditions,
                 context.proofs,

@@ -78,10 +78,14 @@ def _the_named_server(
 
 
 def _without(argv: list[str], part: tuple[str, ...]) -> None:
-    for i in range(len(argv) - len(part) + 1):
-        if part and tuple(argv[i : i + len(part)]) == part:
+    """Remove every occurrence, so that a condition's flags given twice cannot hide the same
+    flags, undeclared, in another condition."""
+    i = 0
+    while part and i <= len(argv) - len(part):
+        if tuple(argv[i : i + len(part)]) == part:
             del argv[i : i + len(part)]
-            return
+        else:
+            i += 1
 
 
 def _normalized(
@@ -175,6 +179,12 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
         for record in records:
             when = _time(record.started_at)
             if when is None:
+                if experiment.schema_minor >= 1:  # capture has written one since schema 1.1
+                    yield _error(
+                        "the record has no start time with a time zone: its order cannot be "
+                        "checked",
+                        file=record.file, pointer="/started_at", actual=str(record.started_at),
+                    )  # fmt: skip
                 continue
             if last is not None and when < last:
                 yield _error(

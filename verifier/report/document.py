@@ -251,6 +251,13 @@ def _experiment(result: VerificationResult) -> dict[str, Any] | None:
     }
 
 
+def _named(result: ConditionResult) -> str:
+    """A condition by its id and what it set: the id is the bundle's word, the settings are
+    what its servers were checked to have run with."""
+    label = result.condition.label
+    return f"{result.condition.id}: {label}" if label else result.condition.id
+
+
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """`1 error`, `2 errors`: counts in reports always agree with their noun."""
     return f"{count} {noun if count == 1 else (many or noun + 's')}"
@@ -429,7 +436,7 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
                 else f"in all {n} conditions"
             )
             if len(split) == n
-            else f"in {len(split)} of {n} conditions ({', '.join(c.condition.id for c in split)})"
+            else f"in {len(split)} of {n} conditions ({', '.join(_named(c) for c in split)})"
         )
         return (
             f"Every proven cold and cache-disabled request gave {outputs}, {where} "

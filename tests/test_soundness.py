@@ -186,3 +186,49 @@ def test_changing_any_counter_or_cached_tokens_a_proof_uses_is_caught(
             table[key] = old + bump
     files = {**SEED_FILES, name: _dump(document)}
     assert not clean_split(write(_resum(files), tmp_path / "b"))
+
+
+def _archive_files(name: str) -> dict[str, bytes]:
+    from verifier.bundle.reader import read_bundle
+
+    return {k: v for k, v in read_bundle(SAMPLES / name).files.items()}
+
+
+def test_a_conditions_flags_repeated_cannot_hide_them_in_another(tmp_path: Path) -> None:
+    files = _archive_files("llama-cpp-cuda-flip.tar.gz")
+    experiment = json.loads(files[layout.EXPERIMENT])
+    on, off = experiment["conditions"]
+    on["server_args"] = ["-ub", "8"]
+    for server in on["servers"]:
+        server["argv"] += ["-ub", "8", "-ub", "8"]
+    for server in off["servers"]:
+        server["argv"] += ["-ub", "8"]  # undeclared: the conditions differ by nothing declared
+    files[layout.EXPERIMENT] = _dump(experiment)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert not result.verified
+    assert any(f.check == "consistency" and "command line" in f.message for f in result.findings)
+
+
+def test_records_without_time_zones_cannot_dodge_the_order_check(tmp_path: Path) -> None:
+    files = dict(SEED_FILES)
+    for name in RECORDS:
+        document = json.loads(files[name])
+        document["started_at"] = document["started_at"].rstrip("Z")
+        files[name] = _dump(document)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert not result.verified
+    assert any("time zone" in f.message for f in result.findings)
+
+
+def test_a_forged_token_list_gives_no_reading(tmp_path: Path) -> None:
+    files = _archive_files("llama-cpp-real.tar.gz")
+    name = "records/default/016.json"
+    document = json.loads(files[name])
+    entry = document["response"]["choices"][0]["logprobs"]["content"][3]
+    entry["token"] = entry["top_logprobs"][0]["token"] = "ZZZ"  # content left as it was
+    files[name] = _dump(document)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert result.classification is not None
+    (condition,) = result.classification.conditions
+    assert condition.diagnosis is not None and condition.diagnosis.localization is None
+    assert "text is not its bytes" in condition.diagnosis.note

@@ -99,13 +99,24 @@ class LogprobsError(ValueError):
 
 
 def _key(entry: dict[str, Any]) -> TokenKey:
+    """Id and bytes where the server sends them (the text of a partial UTF-8 piece is not
+    the token), else the text."""
     raw = entry.get("bytes")
     ident = entry.get("id")
-    return (
-        ident if isinstance(ident, int) and not isinstance(ident, bool) else None,
-        tuple(raw) if isinstance(raw, list) else None,
-        entry.get("token"),
-    )
+    ident = ident if isinstance(ident, int) and not isinstance(ident, bool) else None
+    if isinstance(raw, list):
+        return (ident, tuple(raw))
+    return (ident, entry.get("token"))
+
+
+def _text_matches_bytes(entry: dict[str, Any]) -> bool:
+    raw = entry.get("bytes")
+    if not isinstance(raw, list):
+        return True
+    try:
+        return bytes(raw).decode("utf-8") == entry.get("token")
+    except (ValueError, TypeError):
+        return True  # a partial UTF-8 piece: its text cannot say more than its bytes
 
 
 def token_choices(response: Any) -> list[TokenChoice]:
@@ -137,6 +148,8 @@ def token_choices(response: Any) -> list[TokenChoice]:
             if isinstance(alternative.get("token"), str) and alt_logprob is not None:
                 key = _key(alternative)
                 alternatives[key] = max(alt_logprob, alternatives.get(key, -math.inf))
+        if not _text_matches_bytes(entry):
+            raise LogprobsError(f"token {position}'s text is not its bytes")
         key = _key(entry)
         alternatives.setdefault(key, logprob)
         choice = TokenChoice(token, key, logprob, alternatives)

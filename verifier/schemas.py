@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
+from typing import TYPE_CHECKING, Any
 
 from verifier.errors import SchemaVersionError
+
+if TYPE_CHECKING:  # jsonschema and referencing take ~75 ms to import: only when validating
+    from jsonschema import Draft202012Validator
+    from referencing import Registry
 
 SUPPORTED_MAJOR = 1
 SCHEMA_VERSION = "1.0"
@@ -35,6 +34,8 @@ KIND_TO_SCHEMA = {
 
 def schema_dir() -> Path:
     """Where the schemas are: inside the installed wheel, else the source tree's `schemas/`."""
+    from importlib import resources  # pulls in tempfile and shutil: only when schemas are read
+
     packaged = Path(str(resources.files("verifier"))) / "_schemas"
     if packaged.is_dir():
         return packaged
@@ -52,6 +53,9 @@ def load_all() -> dict[str, dict[str, Any]]:
 
 @cache
 def registry() -> Registry[Any]:
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
     resources_ = [
         (schema["$id"], Resource.from_contents(schema, default_specification=DRAFT202012))
         for schema in load_all().values()
@@ -61,6 +65,9 @@ def registry() -> Registry[Any]:
 
 @cache
 def validator(name: str) -> Draft202012Validator:
+    """One validator per schema, built on first use and reused for every document."""
+    from jsonschema import Draft202012Validator
+
     schema = load_all()[name]
     return Draft202012Validator(schema, registry=registry())
 

@@ -7,26 +7,16 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from verifier.capture import (
-    CaptureConfig,
-    CaptureFailed,
-    CaptureSummary,
-    ProtocolSpec,
-    RequestEvent,
-    get_profile,
-    parse_conditions,
-    prepare_request_body,
-    run_capture,
-)
 from verifier.cli.common import boundary, stderr
-from verifier.errors import InvalidDocument, UsageError
-from verifier.jsonio import loads_strict
+
+if TYPE_CHECKING:  # the harness and rich.progress load only when a capture runs
+    from rich.progress import Progress
+
+    from verifier.capture import CaptureSummary, RequestEvent
 
 
 class ProfileName(enum.StrEnum):
@@ -65,6 +55,9 @@ class RichProgress:
 
 
 def _read_request(path: Path | None) -> dict[str, Any] | None:
+    from verifier.errors import InvalidDocument, UsageError
+    from verifier.jsonio import loads_strict
+
     if path is None:
         return None
     try:
@@ -79,6 +72,8 @@ def _read_request(path: Path | None) -> dict[str, Any] | None:
 
 
 def _print_summary(summary: CaptureSummary) -> None:
+    from rich.table import Table
+
     table = Table(title=f"capture {summary.outcome}", title_justify="left")
     for column in ("condition", "arm", "requests", "output hashes"):
         table.add_column(column)
@@ -177,6 +172,24 @@ def capture(
     The output directory must not exist; it holds private paths and environments:
     publish only what [bold]evidence export[/] makes of it.
     """
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from verifier.capture import (
+        CaptureConfig,
+        CaptureFailed,
+        ProtocolSpec,
+        get_profile,
+        parse_conditions,
+        prepare_request_body,
+        run_capture,
+    )
+
     profile = get_profile(server_profile.value)
     body = prepare_request_body(
         _read_request(request),

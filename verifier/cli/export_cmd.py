@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from verifier.cli.common import boundary, stderr
-from verifier.export import ExportOptions, ExportSummary, export_bundle
+
+if TYPE_CHECKING:  # the exporter loads only when an export runs
+    from verifier.export import ExportSummary
 
 
 def _print_summary(summary: ExportSummary) -> None:
+    from rich.table import Table
+
     table = Table("redacted (values never shown)", "count", box=None)
     for category, count in summary.redactions.items():
         table.add_row(category, str(count))
@@ -102,6 +105,8 @@ def export(
 
     Example: evidence export raw --out bundle --archive bundle.tar.gz --sign-key key.pem
     """
+    from verifier.export import ExportOptions, export_bundle
+
     options = ExportOptions(
         raw_dir=raw,
         out_dir=out,

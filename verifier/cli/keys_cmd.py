@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from verifier import signing
 from verifier.cli.common import boundary, stderr
 
 
@@ -22,6 +21,8 @@ def keygen(
     [bold]evidence verify --key[/] PUBLIC.pem, or with stock OpenSSL:
     openssl pkeyutl -verify -pubin -inkey PUBLIC.pem -rawin -in SHA256SUMS -sigfile SHA256SUMS.sig
     """
+    from verifier import signing  # cryptography loads only here
+
     paths = signing.generate_key_pair(out)
     stderr.print(f"private key: {paths.private} (keep it secret)")
     stderr.print(f"public key:  {paths.public} (publish it)")

@@ -6,12 +6,9 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from verifier import schemas
 from verifier.cli.common import boundary
-from verifier.errors import UsageError
 
 schema_app = typer.Typer(help="List and print the JSON Schemas (Draft 2020-12) of the formats.")
 
@@ -20,6 +17,9 @@ schema_app = typer.Typer(help="List and print the JSON Schemas (Draft 2020-12) o
 @boundary
 def list_schemas() -> None:
     """List every schema by name, with what it describes (`schema show NAME` prints one)."""
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table("name", "describes", box=None)
     table.columns[0].no_wrap = True
     for name, schema in schemas.load_all().items():
@@ -33,6 +33,8 @@ def show_schema(
     name: Annotated[str, typer.Argument(help="Schema name, as `evidence schema list` prints it.")],
 ) -> None:
     """Print one schema as JSON on stdout."""
+    from verifier.errors import UsageError
+
     all_schemas = schemas.load_all()
     if name not in all_schemas:
         raise UsageError(f"no schema named {name!r}; known: {', '.join(all_schemas)}")

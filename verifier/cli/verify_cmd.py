@@ -6,16 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from verifier.bundle.reader import Limits
 from verifier.cli.common import boundary, stderr
-from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
-from verifier.report import OutputFormat, render
-from verifier.report.document import BundleOutcome, build_report
-from verifier.verify import VerifyOptions, verify_path
+from verifier.report import OutputFormat
 
 _DEFAULTS = Limits()
 
@@ -72,6 +67,14 @@ def verify(
 
     Example: evidence verify bundle.tar.gz --key signer.pub.pem --format markdown
     """
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from verifier.errors import UnreadableInput, UnsafeInput, UsageError
+    from verifier.report import render
+    from verifier.report.document import BundleOutcome, build_report
+    from verifier.verify import VerifyOptions, verify_path
+
     if key is not None and not key.is_file():
         raise UsageError(f"--key {key}: no such file")
     if model_dir is not None and not model_dir.exists():

@@ -17,12 +17,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@echo "== 1. verify the seed-shaped sample (mlxcel, two conditions, signed)" >&2
 	$(BIN)/evidence verify sample_bundles/seed-mlxcel --key $(KEY)
-	@echo "== 2. export the committed raw sample to a public bundle, then verify it (Markdown)" >&2
+	@echo "== 2. export the committed raw sample to a public bundle, then verify it (Markdown, as pasted into an issue)" >&2
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	$(BIN)/evidence export sample_bundles/raw/seed-mlxcel --out $(DEMO)/public --archive $(DEMO)/public.tar.gz
 	$(BIN)/evidence verify $(DEMO)/public.tar.gz --format markdown
 	@echo "== 3. verify the real llama.cpp capture (llama-server on this CPU, tiny model)" >&2
 	$(BIN)/evidence verify sample_bundles/llama-cpp-real.tar.gz --key $(KEY) --expect cache-state-dependent
+	@echo "== done. The command is $(BIN)/evidence (or: source $(BIN)/activate, then evidence)." >&2
+	@echo "== Next: README.md, 'Your first capture' (a real llama-server on this CPU)." >&2
 
 test: $(STAMP) lint typecheck pytest
 

@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from verifier.classify import classify
+from verifier.classify import ProtocolContext, classify
 from verifier.model import Arm, Verdict
+from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 from verifier.proofs import prove_all, prove_request
-from verifier.records import Condition, Record, Snapshot, TelemetryMap
+from verifier.records import Condition, Record, ServerDeclaration, Snapshot
 
-TELEMETRY = TelemetryMap(
-    cached_tokens_pointer="/usage/prompt_tokens_details/cached_tokens",
-    prompt_tokens_pointer="/usage/prompt_tokens",
-    hit_counters=("metric:hits_total",),
-    reuse_counters=(),
-    store_counters=("stats:lookups",),
-    path_counters=("metric:launches_total",),
+OPT_OUT = {"cache_prompt": False}
+RULES = ProfileRules(
+    name="test",
+    version="1",
+    signals=CacheSignals(
+        hits=("metric:hits_total",),
+        lookups=("stats:lookups",),
+        paths=("metric:launches_total",),
+    ),
+    reset_proof=ResetProof.STATS_ENTRIES,
+    cache_off_args=("--no-cache",),
     cache_enabled_pointer="/enabled",
     cache_entries_pointer="/entries",
+    opt_out_fields=OPT_OUT,
 )
-OPT_OUT = {"cache_prompt": False}
+TELEMETRY = RULES
+
+
+def condition(cid: str = "c") -> Condition:
+    return Condition(cid, "", None, {}, (ServerDeclaration(1, False, (), {}),))
 
 
 def snapshot(hits: float, lookups: int = 0, entries: int = 0, enabled: bool = True) -> Snapshot:
@@ -37,7 +48,7 @@ def record(
     sequence: int = 1,
     cached: int | None = 0,
     hits: tuple[float, float] | None = None,
-    lookups: tuple[int, int] = (0, 0),
+    lookups: tuple[int, int] | None = None,
     entries: int = 0,
     enabled: bool = True,
     preceded_by: str = "request",
@@ -46,9 +57,13 @@ def record(
     status: int = 200,
     body: dict[str, Any] | None = None,
     condition: str = "c",
+    instance: int | None = None,  # default: a server of its own, so no chain between records
 ) -> Record:
+    base = 0 if preceded_by == "server-start" else 10 * sequence  # a fresh server starts at 0
     if hits is None:
-        hits = (10 * sequence, 10 * sequence)  # counters only grow between requests
+        hits = (base, base)
+    if lookups is None:  # a warm request consults the store
+        lookups = (base, base + (1 if arm is Arm.WARM else 0))
     usage: dict[str, Any] = {"prompt_tokens": 42}
     if cached is not None:
         usage["prompt_tokens_details"] = {"cached_tokens": cached}
@@ -57,7 +72,7 @@ def record(
         condition=condition,
         sequence=sequence,
         phase="cycle-1",
-        server_instance=1,
+        server_instance=sequence if instance is None else instance,
         claimed_arm=arm,
         preceded_by=preceded_by,
         request_body=body if body is not None else {},
@@ -73,9 +88,7 @@ def record(
 
 
 def prove(r: Record, server_disabled: bool = False) -> tuple[bool, str]:
-    proof = prove_request(
-        r, TELEMETRY, server_disabled=server_disabled, opt_out_fields=OPT_OUT, previous=None
-    )
+    proof = prove_request(r, RULES, server_disabled=server_disabled, previous=None, attached=True)
     return proof.proven, proof.reason
 
 
@@ -84,12 +97,21 @@ def test_warm_needs_partial_hit_and_counter() -> None:
     assert "unknown" in prove(record(Arm.WARM, cached=None, hits=(0, 2)))[1]
     assert not prove(record(Arm.WARM, cached=42, hits=(0, 2)))[0]  # whole prompt: not < 42
     assert not prove(record(Arm.WARM, cached=0, hits=(0, 2)))[0]
-    assert "did not move" in prove(record(Arm.WARM, cached=32, hits=(2, 2)))[1]
+    assert "disagree" in prove(record(Arm.WARM, cached=32, hits=(2, 2)))[1]
+    assert (
+        "lookups did not move" in prove(record(Arm.WARM, cached=32, hits=(0, 2), lookups=(1, 1)))[1]
+    )
 
 
 def test_cold_needs_reset_or_fresh_server_and_zero_cached() -> None:
     assert prove(record(Arm.COLD, preceded_by="cache-reset"))[0]
+    # a reset is proven only by a stats read after it
+    r = record(Arm.COLD, preceded_by="cache-reset")
+    unread = Record(**{**r.__dict__, "before": Snapshot(None, r.before.metrics)})
+    assert "not proven" in prove(unread)[1]
     assert prove(record(Arm.COLD, preceded_by="server-start"))[0]
+    used = record(Arm.COLD, preceded_by="server-start", hits=(3, 3))
+    assert "do not start at zero" in prove(used)[1]
     assert "no reset" in prove(record(Arm.COLD, preceded_by="request"))[1]
     assert "entries" in prove(record(Arm.COLD, preceded_by="cache-reset", entries=1))[1]
     assert not prove(record(Arm.COLD, preceded_by="cache-reset", cached=None))[0]
@@ -100,50 +122,64 @@ def test_cold_needs_reset_or_fresh_server_and_zero_cached() -> None:
 def test_request_disabled_needs_opt_out_field_and_no_store_access() -> None:
     assert prove(record(Arm.REQUEST_DISABLED, body=dict(OPT_OUT)))[0]
     assert "opt-out" in prove(record(Arm.REQUEST_DISABLED, body={}))[1]
-    assert "store" in prove(record(Arm.REQUEST_DISABLED, body=dict(OPT_OUT), lookups=(3, 4)))[1]
+    assert (
+        "lookups moved"
+        in prove(record(Arm.REQUEST_DISABLED, body=dict(OPT_OUT), lookups=(3, 4)))[1]
+    )
+    # `0` is not `false`: the opt-out field must be the exact JSON value
+    assert "opt-out" in prove(record(Arm.REQUEST_DISABLED, body={"cache_prompt": 0}))[1]
 
 
-def test_server_disabled_needs_the_server_to_say_so() -> None:
-    assert prove(record(Arm.SERVER_DISABLED, cached=None, enabled=False))[0]
-    assert not prove(record(Arm.SERVER_DISABLED, cached=None, enabled=True))[0]
-    assert not prove(record(Arm.SERVER_DISABLED, cached=None, enabled=False, hits=(0, 1)))[0]
+def test_server_disabled_needs_the_flag_and_the_server_to_say_so() -> None:
+    off = record(Arm.SERVER_DISABLED, cached=None, enabled=False)
+    assert prove(off, server_disabled=True)[0]
+    assert "not declared cache-off" in prove(off)[1]
+    assert not prove(record(Arm.SERVER_DISABLED, cached=None, enabled=True), True)[0]
+    assert not prove(record(Arm.SERVER_DISABLED, cached=None, enabled=False, hits=(0, 1)), True)[0]
+    r = record(Arm.SERVER_DISABLED, cached=None, enabled=False)
+    unread = Record(**{**r.__dict__, "before": Snapshot(None, r.before.metrics)})
+    assert "not read" in prove(unread, True)[1]
 
 
 def test_backward_counters_make_telemetry_unusable() -> None:
     proven, reason = prove(record(Arm.WARM, cached=32, hits=(5, 2)))
     assert not proven and "backwards" in reason
-    first = record(Arm.WARM, cached=32, hits=(0, 9), sequence=1)
-    second = record(Arm.WARM, cached=32, hits=(3, 5), sequence=2)
-    proofs = prove_all([first, second], TELEMETRY, {}, OPT_OUT)
+    first = record(Arm.WARM, cached=32, hits=(0, 9), sequence=1, instance=1)
+    second = record(Arm.WARM, cached=32, hits=(3, 5), sequence=2, instance=1)
+    proofs = prove_all([first, second], RULES, {}, attached=True)
     assert proofs[0].proven and not proofs[1].proven
 
 
 def test_failed_and_capped() -> None:
     failed = prove_request(
         record(Arm.COLD, status=500, preceded_by="server-start"),
-        TELEMETRY,
+        RULES,
         server_disabled=False,
-        opt_out_fields=OPT_OUT,
         previous=None,
+        attached=True,
     )
     assert failed.failed == "HTTP status 500" and not failed.comparable
     capped = prove_request(
         record(Arm.COLD, finish="length", preceded_by="server-start"),
-        TELEMETRY,
+        RULES,
         server_disabled=False,
-        opt_out_fields=OPT_OUT,
         previous=None,
+        attached=True,
     )
     assert capped.capped and capped.comparable
 
 
 def _experiment(records: list[Record]) -> Verdict:
-    proofs = prove_all(records, TELEMETRY, {}, OPT_OUT)
-    return classify([Condition("c", "c", {}, frozenset())], proofs, TELEMETRY).verdict
+    proofs = prove_all(records, RULES, {}, attached=True)
+    return classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64)).verdict
 
 
 def _cold(seq: int, output: str = "A") -> Record:
     return record(Arm.COLD, sequence=seq, preceded_by="server-start", output=output)
+
+
+def _off(seq: int) -> Record:
+    return record(Arm.REQUEST_DISABLED, sequence=seq, body=dict(OPT_OUT), output="A")
 
 
 def _warm(seq: int, output: str = "B", cached: int | None = 32) -> Record:
@@ -163,26 +199,99 @@ def _warm(seq: int, output: str = "B", cached: int | None = 32) -> Record:
         ([_cold(1), _cold(2), _warm(3, cached=None), _warm(4, cached=None)], Verdict.INCONCLUSIVE),
         ([_cold(1), _cold(2), _warm(3)], Verdict.INCONCLUSIVE),  # too few warm
         ([_warm(3), _warm(4)], Verdict.INCONCLUSIVE),  # no baseline
+        ([_warm(1), _warm(2), _off(3), _off(4)], Verdict.INCONCLUSIVE),  # controls, no cold
     ],
 )
 def test_verdict_table(records: list[Record], verdict: Verdict) -> None:
     assert _experiment(records) is verdict
 
 
-def test_all_capped_is_inconclusive() -> None:
-    records = [
+def _capped(warm_output: str) -> list[Record]:
+    return [
         record(Arm.COLD, sequence=s, preceded_by="server-start", finish="length") for s in (1, 2)
     ] + [
-        record(Arm.WARM, sequence=s, cached=32, hits=(10 * s, 10 * s + 2), finish="length")
+        record(
+            Arm.WARM,
+            sequence=s,
+            cached=32,
+            hits=(10 * s, 10 * s + 2),
+            finish="length",
+            output=warm_output,
+        )
         for s in (3, 4)
     ]
-    assert _experiment(records) is Verdict.INCONCLUSIVE
+
+
+def test_all_capped_and_equal_is_inconclusive() -> None:
+    proofs = prove_all(_capped("A"), RULES, {}, attached=True)
+    result = classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64))
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("agree in the first 64 tokens" in r for r in result.conditions[0].reasons)
+
+
+def test_a_split_inside_the_cap_is_a_split() -> None:
+    proofs = prove_all(_capped("B"), RULES, {}, attached=True)
+    result = classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64))
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
+    assert any("token cap" in r for r in result.conditions[0].reasons)
+
+
+def test_signals_that_disagree_are_a_contradiction() -> None:
+    # the hit counter moved, but the response says nothing came from the cache
+    proof = prove_request(
+        record(Arm.COLD, preceded_by="server-start", hits=(0, 1)), RULES,
+        server_disabled=False, previous=None, attached=True,
+    )  # fmt: skip
+    assert not proof.proven and proof.contradiction is not None
+    # cached tokens reported, but the hit counter stayed still
+    proof = prove_request(
+        record(Arm.WARM, cached=32, hits=(5, 5)), RULES, server_disabled=False, previous=None,
+        attached=True,
+    )  # fmt: skip
+    assert proof.contradiction is not None
+
+
+def test_no_rules_prove_nothing() -> None:
+    proof = prove_request(
+        record(Arm.WARM, cached=32, hits=(0, 2)), None, server_disabled=False, previous=None,
+        no_rules_reason="unknown profile",
+    )  # fmt: skip
+    assert not proof.proven and proof.reason == "unknown profile"
+
+
+@pytest.mark.parametrize("value", [10**400, -1, 3.0, "32", True, 2**53 + 1])
+def test_token_counts_must_be_bounded_integers(value: object) -> None:
+    r = record(Arm.WARM, cached=32, hits=(0, 2))
+    assert r.response is not None
+    usage = {"prompt_tokens": 42, "prompt_tokens_details": {"cached_tokens": value}}
+    response = {**r.response, "usage": usage}
+    proof = prove_request(
+        Record(**{**r.__dict__, "response": response}), RULES, server_disabled=False,
+        previous=None, attached=True,
+    )  # fmt: skip
+    assert not proof.proven and proof.bad_numbers
+
+
+def test_prompt_tokens_must_be_present() -> None:
+    r = record(Arm.COLD, preceded_by="server-start")
+    assert r.response is not None
+    response = {**r.response, "usage": {"prompt_tokens_details": {"cached_tokens": 0}}}
+    proven, reason = prove(Record(**{**r.__dict__, "response": response}))
+    assert not proven and "prompt_tokens is absent" in reason
+
+
+def test_counters_that_move_between_requests_break_the_chain() -> None:
+    first = record(Arm.WARM, cached=32, hits=(0, 2), lookups=(0, 1), sequence=1, instance=1)
+    second = record(Arm.WARM, cached=32, hits=(2, 4), lookups=(5, 6), sequence=2, instance=1)
+    proofs = prove_all([first, second], RULES, {}, attached=True)
+    assert proofs[0].proven and not proofs[1].proven
+    assert "between this request" in proofs[1].reason
 
 
 def test_labels_follow_first_appearance_and_bound_is_honest() -> None:
     records = [_warm(1, "Z"), _warm(2, "Z"), _cold(3, "Y"), _cold(4, "Y")]
-    proofs = prove_all(records, TELEMETRY, {}, OPT_OUT)
-    result = classify([Condition("c", "c", {}, frozenset())], proofs, TELEMETRY)
+    proofs = prove_all(records, RULES, {}, attached=True)
+    result = classify([condition()], proofs, RULES)
     assert [c.label for c in result.classes] == ["A", "B"]
     assert result.conditions[0].warm_label == "A"
     assert result.bound.requests == 4
@@ -196,3 +305,35 @@ def test_missing_hit_counter_proves_no_miss() -> None:
                       "after": Snapshot(r.after.cache_stats, None)})  # fmt: skip
     proven, reason = prove(blind)
     assert not proven and "not recorded" in reason
+
+
+def test_a_warm_miss_says_why_where_the_server_does() -> None:
+    rules = replace(RULES, miss_reason_prefix="reject_", last_miss_reason_pointer="/last_reject")
+    r = record(Arm.WARM, cached=0)
+    before = Snapshot(
+        {**(r.before.cache_stats or {}), "reject_prefix_too_short": 4}, r.before.metrics
+    )
+    stats = {"reject_prefix_too_short": 5, "last_reject": "prefix_too_short"}
+    after = Snapshot({**(r.after.cache_stats or {}), **stats}, r.after.metrics)
+    proof = prove_request(
+        Record(**{**r.__dict__, "before": before, "after": after}), rules,
+        server_disabled=False, previous=None, attached=True,
+    )  # fmt: skip
+    assert not proof.proven
+    assert "says why it missed: reject_prefix_too_short +1" in proof.reason
+    assert "'prefix_too_short'" in proof.reason
+
+
+def test_the_first_request_on_a_started_server_sees_counters_at_zero() -> None:
+    used = record(Arm.COLD, preceded_by="cache-reset", hits=(5, 5), sequence=1, instance=1)
+    proof = prove_request(used, RULES, server_disabled=False, previous=None)
+    assert not proof.proven and "do not start at zero" in proof.reason
+    # a metric family is read sample by sample: one sample's rise cannot hide another's fall
+    r = record(Arm.COLD, preceded_by="server-start")
+    before = Snapshot(r.before.cache_stats, {"hits_total{a}": 0.0, "hits_total{b}": 5.0})
+    after = Snapshot(r.after.cache_stats, {"hits_total{a}": 1.0, "hits_total{b}": 4.0})
+    proof = prove_request(
+        Record(**{**r.__dict__, "before": before, "after": after}), RULES,
+        server_disabled=False, previous=None, attached=True,
+    )  # fmt: skip
+    assert not proof.proven and "backwards" in proof.reason

@@ -174,6 +174,13 @@ def scale_raw(raw: Path, copies: int) -> None:
             for path in (raw / "conditions" / new_id).rglob("*.json"):
                 doc = json.loads(path.read_text())
                 doc["condition"] = new_id
+                response = doc.get("response") or {}
+                body = response.get("body")
+                if isinstance(body, dict) and isinstance(body.get("id"), str):
+                    # one answer per record: each copy has its own response id
+                    old_id, body["id"] = body["id"], f"{body['id']}-x{n}"
+                    if isinstance(response.get("text"), str):
+                        response["text"] = response["text"].replace(old_id, body["id"])
                 path.write_text(json.dumps(doc, indent=2))
             run["conditions"].append({**condition, "id": new_id})
     (raw / "run.json").write_text(json.dumps(run, indent=2))
@@ -197,6 +204,8 @@ def scale_public(public: Path, copies: int) -> None:
             for record in sorted((public / "records" / condition["id"]).glob("*.json")):
                 doc = json.loads(record.read_text())
                 doc["condition"] = new_id
+                if isinstance(doc.get("response"), dict) and "id" in doc["response"]:
+                    doc["response"]["id"] = f"{doc['response']['id']}-x{n}"  # one answer each
                 (target / record.name).write_text(json.dumps(doc, indent=2) + "\n")
             experiment["conditions"].append({**condition, "id": new_id})
     (public / "experiment.json").write_text(json.dumps(experiment, indent=2) + "\n")

@@ -104,6 +104,7 @@ def run_pipeline(
     public_key: Path,
     binary: Path | None = None,
     model: Path | None = None,
+    max_tokens: int | None = None,
 ) -> PipelineRun:
     """Capture one condition with `prompt`, export it signed, verify the archive (JSON)."""
     spec = fixture()
@@ -112,13 +113,14 @@ def run_pipeline(
         model = workdir / "tiny.gguf"
         write_tiny_model(model, seed=spec["model_seed"])
     request = workdir / "request.json"
-    request.write_text(json.dumps(request_body(prompt, spec["max_tokens"])), "utf-8")
+    cap = max_tokens or spec["max_tokens"]
+    request.write_text(json.dumps(request_body(prompt, cap)), "utf-8")
     raw, public, archive = workdir / "raw", workdir / "public", workdir / "public.tar.gz"
     extra = [f"--extra-server-arg={arg}" for arg in extra_server_args()]
     evidence(
         "capture", "--server-profile", "llama.cpp", "--binary", str(binary),
         "--model", str(model), "--output", str(raw), "--request", str(request),
-        "--alias", ALIAS, "--max-tokens", str(spec["max_tokens"]), "--cycles", "2",
+        "--alias", ALIAS, "--max-tokens", str(cap), "--cycles", "2",
         "--port", str(free_port()), "--wall-timeout", "300", "--request-timeout", "60",
         *extra,
     )  # fmt: skip

@@ -32,6 +32,7 @@ from seed_sample import STORY_A, write_seed_raw
 from verifier import layout, signing
 from verifier.canonical import output_hash
 from verifier.checksums import format_sums
+from verifier.profiles.llamacpp import RULES as LLAMA_RULES
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = REPO / "sample_bundles" / "keys" / signing.PRIVATE_KEY_FILE
@@ -101,7 +102,7 @@ def _tamper_content(document: dict[str, Any]) -> None:
 def _strip_warm_evidence(document: dict[str, Any]) -> None:
     document["response"]["usage"].pop("prompt_tokens_details", None)
     document["usage"] = document["response"]["usage"]
-    document["telemetry"]["after"]["metrics"] = document["telemetry"]["before"]["metrics"]
+    document["telemetry"]["after"] = document["telemetry"]["before"]
 
 
 def _vary_cold(document: dict[str, Any]) -> None:
@@ -155,7 +156,163 @@ def negatives(public: Files) -> dict[str, tuple[Files, dict[str, Any]]]:
     add("variation-within-arm", _resum(varied, sign=True), "nondeterministic", 0, None)
     leaked = _edit(public, layout.EXPERIMENT, _leak_home)
     add("leaked-home-path", _resum(leaked, sign=True), "invalid", 1, "leaks")
+    _soundness_negatives(public, varied, add)
     return out
+
+
+def _soundness_negatives(
+    public: Files, varied: Files, add: Callable[[str, Files, str, int, str | None], None]
+) -> None:
+    """Lies a bundle could tell to argue its way into a verdict (issue 7), each re-summed
+    and re-signed as a forger would, with the tool's own canonical hash where needed."""
+    c0, c1 = "records/sdpa-det-0", "records/sdpa-det-1"
+
+    def without(files: Files, *names: str) -> Files:
+        return {k: v for k, v in files.items() if k not in names}
+
+    def signed(files: Files) -> Files:
+        return _resum(files, sign=True)
+
+    # records deleted
+    add("missing-cold-record", signed(without(public, f"{c0}/004.json")),
+        "invalid", 1, "completeness")  # fmt: skip
+    controls = [f"{c1}/{n:03d}.json" for n in (7, 8, 9, 12, 13, 14)]
+    add("missing-controls", signed(without(public, *controls)), "invalid", 1, "completeness")
+    add("varying-record-removed", signed(without(varied, _records(varied, "cold")[1])),
+        "invalid", 1, "completeness")  # fmt: skip
+    copied = {**public, f"{c0}/015.json": public[f"{c0}/003.json"]}
+    copied = _edit(copied, f"{c0}/015.json", lambda d: d.update(sequence=15))
+    add("copied-warm-record", signed(copied), "invalid", 1, "completeness")
+
+    # the bundle supplies its own rules
+    def no_hit_counters(d: dict[str, Any]) -> None:
+        d["profile_rules"]["signals"]["hits"] = []
+
+    add("bundle-supplied-rules", signed(_edit(public, layout.EXPERIMENT, no_hit_counters)),
+        "invalid", 1, "profile")  # fmt: skip
+
+    def future_profile(d: dict[str, Any]) -> None:
+        d["server"]["profile_version"] = "99"
+        d["profile_rules"]["version"] = "99"
+
+    add("unknown-profile-version", signed(_edit(public, layout.EXPERIMENT, future_profile)),
+        "inconclusive", 0, "profile")  # fmt: skip
+
+    # evidence that contradicts itself
+    def frozen_hit_counter(d: dict[str, Any]) -> None:
+        d["telemetry"]["after"]["metrics"] = d["telemetry"]["before"]["metrics"]
+
+    add("frozen-hit-counter", signed(_edit(public, f"{c0}/002.json", frozen_hit_counter)),
+        "invalid", 1, "telemetry")  # fmt: skip
+
+    def cold_shows_hit(d: dict[str, Any]) -> None:
+        d["telemetry"]["after"]["cache_stats"]["hits"] += 1
+
+    add("cold-shows-hit", signed(_edit(public, f"{c0}/001.json", cold_shows_hit)),
+        "invalid", 1, "telemetry")  # fmt: skip
+
+    def stats_never_read(d: dict[str, Any]) -> None:
+        d["telemetry"]["before"]["cache_stats"] = None
+
+    add("reset-never-read", signed(_edit(public, f"{c0}/004.json", stats_never_read)),
+        "inconclusive", 0, "telemetry")  # fmt: skip
+
+    # undeclared servers
+    moved = public
+    for n in (10, 11):
+        moved = _edit(moved, f"{c0}/{n:03d}.json", lambda d: d.update(server_instance=7))
+    add("undeclared-server", signed(moved), "invalid", 1, "completeness")
+
+    def cache_off_unflagged(d: dict[str, Any]) -> None:
+        d["conditions"][0]["servers"][2]["argv"].remove("--no-prompt-cache")
+
+    add("cache-off-without-flag", signed(_edit(public, layout.EXPERIMENT, cache_off_unflagged)),
+        "invalid", 1, "servers")  # fmt: skip
+
+    # settings that are not what ran
+    def ran_otherwise(d: dict[str, Any]) -> None:
+        for server in d["conditions"][1]["servers"]:
+            server["environment"]["MLXCEL_SDPA_DETERMINISTIC"] = "0"
+
+    add("settings-not-what-ran", signed(_edit(public, layout.EXPERIMENT, ran_otherwise)),
+        "invalid", 1, "servers")  # fmt: skip
+
+    # a different prompt hidden
+    hidden = public
+    for name in _records(public, "cold"):
+        hidden = _edit(hidden, name, lambda d: _set_usage(d, prompt_tokens=None))
+    for name in _records(public, "warm"):
+        hidden = _edit(hidden, name, lambda d: _set_usage(d, prompt_tokens=50))
+    add("hidden-prompt-change", signed(hidden), "inconclusive", 0, "telemetry")
+
+    # numbers
+    def huge_counter(d: dict[str, Any]) -> None:
+        d["telemetry"]["after"]["metrics"]["mlxcel_prompt_cache_hits_total"] = 10**400
+
+    add("huge-counter", signed(_edit(public, f"{c0}/002.json", huge_counter)),
+        "invalid", 1, "schema")  # fmt: skip
+
+    def huge_cached(d: dict[str, Any]) -> None:
+        _set_usage(d, cached_tokens=10**400)
+
+    add("huge-cached-tokens", signed(_edit(public, f"{c0}/002.json", huge_cached)),
+        "invalid", 1, "telemetry")  # fmt: skip
+
+    # found by a hostile audit of the checks above
+    def borrowed_profile(d: dict[str, Any]) -> None:
+        d["server"]["profile"] = "llama.cpp"
+        d["server"]["profile_version"] = LLAMA_RULES.version
+        d["profile_rules"] = LLAMA_RULES.to_json()
+        for condition in d["conditions"]:
+            for server in condition["servers"]:
+                server["argv"] = [
+                    "--no-cache-prompt" if a == "--no-prompt-cache" else a for a in server["argv"]
+                ]
+
+    add("borrowed-profile", signed(_edit(public, layout.EXPERIMENT, borrowed_profile)),
+        "invalid", 1, "consistency")  # fmt: skip
+
+    def undeclared_args(d: dict[str, Any]) -> None:
+        for server in d["conditions"][1]["servers"]:
+            server["argv"] += ["--kv-cache-dtype", "fp8"]
+
+    add("undeclared-server-args", signed(_edit(public, layout.EXPERIMENT, undeclared_args)),
+        "invalid", 1, "consistency")  # fmt: skip
+    copied_condition = dict(public)
+    for n in range(1, 15):
+        document = json.loads(public[f"{c0}/{n:03d}.json"])
+        document["condition"] = "sdpa-det-1"
+        copied_condition[f"{c1}/{n:03d}.json"] = _dump(document)
+    add("copied-condition", signed(copied_condition), "invalid", 1, "consistency")
+
+    def sample_fall(d: dict[str, Any]) -> None:
+        for side, (a, b) in (("before", (0.0, 5.0)), ("after", (1.0, 4.0))):
+            metrics = d["telemetry"][side]["metrics"]
+            metrics['mlxcel_prompt_cache_hits_total{slot="a"}'] = a
+            metrics['mlxcel_prompt_cache_hits_total{slot="b"}'] = b
+
+    add("hidden-sample-fall", signed(_edit(public, f"{c1}/010.json", sample_fall)),
+        "inconclusive", 0, "telemetry")  # fmt: skip
+
+    # documents of the wrong kind
+    misplaced = {**public, f"{c0}/015.json": public[layout.MODEL_MANIFEST]}
+    add("manifest-as-record", signed(misplaced), "invalid", 1, "schema")
+    swapped = {**public, layout.EXPERIMENT: public[f"{c0}/001.json"]}
+    add("record-as-experiment", signed(swapped), "invalid", 1, "schema")
+
+
+def _set_usage(
+    document: dict[str, Any], *, prompt_tokens: int | None = -1, cached_tokens: int = -1
+) -> None:
+    """Edit the response's usage and its copy alike (-1: leave as is; None: remove)."""
+    usage = document["response"]["usage"]
+    if prompt_tokens is None:
+        usage.pop("prompt_tokens", None)
+    elif prompt_tokens != -1:
+        usage["prompt_tokens"] = prompt_tokens
+    if cached_tokens != -1:
+        usage.setdefault("prompt_tokens_details", {})["cached_tokens"] = cached_tokens
+    document["usage"] = usage
 
 
 def _hostile_archive(public: Files, extra: tarfile.TarInfo) -> bytes:

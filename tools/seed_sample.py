@@ -17,7 +17,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = "1.0"
+from verifier.profiles.mlxcel import RULES as MLXCEL_RULES
+
+SCHEMA_VERSION = "1.1"
 USER = "alice"
 HOST = "gb10-lab-07"
 HOME = "/home/alice"
@@ -441,6 +443,7 @@ def write_seed_raw(out: Path) -> None:
         },
         "server": {
             "profile": "mlxcel",
+            "profile_version": MLXCEL_RULES.version,
             "name": "mlxcel-server",
             "binary_path": BINARY,
             "binary_sha256": "e9d52181962009218f539569802d5fc2a389fb607d18ffad2b14b2f41dfdc608",
@@ -459,13 +462,14 @@ def write_seed_raw(out: Path) -> None:
             "config_file": "config.json",
         },
         "request_body": REQUEST_BODY,
-        "opt_out_fields": {"cache_prompt": False},
         "conditions": [
             {"id": cid, "label": ",".join(f"{k}={v}" for k, v in s.items()), "settings": s}
             for cid, s in conditions
         ],
         "protocol": {
             "cycles": 2,
+            "warm_per_cycle": 2,
+            "restart_warm": 1,
             "max_tokens": 800,
             "parallelism": 4,
             "block_size": 32,
@@ -475,16 +479,7 @@ def write_seed_raw(out: Path) -> None:
             "wall_timeout_s": 750.0,
             "skipped_phases": [],
         },
-        "telemetry": {
-            "cached_tokens_pointer": "/usage/prompt_tokens_details/cached_tokens",
-            "prompt_tokens_pointer": "/usage/prompt_tokens",
-            "hit_counters": ["metric:mlxcel_prompt_cache_hits_total"],
-            "reuse_counters": ["metric:mlxcel_prompt_cache_prefix_tokens_reused_total"],
-            "store_counters": ["stats:lookups", "stats:hits", "stats:inserts"],
-            "path_counters": ["metric:mlxcel_paged_decode_launches_total"],
-            "cache_enabled_pointer": "/enabled",
-            "cache_entries_pointer": "/entries",
-        },
+        "profile_rules": MLXCEL_RULES.to_json(),
     }
     _write(out / "run.json", run)
     (out / "harness.log").write_text(

@@ -52,6 +52,8 @@ def canonical_output(response: Any) -> dict[str, Any]:
             if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
                 raise OutputHashError("a tool call has no function object")
             function = call["function"]
+            if function.get("arguments") is not None and not isinstance(function["arguments"], str):
+                raise OutputHashError("a tool call's arguments are not the string the server sent")
             tool_calls.append(
                 {
                     "type": call.get("type"),
@@ -87,19 +89,38 @@ class FirstDifference:
 def first_difference(
     field: str, left: str | None, right: str | None, *, context: int = 40
 ) -> FirstDifference | None:
-    """Zero-based index of the first differing code point, or None when the texts are equal."""
+    """Zero-based index of the first differing code point, or None when the texts are equal.
+
+    `null` and `""` differ and are shown as such; where the differing characters are not
+    plain printable ASCII (NFC against NFD, look-alikes, invisible characters), each
+    excerpt ends with the code points at the index, so that texts that look the same show
+    how they differ.
+    """
     if left == right:
         return None
-    a = left or ""
-    b = right or ""
+    if left is None or right is None:
+        return FirstDifference(field, 0, _shown(left, 0, context), _shown(right, 0, context))
     index = next(
-        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        (i for i, (x, y) in enumerate(zip(left, right, strict=False)) if x != y),
+        min(len(left), len(right)),
     )
+    return FirstDifference(
+        field, index, _shown(left, index, context), _shown(right, index, context)
+    )
+
+
+def _shown(text: str | None, index: int, context: int) -> str:
+    if text is None:
+        return "null (absent)"
+    if text == "":
+        return '"" (empty)'
     start = max(0, index - context)
-
-    def excerpt(text: str) -> str:
-        prefix = "…" if start > 0 else ""
-        suffix = "…" if index + context < len(text) else ""
-        return prefix + text[start : index + context] + suffix
-
-    return FirstDifference(field, index, excerpt(a), excerpt(b))
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if index + context < len(text) else ""
+    excerpt = prefix + text[start : index + context] + suffix
+    at = text[index : index + 3]
+    if not at:
+        return excerpt + " [ends here]"
+    if any(not (ch.isascii() and ch.isprintable()) for ch in at):
+        return excerpt + " [at " + str(index) + ": " + " ".join(f"U+{ord(c):04X}" for c in at) + "]"
+    return excerpt

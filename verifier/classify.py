@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from verifier.canonical import FirstDifference, first_difference
+from verifier.canonical import (
+    FirstDifference,
+    OutputHashError,
+    canonical_output,
+    first_difference,
+)
+from verifier.localize import Diagnosis, diagnose
 from verifier.model import Arm, Verdict
-from verifier.proofs import RequestProof, counter_deltas
-from verifier.records import Condition, Record, TelemetryMap
+from verifier.profiles.rules import ProfileRules
+from verifier.proofs import RequestProof, counter_deltas, miss_reason_refs
+from verifier.protocol import Phase
+from verifier.records import Condition, Record
 
 MIN_PER_SIDE = 2  # proven warm requests, and proven cold/disabled ones, needed for a verdict
 CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class ProtocolContext:
+    """What the declared protocol adds to the verdict: the cap, and the controls it skipped."""
+
+    max_tokens: int | None = None
+    skipped: dict[Arm, str] = field(default_factory=dict)  # control arm -> why it is absent
 
 
 @dataclass(frozen=True)
@@ -64,6 +81,7 @@ class ConditionResult:
     first_differences: tuple[FirstDifference, ...]
     class_telemetry: tuple[ClassTelemetry, ...]
     bound: FiniteSampleBound
+    diagnosis: Diagnosis | None = None
 
 
 @dataclass(frozen=True)
@@ -85,11 +103,11 @@ def _labels(proofs: Sequence[RequestProof], order: Sequence[str]) -> dict[str, s
     ):
         digest = proof.record.output_hash
         if digest is not None and proof.failed is None and digest not in labels:
-            labels[digest] = _label_name(len(labels))
+            labels[digest] = class_label(len(labels))
     return labels
 
 
-def _label_name(index: int) -> str:
+def class_label(index: int) -> str:
     name = ""
     index += 1
     while index:
@@ -115,27 +133,58 @@ def _differences(left: Record | None, right: Record | None) -> tuple[FirstDiffer
         first_difference("content", left.content, right.content),
         first_difference("reasoning_content", left.reasoning, right.reasoning),
     ]
+    if not any(found):  # the outputs differ elsewhere: in their tool calls
+        found.append(first_difference("tool_calls", _tool_calls(left), _tool_calls(right)))
     return tuple(d for d in found if d is not None)
 
 
+def _tool_calls(record: Record) -> str | None:
+    """The tool calls as they enter the output hash, as canonical JSON text."""
+    if record.response is None:
+        return None
+    try:
+        calls = canonical_output(record.response)["tool_calls"]
+    except OutputHashError:
+        return None
+    return None if calls is None else json.dumps(calls, sort_keys=True, ensure_ascii=False)
+
+
+def _uneven_cache(proofs: Sequence[RequestProof], rules: ProfileRules | None) -> str | None:
+    """Requests of one arm were served in one cache state: their cached tokens and every
+    cache counter's delta must agree. When they do not, the arm is not one state."""
+    refs = rules.signals.store_access if rules is not None else ()
+    for arm in Arm:
+        members = [p for p in proofs if p.arm is arm]
+        seen: dict[str, set[float | None]] = {"cached_tokens": {p.cached_tokens for p in members}}
+        for ref in refs:
+            seen[ref] = {d.delta for p in members for d in counter_deltas(p.record, (ref,))}
+        for name, values in seen.items():
+            if len(values) > 1:
+                shown = ", ".join(sorted("absent" if v is None else f"{v:g}" for v in values))
+                what = name if name == "cached_tokens" else f"{name.partition(':')[2]} moved by"
+                return f"the {arm} requests did not meet the same cache state: {what} {shown}"
+    return None
+
+
 def _class_telemetry(
-    proofs: Sequence[RequestProof], labels: dict[str, str], telemetry: TelemetryMap
+    proofs: Sequence[RequestProof], labels: dict[str, str], rules: ProfileRules | None
 ) -> tuple[ClassTelemetry, ...]:
     grouped: dict[tuple[str, Arm], list[RequestProof]] = defaultdict(list)
     for proof in proofs:
         grouped[(labels[proof.record.output_hash or ""], proof.arm)].append(proof)
     result = []
-    refs = telemetry.hit_counters + telemetry.reuse_counters + telemetry.store_counters
+    refs = rules.signals.store_access if rules is not None else ()
+    paths = rules.signals.paths if rules is not None else ()
     arm_order = list(Arm)
     for label, arm in sorted(grouped, key=lambda k: (len(k[0]), k[0], arm_order.index(k[1]))):
         members = grouped[(label, arm)]
         deltas: dict[str, set[float]] = defaultdict(set)
         for proof in members:
             record = proof.record
-            for d in counter_deltas(record, refs):
+            for d in counter_deltas(record, (*refs, *miss_reason_refs(record, rules))):
                 if d.delta is not None:
                     deltas[d.ref].add(d.delta)
-            for ref in telemetry.path_counters:
+            for ref in paths:
                 before = record.before.samples(ref)
                 for key, after in record.after.samples(ref).items():
                     deltas[key].add(after - before.get(key, 0.0))
@@ -156,8 +205,9 @@ def classify_condition(
     condition: Condition,
     proofs: Sequence[RequestProof],
     labels: dict[str, str],
-    telemetry: TelemetryMap,
+    rules: ProfileRules | None,
     prompt_mismatch: bool,
+    context: ProtocolContext | None = None,
 ) -> ConditionResult:
     comparable = [p for p in proofs if p.comparable]
     excluded = tuple(p for p in proofs if not p.comparable)
@@ -175,7 +225,10 @@ def classify_condition(
     bound = _bound(len(comparable), variations)
     reasons: list[str] = []
     unproven_warm = [p for p in excluded if p.arm is Arm.WARM and p.failed is None]
+    unproven = list(excluded)  # failed or unproven: either way, evidence the protocol lacks
 
+    context = context or ProtocolContext()
+    cold = by_arm[Arm.COLD]
     verdict: Verdict
     varying = [arm for arm, c in by_arm.items() if len(c) > 1]
     if varying:
@@ -183,15 +236,28 @@ def classify_condition(
         for arm in varying:
             spread = ", ".join(f"{n}x {label}" for label, n in sorted(by_arm[arm].items()))
             reasons.append(f"the {arm} arm varies within itself: {spread}")
+    elif unproven and (comparable or len(unproven) < len(proofs)):
+        # Evidence the protocol calls for is missing: leaving a request out could hide a
+        # variation, so nothing is concluded from the rest.
+        verdict = Verdict.INCONCLUSIVE
+        first = unproven[0]
+        reasons.append(
+            f"{len(unproven)} of {len(proofs)} requests failed or are not proven, so the "
+            f"evidence is incomplete (first: {first.record.file}, claimed {first.arm}: "
+            f"{first.reason})"
+        )
+    elif uneven := _uneven_cache(comparable, rules):
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append(uneven)
     elif prompt_mismatch:
         verdict = Verdict.INCONCLUSIVE
         reasons.append("prompt_tokens differ between requests: the prompt was not the same")
     elif not comparable:
         verdict = Verdict.INCONCLUSIVE
-        reasons.append("no request is both successful and proven")
-    elif capped == len(comparable):
-        verdict = Verdict.INCONCLUSIVE
-        reasons.append("every compared request hit the token cap (finish_reason: length)")
+        why = sorted({p.reason for p in excluded})
+        reasons.append(
+            "no request is both successful and proven" + (f" ({'; '.join(why[:3])})" if why else "")
+        )
     elif not warm:
         verdict = Verdict.INCONCLUSIVE
         if unproven_warm:
@@ -201,9 +267,9 @@ def classify_condition(
             )
         else:
             reasons.append("the warm arm is empty")
-    elif not baseline:
+    elif not cold:
         verdict = Verdict.INCONCLUSIVE
-        reasons.append("no proven cold or cache-disabled request")
+        reasons.append("no proven cold request: the controls alone do not make a baseline")
     elif sum(warm.values()) < MIN_PER_SIDE or sum(baseline.values()) < MIN_PER_SIDE:
         verdict = Verdict.INCONCLUSIVE
         reasons.append(
@@ -226,6 +292,18 @@ def classify_condition(
             reasons.append(
                 f"every proven cold/disabled request gave {a}, every proven warm request gave {b}"
             )
+            if capped:
+                reasons.append(
+                    f"{capped} compared requests hit the token cap: the outputs already differ "
+                    "within it (truncated, so the full replies differ too)"
+                )
+        elif capped == len(comparable):
+            verdict = Verdict.INCONCLUSIVE
+            cap = f"first {context.max_tokens} tokens" if context.max_tokens else "token cap"
+            reasons.append(
+                f"every proven request gave {a}, but every one hit the token cap: they agree "
+                f"in the {cap}, which proves nothing past it"
+            )
         else:
             verdict = Verdict.CACHE_STATE_INDEPENDENT
             reasons.append(f"every proven request gave {a}, warm and cold alike")
@@ -233,8 +311,16 @@ def classify_condition(
         reasons.append(
             f"{len(unproven_warm)} claimed warm requests were not proven and were left out"
         )
-    if capped and verdict is not Verdict.INCONCLUSIVE:
+    if capped and verdict not in (Verdict.INCONCLUSIVE, Verdict.CACHE_STATE_DEPENDENT):
         reasons.append(f"{capped} compared requests hit the token cap: their outputs are truncated")
+    for arm in (Arm.REQUEST_DISABLED, Arm.SERVER_DISABLED):
+        skipped = context.skipped.get(arm)
+        if skipped is not None:
+            reasons.append(f"without the {arm} control ({skipped})")
+        elif not by_arm[arm]:
+            claimed = sum(1 for p in proofs if p.arm is arm)
+            if claimed:
+                reasons.append(f"the {arm} control proved nothing: {claimed} requests unproven")
 
     baseline_label = baseline.most_common(1)[0][0] if baseline else None
     warm_label = warm.most_common(1)[0][0] if warm else None
@@ -258,29 +344,37 @@ def classify_condition(
         excluded=excluded,
         capped=capped,
         first_differences=differences,
-        class_telemetry=_class_telemetry(comparable, labels, telemetry),
+        class_telemetry=_class_telemetry(comparable, labels, rules),
         bound=bound,
     )
 
 
 _PRECEDENCE = (
     Verdict.NONDETERMINISTIC,
-    Verdict.CACHE_STATE_DEPENDENT,
     Verdict.INCONCLUSIVE,
+    Verdict.CACHE_STATE_DEPENDENT,
     Verdict.CACHE_STATE_INDEPENDENT,
 )
 
 
 def classify(
-    conditions: Sequence[Condition], proofs: Sequence[RequestProof], telemetry: TelemetryMap
+    conditions: Sequence[Condition],
+    proofs: Sequence[RequestProof],
+    rules: ProfileRules | None,
+    context: ProtocolContext | None = None,
+    notes: Sequence[str] = (),
 ) -> Classification:
     """Classify each condition, then the experiment.
 
     The experiment takes the most telling verdict of its conditions: variation within an arm
-    outweighs a split, a proven split outweighs an undecided condition, and
-    `cache-state-independent` needs every condition to agree.
+    outweighs everything; a condition the evidence cannot decide leaves the experiment
+    undecided (fail closed: its missing evidence could hide a variation); a proven split in
+    one condition outweighs independence in another; `cache-state-independent` needs every
+    condition to agree.
     """
     order = [c.id for c in conditions]
+    diagnostic = [p for p in proofs if p.record.phase == Phase.DIAGNOSTIC]
+    proofs = [p for p in proofs if p.record.phase != Phase.DIAGNOSTIC]  # never judged
     labels = _labels(proofs, order)
     prompts = {p.prompt_tokens for p in proofs if p.failed is None and p.prompt_tokens is not None}
     prompt_mismatch = len(prompts) > 1
@@ -289,14 +383,27 @@ def classify(
             condition,
             [p for p in proofs if p.record.condition == condition.id],
             labels,
-            telemetry,
+            rules,
             prompt_mismatch,
+            context,
         )
         for condition in conditions
     )
+    hashes = {label: digest for digest, label in labels.items()}
+    results = tuple(
+        replace(
+            r,
+            diagnosis=diagnose(
+                [p for p in diagnostic if p.record.condition == r.condition.id],
+                hashes.get(r.baseline_label or ""),
+                hashes.get(r.warm_label or ""),
+            ),
+        )
+        for r in results
+    )
     verdicts = {r.verdict for r in results}
     verdict = next((v for v in _PRECEDENCE if v in verdicts), Verdict.INCONCLUSIVE)
-    reasons = [f"{r.condition.id}: {r.verdict}" for r in results]
+    reasons = [*notes, *(f"{r.condition.id}: {r.verdict}" for r in results)]
     if prompt_mismatch:
         reasons.insert(0, "prompt_tokens differ: " + ", ".join(str(p) for p in sorted(prompts)))
     counter: Counter[str] = Counter()
@@ -315,7 +422,7 @@ def classify(
         reasons=tuple(reasons),
         classes=classes,
         conditions=results,
-        proofs=tuple(proofs),
+        proofs=(*proofs, *diagnostic),
         bound=_bound(comparable, variations),
         first_differences=first,
     )

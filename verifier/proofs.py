@@ -1,12 +1,23 @@
-"""The proof rules of EVIDENCE.md: which arm each request is proven to have been served in."""
+"""The proof rules of EVIDENCE.md: which arm each request is proven to have been served in.
+
+The rules come from the tool's own server profile (`verifier.profiles`), never from the
+bundle. Every signal the profile defines must agree: a signal it defines but the record
+lacks is not evidence either way, and signals that disagree make the record's telemetry
+contradict itself.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from verifier.model import Arm
-from verifier.records import Record, Snapshot, TelemetryMap
+from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
+from verifier.records import Record, Snapshot
+
+MAX_COUNT = 2**53  # the documented range of every count that enters a proof: 0..2^53
 
 
 @dataclass(frozen=True)
@@ -27,15 +38,14 @@ class RequestProof:
     """What the telemetry of one request proves about its claimed arm."""
 
     record: Record
-    cached_tokens: int | None  # None: unknown (absent), never read as zero
+    cached_tokens: int | None  # None: unknown (absent or not a count), never read as zero
     prompt_tokens: int | None
-    hit_advanced: bool | None  # None: the server has no hit counter, or it was not recorded
-    store_advanced: bool | None
-    backwards: tuple[str, ...]  # counters that went backwards: telemetry unusable
     failed: str | None  # why the request is left out of the comparison
     capped: bool
     proven: bool
     reason: str  # one line: why the arm is proven, or why not
+    contradiction: str | None = None  # set when the record's own signals disagree
+    bad_numbers: tuple[str, ...] = ()  # response pointers whose value is not a count
 
     @property
     def arm(self) -> Arm:
@@ -46,154 +56,400 @@ class RequestProof:
         return self.proven and self.failed is None
 
 
-def _as_int(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def miss_reason_refs(record: Record, rules: ProfileRules | None) -> tuple[str, ...]:
+    """The server's own miss-reason counters in a record's stats (e.g. mlxcel reject_*)."""
+    prefix = rules.miss_reason_prefix if rules is not None else None
+    if prefix is None:
+        return ()
+    names = {
+        key
+        for snapshot in (record.before, record.after)
+        for key, value in (snapshot.cache_stats or {}).items()
+        if key.startswith(prefix) and isinstance(value, int) and not isinstance(value, bool)
+    }
+    return tuple(f"stats:{name}" for name in sorted(names))
+
+
+def miss_reasons(record: Record, rules: ProfileRules) -> str | None:
+    """Why the server says a lookup missed, from its own counters: shown, never a proof."""
+    moved = [
+        f"{_short(d.ref).removeprefix('stats ')} +{d.delta:g}"
+        for d in counter_deltas(record, miss_reason_refs(record, rules))
+        if d.delta
+    ]
+    last = record.after.stat(rules.last_miss_reason_pointer)
+    if isinstance(last, str) and last:
+        moved.append(f"last reason {last[:80]!r}")
+    return ("the server says why it missed: " + ", ".join(moved)) if moved else None
+
+
+def _at_cap(record: Record) -> bool:
+    """A reply that used its whole token budget is capped, whatever its finish_reason says:
+    finish_reason is not in the output hash, so a bundle could relabel it."""
+    body = record.request_body
+    cap = as_count(body.get("max_tokens", body.get("max_completion_tokens")))
+    used = as_count(record.response_value("/usage/completion_tokens"))
+    return cap is not None and used is not None and used >= cap
+
+
+def _is_count(value: float) -> bool:
+    return 0 <= value <= MAX_COUNT and float(value).is_integer()
+
+
+def as_count(value: object) -> int | None:
+    """A count that may enter a proof: an integer in 0..2^53, else None."""
+    if isinstance(value, bool) or not isinstance(value, int):
         return None
-    return int(value) if float(value).is_integer() else None
+    return value if 0 <= value <= MAX_COUNT else None
 
 
 def _deltas(refs: Iterable[str], before: Snapshot, after: Snapshot) -> list[CounterDelta]:
     return [CounterDelta(ref, before.counter(ref), after.counter(ref)) for ref in refs]
 
 
-def _advanced(deltas: Sequence[CounterDelta]) -> bool | None:
-    """True if any counter moved forward, False if all were read and none did, else None."""
-    known = [d.delta for d in deltas if d.delta is not None]
-    if any(d > 0 for d in known):
-        return True
-    if deltas and len(known) == len(deltas):
-        return False
-    return None
-
-
 def counter_deltas(record: Record, refs: Iterable[str]) -> list[CounterDelta]:
     return _deltas(refs, record.before, record.after)
 
 
+def _short(ref: str) -> str:
+    source, colon, name = ref.partition(":")
+    if not colon:
+        return ref  # a response field such as cached_tokens
+    return f"stats {name}" if source == "stats" else name
+
+
+def _names(refs: Iterable[str]) -> str:
+    return ", ".join(_short(r) for r in refs)
+
+
+@dataclass(frozen=True)
+class _Readings:
+    """The profile's cache signals across one request: which moved, which stayed, which
+    were not recorded."""
+
+    moved: tuple[str, ...]
+    still: tuple[str, ...]
+    unread: tuple[str, ...]
+
+    @classmethod
+    def of(cls, refs: Sequence[str], record: Record) -> _Readings:
+        moves = {ref: _moves(ref, record.before, record.after) for ref in refs}
+        return cls(
+            tuple(r for r, m in moves.items() if m is not None and any(x > 0 for x in m)),
+            tuple(r for r, m in moves.items() if m is not None and all(x == 0 for x in m)),
+            tuple(r for r, m in moves.items() if m is None),
+        )
+
+
+def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
+    """How far each sample of a counter moved (a metric family sample by sample, so that
+    one sample's rise cannot hide behind another's fall); None when it was not recorded."""
+    if ref.startswith("metric:"):
+        old, new = before.samples(ref), after.samples(ref)
+        if not old or not new:
+            return None
+        return [new.get(k, 0.0) - old.get(k, 0.0) for k in sorted(old.keys() | new.keys())]
+    delta = CounterDelta(ref, before.counter(ref), after.counter(ref)).delta
+    return None if delta is None else [delta]
+
+
+def _contradiction(cached: int | None, hit_evidence: _Readings) -> str | None:
+    """Signals of one request that disagree on whether the cache supplied tokens."""
+    says_hit = list(hit_evidence.moved) + (["cached_tokens"] if cached else [])
+    says_miss = list(hit_evidence.still) + (["cached_tokens"] if cached == 0 else [])
+    if says_hit and says_miss:
+        return (
+            f"the cache signals disagree: {_names(says_hit)} show a hit, "
+            f"{_names(says_miss)} show none"
+        )
+    return None
+
+
 def prove_request(
     record: Record,
-    telemetry: TelemetryMap,
+    rules: ProfileRules | None,
     *,
     server_disabled: bool,
-    opt_out_fields: dict[str, object],
     previous: Record | None,
+    no_rules_reason: str = "no profile rules apply",
+    attached: bool = False,
 ) -> RequestProof:
     """Apply the proof rule of the request's claimed arm to its recorded telemetry.
 
-    `previous` is the request before it on the same server process, for counters that
-    must not go backwards between requests either.
+    `server_disabled` says the record's server instance is declared cache-off with the
+    profile's flag in its command line; `previous` is the request before it on the same
+    server instance, for counters that must not move between requests.
     """
     failed: str | None = None
     if record.http_status != 200:
         failed = f"HTTP status {record.http_status}" if record.http_status else "no HTTP answer"
     elif record.output_hash is None:
         failed = "no output hash"
+    capped = record.finish_reason == "length" or _at_cap(record)
 
-    cached = _as_int(record.response_value(telemetry.cached_tokens_pointer))
-    prompt = _as_int(record.response_value(telemetry.prompt_tokens_pointer))
-    all_refs = (
-        telemetry.hit_counters
-        + telemetry.reuse_counters
-        + telemetry.store_counters
-        + telemetry.path_counters
-    )
-    backwards = [
-        d.ref for d in _deltas(all_refs, record.before, record.after) if (d.delta or 0) < 0
-    ]
-    if previous is not None:
-        between = _deltas(all_refs, previous.after, record.before)
-        backwards += [
-            f"{d.ref} (since the previous request)" for d in between if (d.delta or 0) < 0
-        ]
-    hit = _advanced(_deltas(telemetry.hit_counters, record.before, record.after))
-    store = _advanced(_deltas(telemetry.store_counters, record.before, record.after))
-    reuse = _advanced(_deltas(telemetry.reuse_counters, record.before, record.after))
-    capped = record.finish_reason == "length"
-
-    def verdict(proven: bool, reason: str) -> RequestProof:
+    def proof(
+        proven: bool,
+        reason: str,
+        cached: int | None = None,
+        prompt: int | None = None,
+        contradiction: str | None = None,
+        bad: tuple[str, ...] = (),
+    ) -> RequestProof:
         return RequestProof(
-            record, cached, prompt, hit, store, tuple(backwards), failed, capped, proven, reason
+            record, cached, prompt, failed, capped, proven, reason, contradiction, bad
         )
 
     if failed is not None:
-        return verdict(False, f"request failed: {failed}")
+        return proof(False, f"request failed: {failed}")
+    if rules is None:
+        return proof(False, no_rules_reason)
+
+    raw_cached = record.response_value(rules.cached_tokens_pointer)
+    raw_prompt = record.response_value(rules.prompt_tokens_pointer)
+    cached, prompt = as_count(raw_cached), as_count(raw_prompt)
+    bad = tuple(
+        pointer
+        for pointer, raw, value in (
+            (rules.cached_tokens_pointer, raw_cached, cached),
+            (rules.prompt_tokens_pointer, raw_prompt, prompt),
+        )
+        if raw is not None and value is None
+    )
+    if bad:
+        return proof(False, "a token count is not an integer in 0..2^53", bad=bad)
+
+    def verdict(proven: bool, reason: str, contradiction: str | None = None) -> RequestProof:
+        return proof(proven, reason, cached, prompt, contradiction)
+
+    signals: CacheSignals = rules.signals
+    everything = signals.all
+    bad_counters = tuple(
+        f"/telemetry/{side}: {ref}"
+        for side, snapshot in (("before", record.before), ("after", record.after))
+        for ref in everything
+        if (value := snapshot.counter(ref)) is not None and not _is_count(value)
+    )
+    if bad_counters:
+        return proof(
+            False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
+        )
+
+    def fell(ref: str, before: Snapshot, after: Snapshot) -> bool:
+        return any(x < 0 for x in _moves(ref, before, after) or [])
+
+    backwards = [ref for ref in everything if fell(ref, record.before, record.after)]
+    moved_between: list[str] = []
+    if previous is not None:
+        backwards += [
+            f"{ref} (since the previous request)"
+            for ref in everything
+            if fell(ref, previous.after, record.before)
+        ]
+        moved_between = [
+            ref
+            for ref in signals.store_access
+            if any(_moves(ref, previous.after, record.before) or [])
+        ]
     if backwards:
-        return verdict(False, "a counter went backwards: " + ", ".join(backwards))
+        return verdict(
+            False, "a counter went backwards on the same server: " + ", ".join(backwards)
+        )
+    if moved_between:
+        return verdict(
+            False,
+            f"{_names(moved_between)} moved between this request and the one before it "
+            "on the same server: something else used the cache",
+        )
+    if record.preceded_by == "server-start" or (previous is None and not attached):
+        started = [
+            ref
+            for ref in signals.store_access
+            if any((record.before.samples(ref) or {ref: record.before.counter(ref) or 0}).values())
+        ]
+        if started:
+            return verdict(
+                False,
+                f"a fresh server whose counters do not start at zero ({_names(started)}): "
+                "something used it before this request",
+            )
+    if prompt is None:
+        return verdict(False, "prompt_tokens is absent: the prompt may not have been the same")
+
+    hit_evidence = _Readings.of(signals.hit_evidence, record)
+    contradiction = _contradiction(cached, hit_evidence)
+    if contradiction is not None:
+        return verdict(False, contradiction, contradiction)
 
     arm = record.claimed_arm
     if arm is Arm.WARM:
-        if cached is None:
-            return verdict(False, "cached_tokens is absent: a hit is unknown, not proven")
-        if prompt is None:
-            return verdict(False, "prompt_tokens is absent")
-        if not 0 < cached < prompt:
-            return verdict(False, f"cached_tokens {cached} is not in (0, {prompt})")
-        if telemetry.hit_counters and hit is not True:
-            missing = hit is None
+        warm = _prove_warm(
+            record, signals, cached, prompt, verdict, rules.reuse_counts_cached_tokens
+        )
+        why = None if warm.proven else miss_reasons(record, rules)
+        return warm if why is None else replace(warm, reason=f"{warm.reason}; {why}")
+    if arm is Arm.COLD:
+        return _prove_cold(record, rules, hit_evidence, cached, verdict)
+    if arm is Arm.REQUEST_DISABLED:
+        return _prove_opt_out(record, rules, cached, verdict)
+    return _prove_cache_off(record, rules, server_disabled, cached, verdict)
+
+
+class _Verdict(Protocol):
+    def __call__(
+        self, proven: bool, reason: str, contradiction: str | None = None
+    ) -> RequestProof: ...
+
+
+def _prove_warm(
+    record: Record,
+    signals: CacheSignals,
+    cached: int | None,
+    prompt: int,
+    verdict: _Verdict,
+    reuse_is_tokens: bool = False,
+) -> RequestProof:
+    if cached is None:
+        return verdict(False, "cached_tokens is absent: a hit is unknown, not proven")
+    if not 0 < cached < prompt:
+        return verdict(False, f"cached_tokens {cached} is not in (0, {prompt})")
+    needed = _Readings.of(signals.hits + signals.reuse + signals.lookups, record)
+    if reuse_is_tokens and not needed.unread:
+        reused = sum(sum(_moves(ref, record.before, record.after) or []) for ref in signals.reuse)
+        if reused != cached:
             return verdict(
                 False,
-                "the hit counter was not recorded" if missing else "the hit counter did not move",
+                f"the reuse counter moved by {reused:g}, the response says {cached} cached "
+                "tokens: the telemetry disagrees",
+                f"reuse counter +{reused:g} vs cached_tokens {cached}",
             )
-        return verdict(True, f"{cached} of {prompt} prompt tokens from the cache; hit counted")
+    if needed.unread:
+        return verdict(False, f"{_names(needed.unread)} not recorded: the hit is not proven")
+    if needed.still:
+        return verdict(False, f"{_names(needed.still)} did not move: the hit is not proven")
+    shown = (
+        f"; advanced: {_names(needed.moved)}"
+        if needed.moved
+        else ("; the profile defines no cache counter to confirm it")
+    )
+    return verdict(True, f"{cached} of {prompt} prompt tokens from the cache" + shown)
 
-    if arm is Arm.COLD:
-        if record.preceded_by not in ("server-start", "cache-reset"):
-            return verdict(False, "no reset or fresh server right before it")
-        entries = _as_int(record.before.stat(telemetry.cache_entries_pointer))
-        if telemetry.cache_entries_pointer and entries not in (None, 0):
-            return verdict(False, f"the cache held {entries} entries before it: reset not proven")
-        if cached is None:
-            return verdict(False, "cached_tokens is absent: a miss is unknown, not proven")
-        if cached != 0:
-            return verdict(False, f"cached_tokens is {cached}, not 0: the reset did not clear it")
-        if hit is True or reuse is True:
-            return verdict(False, "a cache hit was counted")
-        if telemetry.hit_counters and hit is None:
-            return verdict(False, "the hit counter was not recorded: no miss shown")
-        after = "fresh server" if record.preceded_by == "server-start" else "proven reset"
-        return verdict(True, f"{after}; 0 cached tokens; no hit counted")
 
-    if arm is Arm.REQUEST_DISABLED:
-        body = record.request_body
-        missing_fields = [k for k, v in opt_out_fields.items() if body.get(k) != v]
-        if missing_fields:
-            return verdict(False, "the request lacks the opt-out " + ", ".join(missing_fields))
-        if cached is None:
-            return verdict(False, "cached_tokens is absent: a miss is unknown, not proven")
-        if cached != 0:
-            return verdict(False, f"cached_tokens is {cached}, not 0")
-        if hit is True or reuse is True:
-            return verdict(False, "a cache hit was counted")
-        if store is True:
-            return verdict(False, "the cache store was looked up or written")
-        if telemetry.hit_counters and hit is None:
-            return verdict(False, "the hit counter was not recorded: no miss shown")
-        return verdict(True, "opted out; 0 cached tokens; no hit, no store access")
+def _reset_shown(record: Record, rules: ProfileRules) -> tuple[bool, str]:
+    """Whether the reset right before a cold request is proven, and how (or why not)."""
+    if rules.reset_proof is ResetProof.STATS_ENTRIES:
+        entries = as_count(record.before.stat(rules.cache_entries_pointer))
+        if record.before.cache_stats is None or entries is None:
+            return False, "no cache stats were read after the reset: the reset is not proven"
+        if entries != 0:
+            return False, f"the cache held {entries} entries after the reset: reset not proven"
+        return True, "reset proven by the stats read after it (0 entries)"
+    return True, "reset proven by this request's 0 cached tokens"
 
-    # Arm.SERVER_DISABLED
-    if telemetry.cache_enabled_pointer is not None:
-        enabled = record.before.stat(telemetry.cache_enabled_pointer)
-        if enabled is not False:
-            return verdict(False, "the server did not report its cache disabled")
-        how = "server reports its cache disabled"
-    elif server_disabled:
-        how = "server started with its cache off (it has no cache-state report)"
+
+def _prove_cold(
+    record: Record,
+    rules: ProfileRules,
+    hit_evidence: _Readings,
+    cached: int | None,
+    verdict: _Verdict,
+) -> RequestProof:
+    if record.preceded_by == "server-start":
+        how = "fresh server"
+    elif record.preceded_by == "cache-reset":
+        ok, how = _reset_shown(record, rules)
+        if not ok:
+            return verdict(False, how)
     else:
-        return verdict(False, "the server neither reports nor was started with its cache off")
+        return verdict(False, "no reset or fresh server right before it")
+    if cached is None:
+        return verdict(False, "cached_tokens is absent: a miss is unknown, not proven")
+    if cached != 0:
+        return verdict(False, f"cached_tokens is {cached}, not 0: the cache supplied tokens")
+    if hit_evidence.unread:
+        return verdict(False, f"{_names(hit_evidence.unread)} not recorded: no miss shown")
+    still = f"; did not move: {_names(hit_evidence.still)}" if hit_evidence.still else ""
+    return verdict(True, f"{how}; 0 cached tokens{still}")
+
+
+def _prove_opt_out(
+    record: Record, rules: ProfileRules, cached: int | None, verdict: _Verdict
+) -> RequestProof:
+    opt_out = rules.opt_out_fields
+    if opt_out is None:
+        return verdict(False, f"the {rules.key} profile has no per-request opt-out")
+    body = record.request_body
+    missing = [k for k, v in opt_out.items() if _json(body.get(k, _ABSENT)) != _json(v)]
+    if missing:
+        return verdict(False, "the request lacks the opt-out " + ", ".join(missing))
+    if cached is None:
+        return verdict(False, "cached_tokens is absent: a miss is unknown, not proven")
+    if cached != 0:
+        return verdict(False, f"cached_tokens is {cached}, not 0")
+    access = _Readings.of(rules.signals.store_access, record)
+    if access.unread:
+        return verdict(False, f"{_names(access.unread)} not recorded: no store access not shown")
+    if access.moved:
+        return verdict(False, f"{_names(access.moved)} moved: the cache was used")
+    fields = ", ".join(f"{k}: {_json(v)}" for k, v in opt_out.items())
+    still = f"; did not move: {_names(access.still)}" if access.still else ""
+    return verdict(True, f"opted out ({fields}); 0 cached tokens{still}")
+
+
+def _prove_cache_off(
+    record: Record,
+    rules: ProfileRules,
+    server_disabled: bool,
+    cached: int | None,
+    verdict: _Verdict,
+) -> RequestProof:
+    if not rules.can_disable_cache:
+        return verdict(False, f"the {rules.key} profile cannot turn the cache off")
+    if not server_disabled:
+        flag = " ".join(rules.cache_off_args)
+        return verdict(
+            False, f"the server is not declared cache-off with {flag} in its command line"
+        )
+    how = f"started with {' '.join(rules.cache_off_args)}"
+    if rules.cache_enabled_pointer is not None:
+        if record.before.cache_stats is None:
+            return verdict(False, "the server's cache state was not read")
+        if record.before.stat(rules.cache_enabled_pointer) is not False:
+            return verdict(False, "the server did not report its cache disabled")
+        how += ", reports its cache disabled"
     if cached not in (None, 0):
         return verdict(False, f"cached_tokens is {cached}")
-    if hit is True or reuse is True or store is True:
-        return verdict(False, "a cache counter advanced")
-    return verdict(True, how + "; no cached tokens; no cache counter advanced")
+    access = _Readings.of(rules.signals.store_access, record)
+    if access.unread:
+        return verdict(False, f"{_names(access.unread)} not recorded: no store access not shown")
+    if access.moved:
+        return verdict(False, f"{_names(access.moved)} moved: the cache was used")
+    shown = "no cached tokens" if cached is None else "0 cached tokens"
+    still = f"; did not move: {_names(access.still)}" if access.still else ""
+    return verdict(True, f"{how}; {shown}{still}")
+
+
+_ABSENT = object()
+
+
+def _json(value: object) -> str:
+    if value is _ABSENT:
+        return "(absent)"
+    return json.dumps(value, sort_keys=True)
 
 
 def prove_all(
     records: Sequence[Record],
-    telemetry: TelemetryMap,
+    rules: ProfileRules | None,
     disabled_instances: dict[str, frozenset[int]],
-    opt_out_fields: dict[str, object],
+    *,
+    no_rules_reason: str = "no profile rules apply",
+    attached: bool = False,
 ) -> list[RequestProof]:
-    """Prove every record, in condition and sequence order."""
+    """Prove every record, in condition and sequence order.
+
+    `disabled_instances` holds, per condition, the instances declared cache-off whose
+    command line shows the profile's flag.
+    """
     proofs = []
     previous: dict[tuple[str, int], Record] = {}
     for record in sorted(records, key=lambda r: (r.condition, r.sequence)):
@@ -201,11 +457,12 @@ def prove_all(
         proofs.append(
             prove_request(
                 record,
-                telemetry,
+                rules,
                 server_disabled=record.server_instance
                 in disabled_instances.get(record.condition, frozenset()),
-                opt_out_fields=opt_out_fields,
                 previous=previous.get(key),
+                no_rules_reason=no_rules_reason,
+                attached=attached,
             )
         )
         previous[key] = record

@@ -10,33 +10,6 @@ from verifier.model import Arm
 
 
 @dataclass(frozen=True)
-class TelemetryMap:
-    """Where this server keeps each kind of cache evidence (from experiment.json)."""
-
-    cached_tokens_pointer: str
-    prompt_tokens_pointer: str
-    hit_counters: tuple[str, ...]
-    reuse_counters: tuple[str, ...]
-    store_counters: tuple[str, ...]
-    path_counters: tuple[str, ...]
-    cache_enabled_pointer: str | None
-    cache_entries_pointer: str | None
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TelemetryMap:
-        return cls(
-            cached_tokens_pointer=data["cached_tokens_pointer"],
-            prompt_tokens_pointer=data["prompt_tokens_pointer"],
-            hit_counters=tuple(data["hit_counters"]),
-            reuse_counters=tuple(data["reuse_counters"]),
-            store_counters=tuple(data["store_counters"]),
-            path_counters=tuple(data["path_counters"]),
-            cache_enabled_pointer=data.get("cache_enabled_pointer"),
-            cache_entries_pointer=data.get("cache_entries_pointer"),
-        )
-
-
-@dataclass(frozen=True)
 class Snapshot:
     cache_stats: dict[str, Any] | None
     metrics: dict[str, float] | None
@@ -89,6 +62,7 @@ class Record:
     output_hash: str | None
     before: Snapshot
     after: Snapshot
+    started_at: str | None = None
 
     @classmethod
     def from_json(cls, file: str, data: dict[str, Any]) -> Record:
@@ -107,6 +81,7 @@ class Record:
             output_hash=data["output_hash"],
             before=Snapshot(telemetry["before"]["cache_stats"], telemetry["before"]["metrics"]),
             after=Snapshot(telemetry["after"]["cache_stats"], telemetry["after"]["metrics"]),
+            started_at=data.get("started_at"),
         )
 
     def response_value(self, pointer: str) -> Any:
@@ -137,11 +112,36 @@ class Record:
 
 
 @dataclass(frozen=True)
+class ServerDeclaration:
+    """One server instance a condition declares: its role, command line and environment."""
+
+    instance: int
+    cache_disabled: bool
+    argv: tuple[str, ...]
+    environment: dict[str, str]
+    started_at: str | None = None
+    stopped_at: str | None = None
+
+
+@dataclass(frozen=True)
 class Condition:
     id: str
-    label: str
+    label: str  # derived from the settings: what the servers ran with
+    declared_label: str | None  # what the bundle calls it (checked against `label`)
     settings: dict[str, str]
-    disabled_instances: frozenset[int]
+    servers: tuple[ServerDeclaration, ...]
+
+    @property
+    def disabled_instances(self) -> frozenset[int]:
+        return frozenset(s.instance for s in self.servers if s.cache_disabled)
+
+    def server(self, instance: int) -> ServerDeclaration | None:
+        return next((s for s in self.servers if s.instance == instance), None)
+
+
+def settings_label(settings: dict[str, str]) -> str:
+    """A condition's name for people, derived from what it sets (empty when it sets nothing)."""
+    return ",".join(f"{k}={v}" for k, v in settings.items())
 
 
 @dataclass(frozen=True)
@@ -150,25 +150,47 @@ class Experiment:
 
     document: dict[str, Any]
     conditions: tuple[Condition, ...]
-    telemetry: TelemetryMap
-    opt_out_fields: dict[str, Any]
+    schema_minor: int
+    profile: str
+    profile_version: str | None  # None: a bundle of schema 1.0, which carries no version
+    profile_rules: dict[str, Any] | None  # the bundle's copy of the rules, never applied
+    attached: bool
+
+    @property
+    def protocol(self) -> dict[str, Any]:
+        value: dict[str, Any] = self.document["protocol"]
+        return value
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Experiment:
         conditions = tuple(
             Condition(
                 id=c["id"],
-                label=c.get("label") or ",".join(f"{k}={v}" for k, v in c["settings"].items()),
+                label=settings_label(c["settings"]),
+                declared_label=c.get("label"),
                 settings=c["settings"],
-                disabled_instances=frozenset(
-                    s["instance"] for s in c["servers"] if s["cache_disabled"]
+                servers=tuple(
+                    ServerDeclaration(
+                        instance=s["instance"],
+                        cache_disabled=s["cache_disabled"],
+                        argv=tuple(s["argv"]),
+                        environment=dict(s.get("environment") or {}),
+                        started_at=s.get("started_at"),
+                        stopped_at=s.get("stopped_at"),
+                    )
+                    for s in c["servers"]
                 ),
             )
             for c in data["conditions"]
         )
+        _, _, minor = str(data["schema_version"]).partition(".")
+        server = data["server"]
         return cls(
             document=data,
             conditions=conditions,
-            telemetry=TelemetryMap.from_json(data["telemetry"]),
-            opt_out_fields=dict(data.get("opt_out_fields") or {}),
+            schema_minor=int(minor) if minor.isdigit() else 0,
+            profile=server["profile"],
+            profile_version=server.get("profile_version"),
+            profile_rules=data.get("profile_rules"),
+            attached=bool(server["attached"]),
         )

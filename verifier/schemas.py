@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 from verifier.errors import SchemaVersionError
 
 if TYPE_CHECKING:  # jsonschema and referencing take ~75 ms to import: only when validating
-    from jsonschema import Draft202012Validator
     from referencing import Registry
 
 SUPPORTED_MAJOR = 1
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SUFFIX = ".schema.json"
 
 # The schema each document kind is validated against.
@@ -27,6 +26,7 @@ KIND_TO_SCHEMA = {
     "evidence.model-manifest": "model-manifest",
     "evidence.redaction-ledger": "redaction-ledger",
     "evidence.report": "report",
+    "evidence.diff": "diff",
     "evidence.raw-run": "raw-run",
     "evidence.raw-server": "raw-server",
     "evidence.raw-exchange": "raw-exchange",
@@ -65,13 +65,30 @@ def registry() -> Registry[Any]:
     return Registry().with_resources(resources_)
 
 
-@cache
-def validator(name: str) -> Draft202012Validator:
-    """One validator per schema, built on first use and reused for every document."""
-    from jsonschema import Draft202012Validator
+def _is_strict_integer(_checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
 
+
+@cache
+def _validator_class() -> Any:
+    """Draft 2020-12 with strict integers, built (and jsonschema imported) on first use.
+
+    JSON Schema calls 2.0 an integer; a count, a sequence or a cycle number written 2.0 is
+    not one here: every document is read as it will be used.
+    """
+    from jsonschema import Draft202012Validator, validators
+
+    return validators.extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator,
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_strict_integer),
+    )
+
+
+@cache
+def validator(name: str) -> Any:
+    """One validator per schema, built on first use and reused for every document."""
     schema = load_all()[name]
-    return Draft202012Validator(schema, registry=registry())
+    return _validator_class()(schema, registry=registry())
 
 
 @dataclass(frozen=True)
@@ -123,6 +140,19 @@ def bundled_schema(name: str) -> dict[str, Any]:
     return bundle
 
 
+def _has_integral_float(document: Any) -> bool:
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, float) and node.is_integer():
+            return True
+    return False
+
+
 @cache
 def fast_validator(name: str) -> Callable[[Any], bool] | None:
     """A compiled "is it valid?" test of the named schema, or None without fastjsonschema."""
@@ -133,6 +163,8 @@ def fast_validator(name: str) -> Callable[[Any], bool] | None:
     compiled = fastjsonschema.compile(bundled_schema(name), use_formats=False)
 
     def is_valid(document: Any) -> bool:
+        if _has_integral_float(document):
+            return False  # fastjsonschema calls 2.0 an integer; our jsonschema does not
         try:
             compiled(document)
         except Exception:  # invalid, or anything unexpected: jsonschema decides

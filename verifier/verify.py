@@ -7,13 +7,16 @@ from pathlib import Path
 
 from verifier import layout
 from verifier.bundle.reader import read_bundle
-from verifier.checks import run_checks
+from verifier.checks import internal_error, run_checks
 from verifier.checks.context import BundleContext, VerifyOptions
-from verifier.classify import Classification, classify
+from verifier.classify import Classification, ProtocolContext, classify
+from verifier.errors import InvalidDocument, UsageError
+from verifier.jsonio import loads_strict
 from verifier.model import Finding, Verdict
+from verifier.profiles.rules import ProfileRules, RulesError
 from verifier.records import Experiment
 
-__all__ = ["VerificationResult", "VerifyOptions", "verify_path"]
+__all__ = ["VerificationResult", "VerifyOptions", "load_profile_rules", "verify_path"]
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,27 @@ def verify_path(path: Path, options: VerifyOptions | None = None) -> Verificatio
     bundle = read_bundle(path, options.limits)
     context = BundleContext(bundle, options)
     findings = run_checks(context)
-    experiment = context.experiment
+    experiment: Experiment | None = None
     classification = None
-    if experiment is not None and context.records:
-        classification = classify(experiment.conditions, context.proofs, experiment.telemetry)
+    try:
+        experiment = context.experiment
+        if experiment is not None and context.records:
+            plan = context.plan
+            protocol = ProtocolContext(
+                max_tokens=experiment.protocol.get("max_tokens"),
+                skipped=plan.skipped_controls if plan is not None else {},
+            )
+            skips = [f"skipped {p}: {why}" for p, why in (plan.skipped if plan else {}).items()]
+            classification = classify(
+                experiment.conditions,
+                context.proofs,
+                context.rules,
+                protocol,
+                notes=[context.rules_choice.note, *skips],
+            )
+    except Exception as exc:  # fail closed: a bug must never become a verdict
+        findings.append(internal_error("classify", exc))
+        classification = None
     return VerificationResult(
         source=bundle.source,
         findings=tuple(findings),
@@ -61,6 +81,20 @@ def verify_path(path: Path, options: VerifyOptions | None = None) -> Verificatio
             findings, signed=layout.SIGNATURE in bundle.files, options=options
         ),
     )
+
+
+def load_profile_rules(path: Path) -> ProfileRules:
+    """A reviewer's `--profile FILE`: rules they chose, so the tool trusts them."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--profile {path}: {exc.strerror or exc}") from None
+    try:
+        return ProfileRules.from_json(loads_strict(data))
+    except InvalidDocument as exc:
+        raise UsageError(f"--profile {path}: {exc.message}") from None
+    except RulesError as exc:
+        raise UsageError(f"--profile {path}: not profile rules: {exc}") from None
 
 
 def _signature_status(findings: list[Finding], *, signed: bool, options: VerifyOptions) -> str:

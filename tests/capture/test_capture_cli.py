@@ -24,7 +24,8 @@ def test_capture_command_runs_and_summarizes(
     ]  # fmt: skip
     result = CliRunner().invoke(app, args, env={"COLUMNS": "120"})
     assert result.exit_code == 0, result.output
-    assert "capture completed" in result.output and "11 requests" in result.output
+    # 11 protocol requests and the 2 diagnostic ones (logprobs on, --localize by default)
+    assert "capture completed" in result.output and "13 requests" in result.output
     run = json.loads((output / "run.json").read_text())
     assert run["request_body"] == {
         "messages": [{"role": "user", "content": "hi"}],

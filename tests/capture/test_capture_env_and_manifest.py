@@ -15,11 +15,13 @@ from verifier.capture.process import (
     server_environment,
     sha256_file,
 )
-from verifier.capture.profiles import PROFILES, get_profile
-from verifier.capture.profiles.base import LaunchSpec, ResetProof
+from verifier.checks.context import has_args
 from verifier.cli.capture_cmd import ProfileName
 from verifier.errors import CaptureError, UsageError
 from verifier.modelfiles import detect_hf_snapshot
+from verifier.profiles import PROFILES, get_profile, known_rules
+from verifier.profiles.base import LaunchSpec, ResetProof
+from verifier.profiles.rules import ProfileRules
 from verifier.schemas import validate
 
 INHERITED = {
@@ -144,16 +146,24 @@ def test_links_in_a_plain_directory_are_refused(tmp_path: Path) -> None:
     assert detect_hf_snapshot(model) is None
 
 
-def test_every_profile_has_a_cli_choice_and_a_valid_telemetry_map() -> None:
+def test_every_profile_has_a_cli_choice_and_valid_versioned_rules() -> None:
     assert {p.value for p in ProfileName} == set(PROFILES)
     for profile in PROFILES.values():
-        run_fragment = {"telemetry": profile.telemetry.to_json()}
+        run_fragment = {"profile_rules": profile.rules.to_json()}
         schema_errors = [
             v
-            for v in validate({"schema_version": "1.0", **run_fragment}, "raw-run")
-            if v.pointer.startswith("/telemetry")
+            for v in validate({"schema_version": "1.1", **run_fragment}, "raw-run")
+            if v.pointer.startswith("/profile_rules")
         ]
         assert schema_errors == [], profile.name
+        # the rules survive the round trip a reviewer's --profile FILE takes
+        assert ProfileRules.from_json(profile.rules.to_json()) == profile.rules
+        assert known_rules(profile.name, profile.version) is profile.rules
+        # a cache-off server shows it in its command line: the flag verify looks for
+        spec = LaunchSpec(Path("/bin/srv"), Path("/m"), "a", 1, True, Path("/s"))
+        argv = tuple(profile.start_argv(spec)) if profile.name != "llama.cpp" else ()
+        if argv:
+            assert has_args(argv, profile.rules.cache_off_args), profile.name
 
 
 def launch(tmp_path: Path, *, disabled: bool) -> LaunchSpec:

@@ -22,10 +22,13 @@ from verifier.capture import (
     prepare_request_body,
     run_capture,
 )
-from verifier.capture.protocol import ProtocolSpec
 from verifier.errors import UsageError
+from verifier.export.exporter import ExportOptions, export_bundle
 from verifier.jsonio import loads_strict
+from verifier.model import Verdict
+from verifier.protocol import ProtocolSpec
 from verifier.schemas import validate
+from verifier.verify import verify_path
 
 
 def make_config(
@@ -148,8 +151,9 @@ def test_two_conditions_capture_fourteen_requests_each(
     assert run["model"]["config_file"] == "config.json"
     assert run["protocol"]["block_size"] == 32 and run["protocol"]["parallelism"] == 4
     assert run["request_body"]["max_tokens"] == 64
-    assert run["opt_out_fields"] == {"cache_prompt": False}
-    assert run["telemetry"]["hit_counters"] == ["metric:mlxcel_prompt_cache_hits_total"]
+    assert run["profile_rules"]["opt_out_fields"] == {"cache_prompt": False}
+    assert run["server"]["profile_version"] == run["profile_rules"]["version"]
+    assert "metric:mlxcel_prompt_cache_hits_total" in run["profile_rules"]["signals"]["hits"]
 
     # The fake answers A cold/disabled and B warm: two distinct outputs, split by arm.
     assert len(summary.distinct_hashes) == 2
@@ -370,6 +374,14 @@ def test_attach_to_a_running_server_never_stops_it(
         assert skipped == {"restart", "disabled-server"}
         assert not list(output.glob("conditions/*/servers/*"))
         assert_all_valid(output)
+        # The skips the attach mode allows keep the verdict, and every report says so.
+        export_bundle(ExportOptions(output, tmp_path / "public"))
+        result = verify_path(tmp_path / "public")
+        assert result.verified, [f for f in result.findings if f.is_error]
+        assert result.classification is not None
+        (condition,) = result.classification.conditions
+        assert any("without the server-disabled control" in r for r in condition.reasons)
+        assert result.verdict is condition.verdict is not Verdict.INCONCLUSIVE
     finally:
         server.terminate()
         server.wait(10)

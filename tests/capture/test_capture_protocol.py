@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from verifier.capture.profiles import PROFILES
-from verifier.capture.protocol import (
+from verifier.errors import UsageError
+from verifier.profiles import PROFILES
+from verifier.protocol import (
     Capabilities,
     ProtocolSpec,
     StepKind,
@@ -15,7 +16,6 @@ from verifier.capture.protocol import (
     parse_conditions,
     prepare_request_body,
 )
-from verifier.errors import UsageError
 
 FULL = Capabilities(starts_servers=True, has_opt_out=True, can_disable_cache=True)
 

@@ -82,7 +82,7 @@ def _check_report(run: PipelineRun, verdict: str) -> dict[str, object]:
     classification = bundle["classification"]
     # every request of the protocol was proven in its claimed arm
     requests = classification["requests"]
-    assert len(requests) == 14
+    assert len(requests) == 16  # 14 of the protocol, 2 diagnostic
     assert all(r["proven"] for r in requests), [r for r in requests if not r["proven"]]
     assert all(r["finish_reason"] == "stop" for r in requests)
     return bundle
@@ -95,12 +95,35 @@ def test_flip_prompt_is_cache_state_dependent(
     bundle = _check_report(run, "cache-state-dependent")
     (condition,) = bundle["classification"]["conditions"]
     assert condition["arms"]["warm"] == {"B": 5}
-    assert sum(sum(arm.values()) for arm in condition["arms"].values()) == 14
+    assert sum(sum(arm.values()) for arm in condition["arms"].values()) == 14  # judged ones
     assert condition["first_differences"], "a split must show where the outputs differ"
+    # The diagnostic phase (logprobs on, never judged) localizes the divergent token.
+    diagnosis = condition["diagnosis"]
+    assert diagnosis["token_index"] is not None and diagnosis["near_tie"] is not None, diagnosis
+    assert diagnosis["cold"]["token"] != diagnosis["warm"]["token"]
+    print("divergence:", diagnosis)
     # What the raw capture knew privately is gone from the public archive.
     plain = gzip.decompress(run.archive.read_bytes())
     for private in (str(workdir), str(server_binary), os.environ.get("USER", "root")):
         assert private.encode() not in plain, private
+
+
+def test_a_split_inside_a_small_token_cap_is_still_a_split(
+    workdir: Path, server_binary: Path, keys: signing.KeyPairPaths
+) -> None:
+    # Every request stops at the cap; the outputs already differ within it.
+    run = run_pipeline(
+        workdir, fixture()["flip"]["prompt"], sign_key=keys.private, public_key=keys.public,
+        binary=server_binary, max_tokens=20,
+    )  # fmt: skip
+    bundle = run.report["bundles"][0]
+    assert bundle["verified"], bundle["findings"]
+    assert bundle["verdict"] == "cache-state-dependent", bundle["classification"]["reasons"]
+    requests = bundle["classification"]["requests"]
+    assert all(r["finish_reason"] == "length" and r["proven"] for r in requests)
+    (condition,) = bundle["classification"]["conditions"]
+    assert condition["capped"] == 14  # the diagnostic requests are never judged
+    assert any("token cap" in reason for reason in condition["reasons"])
 
 
 def test_stable_prompt_is_cache_state_independent(
@@ -123,3 +146,27 @@ def test_committed_real_sample_verifies(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     report = loads_strict(result.stdout.encode())
     assert report["bundles"][0]["experiment"]["server"]["profile"] == "llama.cpp"
+
+
+def test_diff_of_the_flip_and_the_stable_capture(
+    workdir: Path, server_binary: Path, keys: signing.KeyPairPaths
+) -> None:
+    (workdir / "flip").mkdir()
+    (workdir / "stable").mkdir()
+    flip = _run(workdir / "flip", "flip", server_binary, keys)
+    stable = _run(workdir / "stable", "stable", server_binary, keys)
+    result = subprocess.run(
+        [sys.executable, "-m", "verifier", "diff", str(flip.archive), str(stable.archive),
+         "--key", str(keys.public), "--format", "json", "--expect-changed"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    document = loads_strict(result.stdout.encode())
+    assert not schemas.validate(document, "diff")
+    assert document["outcome"] == "changed" and not document["same_request"]
+    (condition,) = document["conditions"]
+    assert [b["verdict"] for b in condition["bundles"]] == [
+        "cache-state-dependent",
+        "cache-state-independent",
+    ]
+    assert condition["changes"][0].startswith("the split is gone")

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verifier.profiles.mlxcel import RULES as MLXCEL_RULES
+from verifier.protocol import Capabilities, ProtocolSpec, build_protocol, plan_requests
+
 CONDITION = "c1"
 CONTENT_A = "The keeper lit the lamp and watched the sea until dawn."
 CONTENT_B = "The keeper lit the lamp and slept until the gulls woke him."
@@ -33,14 +36,42 @@ class Host:
     model: str = "/home/alice/models/Qwen3-1.7B-4bit"
 
 
-def _snapshot(entries: int, hits: int, reused: int) -> dict[str, Any]:
+@dataclass
+class _Cache:
+    """One server's cache counters, moved as mlxcel moves them (SERVERS.md)."""
+
+    enabled: bool = True
+    entries: int = 0
+    hits: int = 0
+    lookups: int = 0
+    inserts: int = 0
+
+    def serve(self, arm: str) -> None:
+        if arm == "cold":
+            self.lookups, self.inserts, self.entries = self.lookups + 1, self.inserts + 1, 1
+        elif arm == "warm":
+            self.hits, self.lookups = self.hits + 1, self.lookups + 1
+
+    def snapshot(self) -> dict[str, Any]:
+        return _snapshot(self.entries, self.hits, self.hits * 32, self)
+
+
+def _snapshot(entries: int, hits: int, reused: int, cache: _Cache | None = None) -> dict[str, Any]:
+    cache = cache or _Cache(entries=entries, hits=hits, lookups=hits)
     metrics = {
         "mlxcel_prompt_cache_hits_total": float(hits),
         "mlxcel_prompt_cache_prefix_tokens_reused_total": float(reused),
     }
+    stats = {
+        "enabled": cache.enabled,
+        "entries": entries,
+        "hits": hits,
+        "lookups": cache.lookups,
+        "inserts": cache.inserts,
+    }
     return {
         "taken_at": "2026-01-01T00:00:00Z",
-        "cache_stats": {"enabled": True, "entries": entries, "hits": hits, "lookups": hits},
+        "cache_stats": stats,
         "cache_stats_status": 200,
         "metrics": metrics,
         "metrics_text": "".join(f"{k} {v}\n" for k, v in metrics.items()),
@@ -48,7 +79,10 @@ def _snapshot(entries: int, hits: int, reused: int) -> dict[str, Any]:
     }
 
 
-def _response(content: str, cached: int, sequence: int) -> dict[str, Any]:
+def _response(content: str, cached: int | None, sequence: int) -> dict[str, Any]:
+    usage: dict[str, Any] = {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}
+    if cached is not None:  # a cache-off mlxcel server reports no cached-token details
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
     return {
         "id": f"chatcmpl-{sequence}",
         "object": "chat.completion",
@@ -60,12 +94,7 @@ def _response(content: str, cached: int, sequence: int) -> dict[str, Any]:
                 "finish_reason": "stop",
             }
         ],
-        "usage": {
-            "prompt_tokens": 40,
-            "completion_tokens": 12,
-            "total_tokens": 52,
-            "prompt_tokens_details": {"cached_tokens": cached},
-        },
+        "usage": usage,
     }
 
 
@@ -124,6 +153,7 @@ class RawFactory:
             },
             "server": {
                 "profile": "mlxcel",
+                "profile_version": MLXCEL_RULES.version,
                 "name": "mlxcel-server",
                 "binary_path": h.binary,
                 "binary_sha256": digest("binary"),
@@ -142,21 +172,15 @@ class RawFactory:
                 "config_file": "config.json",
             },
             "request_body": body,
-            "opt_out_fields": {"cache_prompt": False},
             "conditions": [
-                {"id": CONDITION, "label": "det=1", "settings": {"MLXCEL_SDPA_DETERMINISTIC": "1"}}
+                {
+                    "id": CONDITION,
+                    "label": "MLXCEL_SDPA_DETERMINISTIC=1",
+                    "settings": {"MLXCEL_SDPA_DETERMINISTIC": "1"},
+                }
             ],
             "protocol": {"cycles": 1, "max_tokens": 64, "parallelism": 1, "block_size": 32},
-            "telemetry": {
-                "cached_tokens_pointer": "/usage/prompt_tokens_details/cached_tokens",
-                "prompt_tokens_pointer": "/usage/prompt_tokens",
-                "hit_counters": ["metric:mlxcel_prompt_cache_hits_total"],
-                "reuse_counters": ["metric:mlxcel_prompt_cache_prefix_tokens_reused_total"],
-                "store_counters": ["stats:lookups", "stats:hits"],
-                "path_counters": [],
-                "cache_enabled_pointer": "/enabled",
-                "cache_entries_pointer": "/entries",
-            },
+            "profile_rules": MLXCEL_RULES.to_json(),
         }
         manifest = {
             "schema_version": "1.0",
@@ -200,29 +224,30 @@ class RawFactory:
             "model-manifest.json": manifest,
             f"conditions/{CONDITION}/servers/1.json": server,
         }
-        # (arm, preceded_by, content, cached, hit/reuse advance)
-        plan = [
-            ("cold", "server-start", CONTENT_A, 0, 0),
-            ("warm", "request", CONTENT_B, 32, 1),
-            ("warm", "request", CONTENT_B, 32, 1),
-            ("request-disabled", "request", CONTENT_A, 0, 0),
-        ]
-        hits = 0
-        for sequence, (arm, preceded, content, cached, advance) in enumerate(plan, start=1):
+        protocol = build_protocol(
+            ProtocolSpec(cycles=1), Capabilities(True, has_opt_out=True, can_disable_cache=True)
+        )
+        steps, roles = plan_requests(protocol)
+        caches = {i: _Cache(enabled=not off) for i, off in roles.items()}
+        for step in steps:
+            cache = caches[step.instance]
+            arm = str(step.arm)
             request_body = copy.deepcopy(body)
             if arm == "request-disabled":
                 request_body["cache_prompt"] = False
-            before = _snapshot(0 if sequence == 1 else 1, hits, hits * 32)
-            hits += advance
-            documents[f"conditions/{CONDITION}/exchanges/{sequence:03d}.json"] = {
+            before = cache.snapshot()
+            cache.serve(arm)
+            cached = {"warm": 32, "server-disabled": None}.get(arm, 0)
+            content = CONTENT_B if arm == "warm" else CONTENT_A
+            documents[f"conditions/{CONDITION}/exchanges/{step.sequence:03d}.json"] = {
                 "schema_version": "1.0",
                 "kind": "evidence.raw-exchange",
                 "condition": CONDITION,
-                "sequence": sequence,
-                "phase": "cycle-1" if arm != "request-disabled" else "opt-out",
-                "server_instance": 1,
+                "sequence": step.sequence,
+                "phase": step.phase,
+                "server_instance": step.instance,
                 "claimed_arm": arm,
-                "preceded_by": preceded,
+                "preceded_by": step.preceded_by,
                 "reset": None,
                 "request": {
                     "method": "POST",
@@ -232,12 +257,12 @@ class RawFactory:
                 "response": {
                     "status": 200,
                     "headers": {"content-type": "application/json"},
-                    "body": _response(content, cached, sequence),
+                    "body": _response(content, cached, step.sequence),
                     "text": None,
                     "error": None,
                 },
                 "timing": {"started_at": "2026-01-01T00:00:02Z", "elapsed_s": 0.5},
-                "telemetry": {"before": before, "after": _snapshot(1, hits, hits * 32)},
+                "telemetry": {"before": before, "after": cache.snapshot()},
             }
         texts = {
             "harness.log": f"capture by {h.user}@{h.hostname} in {h.cwd}\n",
@@ -245,9 +270,26 @@ class RawFactory:
         }
         return documents, texts
 
+    def _later_servers(self) -> dict[str, dict[str, Any]]:
+        """The restart and cache-off servers of the protocol: copies of server 1 as it is
+        when the capture is written, so that an edit to `server` reaches every server."""
+        found: dict[str, dict[str, Any]] = {}
+        for instance in (2, 3):
+            path = f"conditions/{CONDITION}/servers/{instance}.json"
+            if path in self.documents:
+                continue
+            other = copy.deepcopy(self.server)
+            other["instance"] = instance
+            other["log_path"] = f"{self.host.cwd}/raw/conditions/{CONDITION}/servers/{instance}.log"
+            if instance == 3:
+                other["cache_disabled"] = True
+                other["argv"].append("--no-prompt-cache")
+            found[path] = other
+        return found
+
     def write(self, root: Path) -> Path:
         root.mkdir(parents=True)
-        for relative, document in self.documents.items():
+        for relative, document in {**self.documents, **self._later_servers()}.items():
             path = root / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(document, indent=2), encoding="utf-8")

@@ -17,8 +17,8 @@ from verifier.capture.harness import (
     WallTimeout,
     run_capture,
 )
-from verifier.capture.profiles import PROFILES, get_profile
-from verifier.capture.protocol import (
+from verifier.profiles import PROFILES, get_profile
+from verifier.protocol import (
     Condition,
     ProtocolSpec,
     parse_conditions,

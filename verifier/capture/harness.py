@@ -17,9 +17,14 @@ from verifier import __version__, layout
 from verifier.canonical import OutputHashError, output_hash
 from verifier.capture import hostinfo, http, process
 from verifier.capture.manifest import hash_model
-from verifier.capture.profiles.base import LaunchSpec, ResetProof, ServerProfile
 from verifier.capture.prometheus import parse_metrics
-from verifier.capture.protocol import (
+from verifier.errors import CaptureError, UsageError
+from verifier.jsonio import dumps_stable, resolve_pointer
+from verifier.model import Arm
+from verifier.modelfiles import detect_hf_snapshot, sha256_file
+from verifier.profiles.base import LaunchSpec, ServerProfile
+from verifier.profiles.rules import ResetProof
+from verifier.protocol import (
     Capabilities,
     Condition,
     ProtocolSpec,
@@ -27,10 +32,6 @@ from verifier.capture.protocol import (
     StepKind,
     build_protocol,
 )
-from verifier.errors import CaptureError, UsageError
-from verifier.jsonio import dumps_stable, resolve_pointer
-from verifier.model import Arm
-from verifier.modelfiles import detect_hf_snapshot, sha256_file
 from verifier.schemas import SCHEMA_VERSION
 
 SNAPSHOT_TIMEOUT_S = 10.0
@@ -203,6 +204,7 @@ class _Run:
                 has_opt_out=self.profile.opt_out_fields is not None,
                 can_disable_cache=self.profile.can_disable_cache,
                 opt_out_missing_reason=self.profile.opt_out_missing_reason,
+                has_logprobs=self.profile.rules.logprobs_top_k is not None,
             ),
         )
         self.block_size = self.profile.block_size
@@ -225,6 +227,7 @@ class _Run:
             "host": hostinfo.gather(),
             "server": {
                 "profile": profile.name,
+                "profile_version": profile.version,
                 "name": profile.server_name,
                 "binary_path": None if config.binary is None else str(config.binary),
                 "binary_sha256": None,
@@ -243,20 +246,18 @@ class _Run:
                 "config_file": None,
             },
             "request_body": config.request_body,
-            **(
-                {"opt_out_fields": dict(profile.opt_out_fields)}
-                if profile.opt_out_fields is not None
-                else {}
-            ),
             "conditions": [{"id": c.id, "settings": dict(c.settings)} for c in config.conditions],
             "protocol": self._protocol_doc(),
-            "telemetry": profile.telemetry.to_json(),
+            "profile_rules": profile.rules.to_json(),
         }
 
     def _protocol_doc(self) -> dict[str, Any]:
         spec = self.config.spec
         return {
             "cycles": spec.cycles,
+            "warm_per_cycle": spec.warm_per_cycle,
+            "restart_warm": spec.restart_warm,
+            "localize": spec.localize,
             "max_tokens": self.config.request_body["max_tokens"],
             "parallelism": self.profile.parallelism,
             "block_size": self.block_size,
@@ -495,7 +496,7 @@ class _Run:
         if self.profile.reset_proof is ResetProof.STATS_ENTRIES and self.profile.stats_path:
             stats = self.snapshot()["cache_stats"]
             record["stats_after"] = stats
-            record["proven"] = _entries_zero(stats, self.profile.telemetry.cache_entries_pointer)
+            record["proven"] = _entries_zero(stats, self.profile.rules.cache_entries_pointer)
         where = f"{state.condition.id} {step.phase}"
         if not result.ok:
             self.note(f"{where}: the cache reset answered {result.status or result.error}")
@@ -509,6 +510,8 @@ class _Run:
         body = dict(self.config.request_body)
         if step.opt_out and self.profile.opt_out_fields:
             body.update(self.profile.opt_out_fields)
+        if step.logprobs:
+            body.update(self.profile.rules.diagnostic_fields)
         url = self.base_url + self.profile.chat_path
         before = self.snapshot()
         started_at = now()
@@ -574,7 +577,7 @@ class _Run:
                 f"{state.condition.id} request {state.sequence} failed: "
                 f"{result.status or ''} {result.error or ''}".strip()
             )
-        cached = _pointer(parsed, self.profile.telemetry.cached_tokens_pointer)
+        cached = _pointer(parsed, self.profile.rules.cached_tokens_pointer)
         where = f"{state.condition.id} request {state.sequence} ({step.phase} {step.arm})"
         numeric = isinstance(cached, int | float) and not isinstance(cached, bool)
         if result.ok and numeric and cached != 0 and step.arm is not Arm.WARM:

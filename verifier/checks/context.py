@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -12,9 +13,67 @@ from verifier import layout, schemas
 from verifier.bundle.reader import Limits, LoadedBundle
 from verifier.errors import InvalidDocument, SchemaVersionError
 from verifier.jsonio import MAX_DEPTH, loads_strict
+from verifier.model import Arm
+from verifier.profiles import current_rules, known_rules
+from verifier.profiles.rules import ProfileRules
 from verifier.proofs import RequestProof, prove_all
+from verifier.protocol import (
+    Capabilities,
+    Phase,
+    PlannedRequest,
+    ProtocolSpec,
+    build_protocol,
+    plan_requests,
+)
 from verifier.records import Experiment, Record
 from verifier.schemas import SchemaViolation
+
+_RECORD_NAME = re.compile(r"^records/[a-z0-9][a-z0-9._-]{0,63}/[0-9]{3,7}\.json$")
+
+
+def expected_kind(path: str) -> str | None:
+    """The one document kind a bundle may hold at `path`, or None for a path it has not."""
+    fixed = {
+        layout.EXPERIMENT: "evidence.experiment",
+        layout.MODEL_MANIFEST: "evidence.model-manifest",
+        layout.REDACTION_LEDGER: "evidence.redaction-ledger",
+    }
+    if path in fixed:
+        return fixed[path]
+    return "evidence.record" if _RECORD_NAME.match(path) else None
+
+
+@dataclass(frozen=True)
+class PlanProblem:
+    message: str
+    pointer: str
+    expected: str | None = None
+    actual: str | None = None
+
+
+@dataclass(frozen=True)
+class ExpectedPlan:
+    """The protocol rebuilt from the declared parameters: what every condition must hold."""
+
+    requests: tuple[PlannedRequest, ...]
+    roles: dict[int, bool]  # server instance -> started with its cache off
+    skipped: dict[str, str]  # phase -> why the capture mode skips it
+    problems: tuple[PlanProblem, ...]  # declared parameters that contradict the protocol
+
+    @property
+    def skipped_controls(self) -> dict[Arm, str]:
+        arms = {Phase.OPT_OUT: Arm.REQUEST_DISABLED, Phase.DISABLED_SERVER: Arm.SERVER_DISABLED}
+        return {arms[Phase(p)]: r for p, r in self.skipped.items() if p in arms}
+
+
+@dataclass(frozen=True)
+class RulesChoice:
+    """Which rules judge the bundle, and what the report says about that choice."""
+
+    rules: ProfileRules | None
+    note: str  # one sentence for the report
+    copy_differs: bool = False
+
 
 ProgressCallback = Callable[[str, int, int], None]
 """(description, done, total): how far a long step (hashing a model) has come."""
@@ -27,6 +86,8 @@ class VerifyOptions:
     limits: Limits = field(default_factory=Limits)
     max_json_depth: int = MAX_DEPTH
     progress: ProgressCallback | None = None
+    profile_rules: ProfileRules | None = None  # a reviewer's --profile FILE: trusted
+    profile_file: str | None = None
 
 
 class BundleContext:
@@ -68,10 +129,16 @@ class BundleContext:
         result: dict[str, list[SchemaViolation]] = {}
         for path, document in self.documents.items():
             kind = document.get("kind") if isinstance(document, dict) else None
-            name = schemas.KIND_TO_SCHEMA.get(kind) if isinstance(kind, str) else None
-            if name is None or name.startswith("raw-") or name == "report":
-                result[path] = [SchemaViolation("/kind", f"unknown document kind {kind!r}", "kind")]
+            expected = expected_kind(path)
+            if expected is None:
+                message = "no document belongs at this path in a bundle"
+                result[path] = [SchemaViolation("", message, "kind")]
                 continue
+            if kind != expected:
+                message = f"the document at this path must be {expected!r}, not {kind!r}"
+                result[path] = [SchemaViolation("/kind", message, "kind")]
+                continue
+            name = schemas.KIND_TO_SCHEMA[expected]
             try:
                 schemas.check_schema_version(document, where=path)
             except SchemaVersionError as exc:
@@ -107,6 +174,33 @@ class BundleContext:
         return found
 
     @cached_property
+    def rules_choice(self) -> RulesChoice:
+        return choose_rules(self.experiment, self.options)
+
+    @property
+    def rules(self) -> ProfileRules | None:
+        return self.rules_choice.rules
+
+    @cached_property
+    def cache_off_instances(self) -> dict[str, frozenset[int]]:
+        """Per condition, the instances declared cache-off whose argv shows the profile's flag."""
+        experiment, rules = self.experiment, self.rules
+        if experiment is None or rules is None or not rules.cache_off_args:
+            return {}
+        return {
+            c.id: frozenset(
+                s.instance
+                for s in c.servers
+                if s.cache_disabled and has_args(s.argv, rules.cache_off_args)
+            )
+            for c in experiment.conditions
+        }
+
+    @cached_property
+    def plan(self) -> ExpectedPlan | None:
+        return expected_plan(self.experiment, self.rules) if self.experiment is not None else None
+
+    @cached_property
     def proofs(self) -> list[RequestProof]:
         experiment = self.experiment
         if experiment is None:
@@ -114,7 +208,120 @@ class BundleContext:
         known = {c.id for c in experiment.conditions}
         return prove_all(
             [r for r in self.records if r.condition in known],
-            experiment.telemetry,
-            {c.id: c.disabled_instances for c in experiment.conditions},
-            experiment.opt_out_fields,
+            self.rules,
+            self.cache_off_instances,
+            no_rules_reason=self.rules_choice.note,
+            attached=experiment.attached,
         )
+
+
+def has_args(argv: tuple[str, ...], wanted: tuple[str, ...]) -> bool:
+    """Whether `wanted` appears in `argv` as consecutive arguments."""
+    n = len(wanted)
+    return any(argv[i : i + n] == wanted for i in range(len(argv) - n + 1))
+
+
+def choose_rules(experiment: Experiment | None, options: VerifyOptions) -> RulesChoice:
+    """The rules that judge the bundle: the reviewer's file, else the tool's own copy of the
+    profile the bundle names. The bundle's own copy is never applied."""
+    if options.profile_rules is not None:
+        chosen = options.profile_rules
+        return RulesChoice(
+            chosen, f"judged by the reviewer's profile file {options.profile_file} ({chosen.key})"
+        )
+    if experiment is None:
+        return RulesChoice(None, "no experiment.json to name a profile")
+    name, version = experiment.profile, experiment.profile_version
+    if version is None:
+        rules = current_rules(name)
+        if experiment.schema_minor >= 1:
+            return RulesChoice(
+                None,
+                f"the bundle names profile {name!r} without a profile version: no arm is "
+                "proven (pass --profile FILE to judge it by rules you choose)",
+            )
+        if rules is None:
+            return RulesChoice(
+                None,
+                f"this tool has no profile {name!r}: no arm is proven "
+                "(pass --profile FILE to judge it by rules you choose)",
+            )
+        return RulesChoice(
+            rules,
+            f"a schema 1.0 bundle: judged by this tool's {rules.key} rules; the telemetry map "
+            "it carries is ignored",
+        )
+    versioned = known_rules(name, version)
+    if versioned is None:
+        return RulesChoice(
+            None,
+            f"this tool does not know profile {name!r} version {version!r}: no arm is proven "
+            "(pass --profile FILE to judge it by rules you choose)",
+        )
+    copy = experiment.profile_rules
+    differs = copy is not None and copy != versioned.to_json()
+    return RulesChoice(
+        versioned, f"judged by this tool's {versioned.key} rules", copy_differs=differs
+    )
+
+
+def expected_plan(experiment: Experiment, rules: ProfileRules | None) -> ExpectedPlan:
+    """Rebuild the protocol from the declared parameters and the capture mode.
+
+    What may be skipped follows from the capture mode (attached or not) and the tool's
+    rules for the server (a per-request opt-out, a cache-off switch), never from what the
+    bundle says it skipped.
+    """
+    declared = experiment.protocol
+    spec = ProtocolSpec(
+        cycles=declared["cycles"],
+        warm_per_cycle=declared.get("warm_per_cycle", ProtocolSpec.warm_per_cycle),
+        opt_out_repeats=declared.get("opt_out_repeats", ProtocolSpec.opt_out_repeats),
+        restart_warm=declared.get("restart_warm", ProtocolSpec.restart_warm),
+        disabled_repeats=declared.get("disabled_repeats", ProtocolSpec.disabled_repeats),
+        localize=declared.get("localize", False),
+    )
+    said_skipped = {s["phase"]: s["reason"] for s in declared.get("skipped_phases", [])}
+    if rules is not None:
+        has_opt_out, can_disable = rules.opt_out_fields is not None, rules.can_disable_cache
+    else:  # nothing is proven without rules; follow the bundle so the layout can be checked
+        has_opt_out = Phase.OPT_OUT not in said_skipped
+        can_disable = Phase.DISABLED_SERVER not in said_skipped
+    caps = Capabilities(
+        starts_servers=not experiment.attached,
+        has_opt_out=has_opt_out,
+        can_disable_cache=can_disable,
+        has_logprobs=(
+            rules.logprobs_top_k is not None
+            if rules is not None
+            else Phase.DIAGNOSTIC not in said_skipped
+        ),
+    )
+    protocol = build_protocol(spec, caps)
+    requests, roles = plan_requests(protocol)
+    skipped = {s.phase: s.reason for s in protocol.skipped}
+    problems: list[PlanProblem] = []
+    if set(said_skipped) != set(skipped):
+        problems.append(
+            PlanProblem(
+                "the declared skipped phases are not the ones this capture mode and server "
+                "allow: a control may not be dropped by declaring it skipped",
+                "/protocol/skipped_phases",
+                expected=", ".join(sorted(skipped)) or "none",
+                actual=", ".join(sorted(said_skipped)) or "none",
+            )
+        )
+    for key, phase in (
+        ("opt_out_repeats", Phase.OPT_OUT),
+        ("disabled_repeats", Phase.DISABLED_SERVER),
+    ):
+        if phase not in skipped and getattr(spec, key) == 0:
+            problems.append(
+                PlanProblem(
+                    f"{key} is 0: the {phase} control is absent without a declared reason",
+                    f"/protocol/{key}",
+                    expected="at least 1",
+                    actual="0",
+                )
+            )
+    return ExpectedPlan(requests, roles, skipped, tuple(problems))

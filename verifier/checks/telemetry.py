@@ -12,20 +12,35 @@ CHECK = "telemetry"
 
 def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
     proofs = ctx.proofs
-    if ctx.experiment is not None:
-        recorded = {p.record.condition for p in proofs}
-        for index, condition in enumerate(ctx.experiment.conditions):
-            if condition.id not in recorded:
-                yield Finding(
-                    CHECK,
-                    Severity.WARNING,
-                    "the condition has no request record: nothing to classify",
-                    file="experiment.json",
-                    pointer=f"/conditions/{index}",
-                )
     for proof in proofs:
         record = proof.record
-        if proof.failed is not None:
+        for pointer in proof.bad_numbers:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                "a number that enters a proof is not a whole number in 0..2^53",
+                file=record.file,
+                pointer=pointer if pointer.startswith("/telemetry") else "/response" + pointer,
+            )
+        if proof.contradiction is not None:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the record's telemetry contradicts itself: {proof.contradiction}",
+                file=record.file,
+                pointer="/telemetry",
+            )
+            continue
+        if proof.failed is not None and _carries_completion(record.response):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"a request marked failed ({proof.failed}) carries a completion: a failed "
+                "request must not hide an output from the comparison",
+                file=record.file,
+                pointer="/http_status",
+            )
+        elif proof.failed is not None:
             yield Finding(
                 CHECK,
                 Severity.WARNING,
@@ -66,3 +81,10 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                     expected=str(common),
                     actual=str(value),
                 )
+
+
+def _carries_completion(response: object) -> bool:
+    if not isinstance(response, dict):
+        return False
+    choices = response.get("choices")
+    return isinstance(choices, list) and bool(choices)

@@ -13,12 +13,14 @@ import typer
 from verifier import __version__
 from verifier.cli import (
     capture_cmd,
+    diff_cmd,
     export_cmd,
     keys_cmd,
     manifest_cmd,
     schema_cmd,
     verify_cmd,
 )
+from verifier.cli.common import Group
 
 app = typer.Typer(
     name="evidence",
@@ -26,11 +28,14 @@ app = typer.Typer(
         "Capture, export and verify evidence that an LLM server's greedy reply depends on "
         "its prompt-cache state.\n\n"
         "Pipeline: capture (private raw dir) -> export (public bundle) -> verify (verdict)."
+        "\n\nStart with: evidence verify sample_bundles/seed-mlxcel. Terms, protocol, "
+        "verdicts and exit codes: docs/EVIDENCE.md."
     ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    cls=Group,
 )
 
 
@@ -49,7 +54,7 @@ def _root(
     """Capture, export and verify cache-state evidence bundles."""
 
 
-for _module in (capture_cmd, export_cmd, verify_cmd, manifest_cmd, keys_cmd, schema_cmd):
+for _module in (capture_cmd, export_cmd, verify_cmd, diff_cmd, manifest_cmd, keys_cmd, schema_cmd):
     _module.register(app)
 
 

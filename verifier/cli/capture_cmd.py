@@ -10,13 +10,15 @@ from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-
-from verifier.cli.common import boundary, stderr
+from rich.text import Text
 
 if TYPE_CHECKING:  # the harness and rich.progress load only when a capture runs
     from rich.progress import Progress
 
     from verifier.capture import CaptureSummary, RequestEvent
+from verifier.cli.common import Command, boundary, program, stderr
+from verifier.errors import InvalidDocument, UsageError
+from verifier.jsonio import loads_strict
 
 
 class ProfileName(enum.StrEnum):
@@ -54,10 +56,47 @@ class RichProgress:
         )
 
 
-def _read_request(path: Path | None) -> dict[str, Any] | None:
-    from verifier.errors import InvalidDocument, UsageError
-    from verifier.jsonio import loads_strict
+class PlainProgress:
+    """The harness's progress sink where stderr is no terminal (CI, `| tee`): one plain line
+    per request and per note, so that a long run never looks stuck."""
 
+    def __init__(self) -> None:
+        self.done = 0
+        self.total: int | None = None
+
+    def begin(self, total_requests: int) -> None:
+        self.total = total_requests
+        stderr.print(Text(f"{total_requests} requests to send"))
+
+    def note(self, message: str) -> None:
+        stderr.print(Text(message), soft_wrap=True)
+
+    def request_done(self, event: RequestEvent) -> None:
+        self.done += 1
+        digest = event.output_hash[:12] if event.output_hash else "no hash"
+        status = "" if event.status == 200 else f", HTTP {event.status}"
+        took = "" if event.elapsed_s is None else f", {event.elapsed_s:.1f} s"
+        stderr.print(
+            Text(
+                f"request {self.done}/{self.total or '?'}: {event.condition} {event.phase} "
+                f"{event.arm}, cached {event.cached_tokens}, {digest}{status}{took}"
+            ),
+            soft_wrap=True,
+        )
+
+
+def _condition_specs(specs: list[str]) -> list[str]:
+    """Name the part a --condition lacks before the parser judges what is left of it."""
+    for spec in specs:
+        if ":" not in spec and "=" in spec:
+            raise UsageError(
+                f"--condition {spec!r} has no ':' between its name and its settings: write "
+                "NAME:VAR=VALUE, e.g. --condition det0:MLXCEL_SDPA_DETERMINISTIC=0"
+            )
+    return specs
+
+
+def _read_request(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
@@ -82,13 +121,26 @@ def _print_summary(summary: CaptureSummary) -> None:
         table.add_row(condition, arm, str(len(hashes)), ", ".join(distinct))
     if summary.hashes:
         stderr.print(table)
+    outputs = len(summary.distinct_hashes)
     stderr.print(
-        f"{summary.requests} requests ({summary.errors} errored), "
-        f"{len(summary.distinct_hashes)} distinct output hash(es), "
-        f"{summary.elapsed_s:.1f} s. Raw (private) output: {summary.output}"
+        Text(
+            f"{summary.requests} requests ({summary.errors} errored), {outputs} distinct "
+            f"output {'hash' if outputs == 1 else 'hashes'}, {summary.elapsed_s:.1f} s. "
+            f"Raw (private) output: {summary.output}"
+        ),
+        soft_wrap=True,
     )
     if summary.outcome == "completed":
-        stderr.print(f"Next: evidence export {summary.output} --out PUBLIC_DIR")
+        stderr.print(Text(f"Next: {program()} export {summary.output} --out PUBLIC_DIR"))
+    else:
+        stderr.print(
+            Text(
+                f"The raw output of this {summary.outcome} capture is kept for diagnosis in "
+                f"{summary.output} (its server logs included); a retry needs a new --output, "
+                "or remove that folder first."
+            ),
+            soft_wrap=True,
+        )
 
 
 def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -99,60 +151,142 @@ def capture(
     server_profile: Annotated[
         ProfileName,
         typer.Option(
-            "--server-profile", help="Which server: its flags, cache reset, opt-out, telemetry."
+            "--server-profile",
+            metavar="PROFILE",
+            help="Which server: mlxcel, llama.cpp, vllm or sglang. The profile holds its "
+            "flags, cache reset, opt-out field and telemetry.",
         ),
     ],
     model: Annotated[
-        Path, typer.Option("--model", help="Model directory or file (hashed, never uploaded).")
+        Path,
+        typer.Option(
+            "--model", metavar="PATH", help="Model directory or file (hashed, never uploaded)."
+        ),
     ],
     output: Annotated[
-        Path, typer.Option("--output", help="New directory for the private raw capture.")
+        Path,
+        typer.Option(
+            "--output",
+            metavar="DIR",
+            help="New directory for the private raw capture; it must not exist.",
+        ),
     ],
     binary: Annotated[
-        Path | None, typer.Option("--binary", help="Server executable to start and stop.")
+        Path | None,
+        typer.Option(
+            "--binary",
+            metavar="FILE",
+            help="Server executable the harness starts and stops (or give --url).",
+        ),
     ] = None,
     url: Annotated[
         str | None,
-        typer.Option("--url", help="Attach to a running server instead (never stopped)."),
+        typer.Option(
+            "--url",
+            metavar="URL",
+            help="Attach to a server you started (never stopped); the restart and "
+            "cache-off phases are then skipped, and the bundle says so.",
+        ),
     ] = None,
     request: Annotated[
         Path | None,
-        typer.Option("--request", help="JSON chat-completions body (default: the seed's)."),
+        typer.Option(
+            "--request",
+            metavar="FILE",
+            help="JSON chat-completions body to send (default: the seed report's story prompt).",
+        ),
     ] = None,
     condition: Annotated[
         list[str] | None,
         typer.Option(
             "--condition",
-            help="NAME:VAR=VALUE[,VAR=VALUE...]; repeat for each condition.",
+            metavar="SPEC",
+            help="A server setting to compare, as NAME:VAR=VALUE or "
+            "NAME:VAR=VALUE,VAR=VALUE; repeat for each condition. Example: "
+            "det0:MLXCEL_SDPA_DETERMINISTIC=0 (default: one condition, default, with no "
+            "setting).",
         ),
     ] = None,
-    cycles: Annotated[int, typer.Option("--cycles", min=1, help="Reset/cold/warm cycles.")] = 2,
+    cycles: Annotated[
+        int,
+        typer.Option(
+            "--cycles", metavar="N", min=1, help="Reset, cold, warm, warm cycles (1 or more)."
+        ),
+    ] = 2,
+    no_localize: Annotated[
+        bool,
+        typer.Option(
+            "--no-localize",
+            help="Skip the diagnostic phase. By default, after the protocol, one cold and one "
+            "warm request with logprobs on a fresh server find the first divergent token "
+            "(never part of the verdict; skipped where the profile has no logprobs).",
+        ),
+    ] = False,
     max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, help="Token cap (default 800).")
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            metavar="N",
+            min=1,
+            help="Token cap of every request (1 or more); overrides max_tokens of the "
+            "--request body. Without either: 800.",
+        ),
     ] = None,
-    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 18128,
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port",
+            metavar="PORT",
+            min=1,
+            max=65535,
+            help="Port (1 to 65535) on 127.0.0.1 for the servers the harness starts; not "
+            "used with --url.",
+        ),
+    ] = 18128,
     wall_timeout: Annotated[
-        float | None, typer.Option("--wall-timeout", help="Bound of the whole run, seconds.")
+        float | None,
+        typer.Option(
+            "--wall-timeout",
+            metavar="SECONDS",
+            help="Bound of the whole run (default: none).",
+        ),
     ] = None,
     request_timeout: Annotated[
-        float, typer.Option("--request-timeout", help="Bound of each request, seconds.")
+        float,
+        typer.Option("--request-timeout", metavar="SECONDS", help="Bound of each request."),
     ] = 600.0,
     ready_timeout: Annotated[
-        float, typer.Option("--ready-timeout", help="Bound of each server start, seconds.")
+        float,
+        typer.Option("--ready-timeout", metavar="SECONDS", help="Bound of each server start."),
     ] = 600.0,
     extra_server_arg: Annotated[
         list[str] | None,
         typer.Option(
             "--extra-server-arg",
-            help="Extra server argument; repeat. Write --extra-server-arg=--flag=value.",
+            metavar="ARG",
+            help="One more argument for every server command line; repeat for each. A value "
+            "that starts with a dash needs the = form: --extra-server-arg=-fa "
+            "--extra-server-arg=on",
         ),
     ] = None,
-    alias: Annotated[str, typer.Option("--alias", help="Model name served.")] = "cache-repro",
+    alias: Annotated[
+        str,
+        typer.Option(
+            "--alias", metavar="NAME", help="Model name the server serves and the body names."
+        ),
+    ] = "cache-repro",
     repo_id: Annotated[
-        str | None, typer.Option("--repo-id", help="Model repository (detected in HF caches).")
+        str | None,
+        typer.Option(
+            "--repo-id",
+            metavar="REPO",
+            help="Model repository, e.g. mlx-community/Qwen3-1.7B-4bit (found by itself in "
+            "a Hugging Face cache).",
+        ),
     ] = None,
     revision: Annotated[
-        str | None, typer.Option("--revision", help="Pinned model revision.")
+        str | None,
+        typer.Option("--revision", metavar="REV", help="Pinned model revision (commit)."),
     ] = None,
 ) -> None:
     """Capture cold, warm and cache-disabled replies of one server into a private raw dir.
@@ -161,7 +295,14 @@ def capture(
     per-request opt-outs; restart, cold/warm; a cache-off server, three requests.
     Requests are serialized; telemetry is snapshotted before and after each one.
 
-    Example (the seed report's run):
+    Example with llama.cpp (the server a newcomer can build: make llama-server):
+
+      evidence capture --server-profile llama.cpp
+        --binary ~/.cache/evidence/llama-server-0.3.36/llama-server
+        --model tiny.gguf --output raw --request request.json --max-tokens 128
+        --extra-server-arg=-fa --extra-server-arg=on
+
+    Example with mlxcel (the seed report's run, two conditions):
 
       evidence capture --server-profile mlxcel --binary ./mlxcel-server
         --model ./Qwen3-1.7B-4bit --output ./raw-det
@@ -170,7 +311,8 @@ def capture(
         --cycles 2 --max-tokens 800 --port 18128 --wall-timeout 1500
 
     The output directory must not exist; it holds private paths and environments:
-    publish only what [bold]evidence export[/] makes of it.
+    publish only what [bold]evidence export[/] makes of it. Terms, protocol and
+    verdicts: docs/EVIDENCE.md.
     """
     from rich.progress import (
         BarColumn,
@@ -203,11 +345,11 @@ def capture(
         model=model.absolute(),
         output=output.absolute(),
         request_body=body,
-        conditions=tuple(parse_conditions(condition or [])),
+        conditions=tuple(parse_conditions(_condition_specs(condition or []))),
         binary=None if binary is None else binary.absolute(),
         url=url,
         alias=alias,
-        spec=ProtocolSpec(cycles=cycles),
+        spec=ProtocolSpec(cycles=cycles, localize=not no_localize),
         port=port,
         wall_timeout_s=wall_timeout,
         request_timeout_s=request_timeout,
@@ -219,15 +361,18 @@ def capture(
     )
     previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=stderr,
-            transient=True,
-        ) as bar:
-            summary = run_capture(config, RichProgress(bar))
+        if stderr.is_terminal:
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=stderr,
+                transient=True,
+            ) as bar:
+                summary = run_capture(config, RichProgress(bar))
+        else:
+            summary = run_capture(config, PlainProgress())
     except CaptureFailed as failed:
         _print_summary(failed.summary)
         raise
@@ -237,4 +382,4 @@ def capture(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(boundary(capture))
+    app.command(cls=Command)(boundary(capture))

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import typer
+import typer.core
 from rich.console import Console
+from rich.markup import escape
 
 from verifier.errors import EvidenceError
 
@@ -16,6 +19,46 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 stderr = Console(stderr=True, highlight=False)
+
+
+def _plain_labels(params: list[Any]) -> list[Any]:
+    """One style of labels in --help, and room for the help text at 80 columns.
+
+    A flag shows no `<bool>`; an argument shows its label (`BUNDLE`) once, not again as
+    `<list[Path]>`; every option declares its own metavar; a number's range is said in its
+    help text rather than as `[1<=x<=65535]` beside the label (typer still enforces it).
+    """
+    for param in params:
+        if isinstance(param, typer.core.TyperOption):
+            if param.is_flag and param.metavar is None:
+                param.metavar = ""
+            param._get_number_range_help_str = lambda: None  # type: ignore[method-assign]
+        elif isinstance(param, typer.core.TyperArgument):
+            param.display_type_rich = lambda ctx: None  # type: ignore[method-assign]
+    return params
+
+
+class Command(typer.core.TyperCommand):
+    """A command whose --help uses one style of labels (see `_plain_labels`)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _plain_labels(super().get_params(ctx))
+
+
+class Group(typer.core.TyperGroup):
+    """A command group whose --help uses one style of labels (see `_plain_labels`)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _plain_labels(super().get_params(ctx))
+
+
+def program() -> str:
+    """How the user ran this tool (`.venv/bin/evidence`), for the next command we suggest:
+    a bare `evidence` is not on the PATH of someone who has not activated the venv."""
+    invoked = sys.argv[0] if sys.argv else ""
+    if os.path.basename(invoked) == "evidence" and os.sep in invoked:
+        return invoked
+    return "evidence"
 
 
 def debug_enabled() -> bool:
@@ -37,7 +80,7 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
         except EvidenceError as exc:
             if debug_enabled():
                 raise
-            stderr.print(f"[bold red]error:[/] {exc.message}", markup=True, soft_wrap=True)
+            stderr.print(f"[bold red]error:[/] {escape(exc.message)}", markup=True, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             stderr.print("[bold red]interrupted[/]")
@@ -46,7 +89,7 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
             if debug_enabled():
                 raise
             stderr.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
+                f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}\n"
                 "This is a bug in evidence; run again with EVIDENCE_DEBUG=1 for a traceback.",
                 soft_wrap=True,
             )

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from verifier.cli.common import boundary, stderr
+from verifier import layout
+from verifier.cli.common import Command, boundary, program, stderr
+from verifier.errors import UsageError
 
 if TYPE_CHECKING:  # the exporter loads only when an export runs
     from verifier.export import ExportSummary
@@ -16,11 +18,13 @@ if TYPE_CHECKING:  # the exporter loads only when an export runs
 def _print_summary(summary: ExportSummary) -> None:
     from rich.table import Table
 
-    table = Table("redacted (values never shown)", "count", box=None)
+    table = Table("redacted, by category (values never shown)", "occurrences", box=None)
     for category, count in summary.redactions.items():
         table.add_row(category, str(count))
     if not summary.redactions:
         table.add_row("(nothing private found)", "0")
+    else:
+        table.add_row("total occurrences", str(sum(summary.redactions.values())))
     stderr.print(table)
     stderr.print(
         f"[green]exported[/] {summary.records} records of {len(summary.conditions)} "
@@ -39,14 +43,15 @@ def export(
     raw: Annotated[
         Path,
         typer.Argument(
-            metavar="RAW", help="The raw capture directory written by `evidence capture` (private)."
+            metavar="RAW_DIR",
+            help="The raw capture directory written by `evidence capture` (private).",
         ),
     ],
     out: Annotated[
         Path,
         typer.Option(
             "--out",
-            metavar="PUBLIC",
+            metavar="DIR",
             help="The public bundle directory to create; it must not exist.",
         ),
     ],
@@ -54,7 +59,7 @@ def export(
         Path | None,
         typer.Option(
             "--archive",
-            metavar="PUBLIC.tar.gz",
+            metavar="FILE",
             help="Also write a reproducible .tar.gz of the bundle here (must not exist): the "
             "same bundle gives the same bytes on any machine.",
         ),
@@ -63,7 +68,7 @@ def export(
         Path | None,
         typer.Option(
             "--sign-key",
-            metavar="KEY.pem",
+            metavar="FILE",
             help="Ed25519 private key (PEM, from `evidence keygen`): writes SHA256SUMS.sig.",
         ),
     ] = None,
@@ -71,7 +76,7 @@ def export(
         list[str] | None,
         typer.Option(
             "--private-path",
-            metavar="PATH",
+            metavar="TEXT",
             help="Another private path (or string) to replace everywhere; repeat as needed.",
         ),
     ] = None,
@@ -103,10 +108,17 @@ def export(
     (leak scan included) and only then moved into place; a failure or Ctrl-C
     leaves nothing.
 
-    Example: evidence export raw --out bundle --archive bundle.tar.gz --sign-key key.pem
+    Example:
+
+      evidence export raw --out bundle --archive bundle.tar.gz
+        --sign-key keys/evidence-signing-key.pem
     """
     from verifier.export import ExportOptions, export_bundle
 
+    if (raw / layout.SHA256SUMS).is_file() and not (raw / layout.RAW_RUN).exists():
+        raise UsageError(
+            f"{raw} is a public bundle, not a raw capture: check it with `{program()} verify {raw}`"
+        )
     options = ExportOptions(
         raw_dir=raw,
         out_dir=out,
@@ -120,4 +132,4 @@ def export(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(boundary(export))
+    app.command(cls=Command)(boundary(export))

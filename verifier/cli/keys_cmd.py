@@ -7,19 +7,29 @@ from typing import Annotated
 
 import typer
 
-from verifier.cli.common import boundary, stderr
+from verifier.cli.common import Command, boundary, stderr
 
 
 def keygen(
     out: Annotated[
-        Path, typer.Option("--out", help="Directory for the two PEM files (created if needed).")
+        Path,
+        typer.Option(
+            "--out", metavar="DIR", help="Directory for the two PEM files (created if needed)."
+        ),
     ],
 ) -> None:
     """Make an Ed25519 key pair: a PKCS#8 private key (mode 0600) and its public key.
 
     Sign an export with [bold]--sign-key[/] PRIVATE.pem; reviewers verify with
-    [bold]evidence verify --key[/] PUBLIC.pem, or with stock OpenSSL:
-    openssl pkeyutl -verify -pubin -inkey PUBLIC.pem -rawin -in SHA256SUMS -sigfile SHA256SUMS.sig
+    [bold]evidence verify --key[/] PUBLIC.pem, or with stock OpenSSL (below). The
+    report names the key by its fingerprint, the SHA-256 of its DER encoding.
+
+    Example: evidence keygen --out keys
+
+      openssl pkeyutl -verify -pubin -inkey keys/evidence-signing-key.pub.pem
+        -rawin -in SHA256SUMS -sigfile SHA256SUMS.sig
+      openssl pkey -pubin -in keys/evidence-signing-key.pub.pem -outform DER
+        | sha256sum
     """
     from verifier import signing  # cryptography loads only here
 
@@ -29,4 +39,4 @@ def keygen(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(boundary(keygen))
+    app.command(cls=Command)(boundary(keygen))

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from verifier.cli.common import boundary, stderr
+from verifier.cli.common import Command, boundary, stderr
 
 
 def manifest(
@@ -37,12 +37,14 @@ def manifest(
 ) -> None:
     """Hash every file of a model into a model manifest (JSON), as verify reads it.
 
-    Files are hashed in parallel, one thread per core. In a Hugging Face snapshot,
-    links into the repository's blobs/ are followed; a link leaving the model's own
-    cache folder is refused. Hidden folders (.git) are skipped.
+    Files are hashed in parallel, one thread per core. In a Hugging Face
+    snapshot, links into the repository's blobs/ are followed; a link leaving
+    the model's own cache folder is refused. Hidden folders (.git) are skipped.
 
-    Example: evidence manifest ~/.cache/huggingface/hub/models--org--name/snapshots/REV
-    -o model-manifest.json
+    Example:
+
+      evidence manifest ~/.cache/huggingface/hub/models--org--name/snapshots/REV
+        -o model-manifest.json
     """
     from rich.progress import (
         BarColumn,
@@ -96,4 +98,4 @@ def manifest(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(boundary(manifest))
+    app.command(cls=Command)(boundary(manifest))

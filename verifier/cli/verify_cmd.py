@@ -2,84 +2,206 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.text import Text
 
+from verifier import layout
 from verifier.bundle.reader import Limits
-from verifier.cli.common import boundary, stderr
+from verifier.cli.common import Command, boundary, program, stderr
+from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
-from verifier.report import OutputFormat
+from verifier.report import OutputFormat, render
+from verifier.report.common import printable
+
+if TYPE_CHECKING:  # the checks, jsonschema and the report builder load only when verifying
+    from verifier.report.document import KeyInfo
 
 _DEFAULTS = Limits()
+
+
+def _refuse_raw_capture(path: Path) -> None:
+    """A private raw capture is not a bundle: say what it is and what to run, not 150 errors."""
+    if (path / layout.RAW_RUN).is_file() and not (path / layout.SHA256SUMS).exists():
+        raise UnreadableInput(
+            f"{path} is a raw capture (private), not a public bundle: run "
+            f"`{program()} export {path} --out PUBLIC_DIR`, then verify PUBLIC_DIR"
+        )
+
+
+def _key_info(path: Path) -> KeyInfo:
+    """The key's file name and fingerprint: `openssl pkey -pubin -outform DER | sha256sum`."""
+    import hashlib
+
+    from cryptography.hazmat.primitives import serialization
+
+    from verifier import signing
+    from verifier.report.document import KeyInfo
+
+    try:
+        head = path.read_bytes()[:4096]
+    except OSError as exc:
+        raise UsageError(f"cannot read --key {path}: {exc.strerror}") from None
+    if b"PRIVATE KEY-----" in head:
+        raise UsageError(
+            f"--key {path} is a private key: give the signer's public key "
+            "(evidence-signing-key.pub.pem), and never share the private one"
+        )
+    if b"-----BEGIN PUBLIC KEY-----" not in head:
+        raise UsageError(
+            f"--key {path} is not a PEM public key: expected a file that starts with "
+            "-----BEGIN PUBLIC KEY-----, as `evidence keygen` writes it"
+        )
+    der = signing.load_public_key(path).public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return KeyInfo(path.name, hashlib.sha256(der).hexdigest())
 
 
 def verify(
     bundles: Annotated[
         list[Path],
-        typer.Argument(help="Bundle directories or .tar.gz archives; each gets its own report."),
+        typer.Argument(
+            metavar="BUNDLE",
+            help="Bundle directories or .tar.gz archives; each gets its own report.",
+        ),
     ],
     output_format: Annotated[
         OutputFormat,
         typer.Option(
-            "--format", "-f", help="text for people, json for machines, markdown for issues."
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="text (for people), json (for machines, schema: evidence schema show "
+            "report) or markdown (for an issue comment).",
         ),
     ] = OutputFormat.TEXT,
     key: Annotated[
         Path | None,
-        typer.Option("--key", help="Ed25519 public key (PEM): the signature must verify with it."),
+        typer.Option(
+            "--key",
+            metavar="FILE",
+            help="The signer's Ed25519 public key (PEM): the signature must verify with it.",
+        ),
     ] = None,
     model_dir: Annotated[
         Path | None,
         typer.Option(
             "--model-dir",
-            help="Local model folder (plain or HF snapshot) to rehash against the manifest.",
+            metavar="DIR",
+            help="Your copy of the model (a folder or a Hugging Face snapshot): every file "
+            "is rehashed against the bundle's manifest.",
+        ),
+    ] = None,
+    profile: Annotated[
+        Path | None,
+        typer.Option(
+            "--profile",
+            metavar="FILE",
+            help="Judge by the server-profile rules in this JSON file instead of the tool's "
+            "own (for a profile or version this tool does not know).",
         ),
     ] = None,
     expect: Annotated[
         Verdict | None,
         typer.Option(
-            "--expect", help="Exit 3 when a verified bundle's verdict is not this one (CI gates)."
+            "--expect",
+            metavar="VERDICT",
+            help="Exit 3 when a verified bundle's verdict is not VERDICT: one of "
+            "cache-state-dependent, cache-state-independent, nondeterministic, "
+            "inconclusive, invalid (for CI gates).",
+        ),
+    ] = None,
+    require_signature: Annotated[
+        bool,
+        typer.Option(
+            "--require-signature",
+            help="A bundle whose signature was not verified with --key (unsigned, or no "
+            "key given) is not verified: exit 1.",
+        ),
+    ] = False,
+    require_model_match: Annotated[
+        bool,
+        typer.Option(
+            "--require-model-match",
+            help="With --model-dir: a copy that differs from the manifest makes the bundle "
+            "not verified (exit 1). Without it, a differing copy is reported apart and the "
+            "bundle keeps its verdict.",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print only each bundle's verdict and name, one line each (for scripts); "
+            "no progress on stderr. The exit code is unchanged.",
+        ),
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the report to FILE instead of stdout (written once the report is "
+            "complete).",
         ),
     ] = None,
     max_members: Annotated[
-        int, typer.Option(help="Most archive members read.", min=1)
+        int,
+        typer.Option(metavar="N", help="Most archive members read (1 or more).", min=1),
     ] = _DEFAULTS.max_members,
     max_member_bytes: Annotated[
-        int, typer.Option(help="Largest member, in bytes.", min=1)
+        int,
+        typer.Option(metavar="BYTES", help="Largest member read, in bytes (1 or more).", min=1),
     ] = _DEFAULTS.max_member_bytes,
     max_total_bytes: Annotated[
-        int, typer.Option(help="Most bytes read in all.", min=1)
+        int,
+        typer.Option(metavar="BYTES", help="Most bytes read in all (1 or more).", min=1),
     ] = _DEFAULTS.max_total_bytes,
     max_ratio: Annotated[
-        float, typer.Option(help="Highest compression ratio accepted.", min=1.0)
+        float,
+        typer.Option(
+            metavar="RATIO", help="Highest compression ratio accepted (1.0 or more).", min=1.0
+        ),
     ] = _DEFAULTS.max_ratio,
 ) -> None:
     """Verify evidence bundles offline and classify what they prove.
 
-    Checks input safety, SHA256SUMS, the signature (with --key), every document's schema,
-    the canonical output hashes, the model manifest, the telemetry behind each claimed cache
-    arm, and leaks; then gives a verdict per condition and for the experiment.
+    Checks input safety, SHA256SUMS, the signature (with --key), every
+    document's schema, the canonical output hashes, the model manifest, the
+    telemetry behind each claimed cache arm, and leaks; then gives a verdict
+    per condition and for the experiment. What each verdict means:
+    docs/EVIDENCE.md.
 
-    Exit codes: 0 verified (whatever the verdict), 1 not verified, 2 usage error or
-    unreadable input, 3 verified but the verdict differs from --expect.
+    Exit codes: 0 verified (whatever the verdict), 1 not verified, 2 usage
+    error or unreadable input, 3 verified but the verdict differs from
+    --expect.
 
-    Example: evidence verify bundle.tar.gz --key signer.pub.pem --format markdown
+    Examples:
+
+      evidence verify bundle.tar.gz --key signer.pub.pem
+      evidence verify bundle.tar.gz --format markdown > comment.md
+      evidence verify a.tar.gz b.tar.gz --expect cache-state-dependent
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from verifier.errors import UnreadableInput, UnsafeInput, UsageError
-    from verifier.report import render
-    from verifier.report.document import BundleOutcome, build_report
-    from verifier.verify import VerifyOptions, verify_path
-
     if key is not None and not key.is_file():
         raise UsageError(f"--key {key}: no such file")
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from verifier.report.document import BundleOutcome, build_report
+    from verifier.verify import VerifyOptions, load_profile_rules, verify_path
+
     limits = Limits(max_members, max_member_bytes, max_total_bytes, max_ratio)
+    key_info = _key_info(key) if key is not None else None
+    profile_rules = load_profile_rules(profile) if profile is not None else None
     outcomes = []
     with Progress(
         TextColumn("{task.description}"),
@@ -88,6 +210,7 @@ def verify(
         TimeRemainingColumn(),
         console=stderr,
         transient=True,
+        disable=quiet or not stderr.is_terminal,  # a bar only where one can be drawn
     ) as progress:
         task = progress.add_task("hashing model", total=None, visible=False)
 
@@ -97,14 +220,25 @@ def verify(
             )
 
         options = VerifyOptions(
-            public_key=key, model_dir=model_dir, limits=limits, progress=on_progress
+            public_key=key,
+            model_dir=model_dir,
+            limits=limits,
+            progress=on_progress,
+            profile_rules=profile_rules,
+            profile_file=None if profile is None else profile.name,
         )
         for path in bundles:
-            stderr.print(f"verifying {path}", style="dim")
+            if not quiet:
+                stderr.print(Text(f"verifying {path}", style="dim"))
             try:
+                _refuse_raw_capture(path)
                 result = verify_path(path, options)
             except (UnreadableInput, UnsafeInput) as exc:
-                stderr.print(f"[bold red]error:[/] {exc.message}", soft_wrap=True)
+                if not quiet:
+                    stderr.print(
+                        Text.assemble(("error: ", "bold red"), printable(exc.message)),
+                        soft_wrap=True,
+                    )
                 outcomes.append(
                     BundleOutcome(
                         str(path), None, error=exc.message, expected=expect,
@@ -112,11 +246,51 @@ def verify(
                     )
                 )  # fmt: skip
                 continue
-            outcomes.append(BundleOutcome(str(path), result, expected=expect))
+            except Exception as exc:  # a bug: this bundle fails closed, the others still report
+                message = f"internal error ({type(exc).__name__}): please report this input"
+                if not quiet:
+                    stderr.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
+                outcomes.append(
+                    BundleOutcome(str(path), None, error=message, expected=expect, unsafe=True)
+                )
+                continue
+            outcomes.append(
+                BundleOutcome(
+                    str(path), result, expected=expect, key=key_info,
+                    model_dir=model_dir is not None, require_signature=require_signature,
+                    require_model_match=require_model_match,
+                )
+            )  # fmt: skip
     report = build_report(outcomes)
-    render(report, output_format, Console(soft_wrap=output_format is not OutputFormat.TEXT))
+    _write(report, output_format, quiet=quiet, output=output)
     raise typer.Exit(report["exit_code"])
 
 
+def _write(
+    report: dict[str, Any], output_format: OutputFormat, *, quiet: bool, output: Path | None
+) -> None:
+    """The report to stdout, or to --output once it is complete (never a half-written file)."""
+    soft_wrap = output_format is not OutputFormat.TEXT
+    if quiet:
+        lines = "".join(f"{b['verdict']} {printable(b['source'])}\n" for b in report["bundles"])
+        if output is None:
+            sys.stdout.write(lines)
+            return
+        rendered = lines
+    elif output is None:
+        render(report, output_format, Console(soft_wrap=soft_wrap))
+        return
+    else:
+        buffer = io.StringIO()
+        width = Console().width
+        render(report, output_format, Console(file=buffer, width=width, soft_wrap=soft_wrap))
+        rendered = buffer.getvalue()
+    try:
+        output.write_text(rendered, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write --output {output}: {exc.strerror}") from None
+    stderr.print(Text(f"report written to {output}", style="dim"))
+
+
 def register(app: typer.Typer) -> None:
-    app.command()(boundary(verify))
+    app.command(cls=Command)(boundary(verify))

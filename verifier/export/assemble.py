@@ -221,6 +221,8 @@ def _experiment(
         key: server.get(key)
         for key in ("profile", "name", "version", "build_commit", "binary_sha256", "attached")
     } | {"alias": server.get("alias")}
+    if "profile_version" in server:
+        doc["server"]["profile_version"] = server["profile_version"]
     doc["hardware"] = _hardware(raw)
     doc["runtime_libraries"] = libraries
     doc["model"] = _model(raw)
@@ -229,7 +231,9 @@ def _experiment(
         doc["opt_out_fields"] = plain(run["opt_out_fields"])
     doc["conditions"] = conditions
     doc["protocol"] = plain(run["protocol"])
-    doc["telemetry"] = plain(run["telemetry"])
+    for key in ("telemetry", "profile_rules"):  # telemetry: a capture of schema 1.0
+        if key in run:
+            doc[key] = plain(run[key])
     if "synthetic" in run:
         doc["synthetic"] = run["synthetic"]
     return doc, removals, secrets

@@ -3,27 +3,40 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
-ARM_COLUMNS = (
-    ("cold", "cold"),
-    ("warm", "warm"),
-    ("request-disabled", "opt-out"),
-    ("server-disabled", "cache off"),
+from verifier.model import Arm
+
+# The arm names of EVIDENCE.md, in protocol order: every format uses these and no others.
+ARMS: tuple[str, ...] = tuple(str(arm) for arm in Arm)
+
+# Line breaks, tabs, other C0/C1 controls, zero-width and bidirectional controls, line and
+# paragraph separators, the byte-order mark.
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
 )
+# Checks shown one per line even when they pass: they say what the verdict rests on.
+ALWAYS_SHOWN = ("signature", "model files", "capture mode", "profile")
+
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return _SHORT.get(char) or f"\\u{ord(char):04x}"
 
 
 def printable(node: Any) -> Any:
     """The report with every control character of bundle text shown as an escape.
 
-    A hostile bundle must not reach the reader's terminal (ANSI/OSC sequences) or hide text
-    (bidirectional overrides); the JSON format keeps the exact strings.
+    Every string of the document may come from a hostile bundle: this is the one place where
+    text and Markdown make it inert for a terminal (ANSI/OSC sequences), for the layout (a
+    newline could print a fake verdict line or end a table row) and for the eye (bidirectional
+    overrides, zero-width characters). The JSON format keeps the exact strings.
     """
     if isinstance(node, str):
-        return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", node)
+        return _CONTROL.sub(_escape, node)
     if isinstance(node, dict):
         return {printable(k): printable(v) for k, v in node.items()}
     if isinstance(node, list):
@@ -54,21 +67,34 @@ def counter_name(ref: str) -> str:
     return name if source == "metric" else ref
 
 
-def class_telemetry_rows(condition: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """(class, arm, requests, cached tokens, counters that moved) for one condition."""
+@dataclass(frozen=True)
+class TelemetryRow:
+    """What the telemetry said around the requests of one output class and arm."""
+
+    label: str
+    arm: str
+    requests: int
+    cached: str
+    counters: tuple[tuple[str, str], ...]  # (counter, deltas), or empty when none moved
+    recorded: bool  # the records carry counters at all
+
+
+def class_telemetry_rows(condition: dict[str, Any]) -> list[TelemetryRow]:
     rows = []
     for entry in condition["class_telemetry"]:
         cached = ", ".join("absent" if v is None else str(v) for v in entry["cached_tokens"])
-        # Labelled samples (decode paths) are shown even at zero: "fused_v2 +0" is a fact.
-        moving = {
-            k: v for k, v in entry["counter_deltas"].items() if any(x != 0 for x in v) or "{" in k
-        }
-        parts = [f"{counter_name(k)} {deltas_text(v)}" for k, v in moving.items()]
-        if entry["counter_deltas"] and not parts:
-            parts.append("no counter moved")
-        rows.append(
-            (entry["class"], entry["arm"], str(entry["requests"]), cached, "; ".join(parts) or "—")
+        # Labelled samples (decode paths) are shown even at zero: "fused_v2 0" is a fact.
+        moving = tuple(
+            (counter_name(k), deltas_text(v))
+            for k, v in entry["counter_deltas"].items()
+            if any(x != 0 for x in v) or "{" in k
         )
+        rows.append(
+            TelemetryRow(
+                entry["class"], entry["arm"], entry["requests"], cached, moving,
+                bool(entry["counter_deltas"]),
+            )
+        )  # fmt: skip
     return rows
 
 
@@ -82,8 +108,12 @@ def experiment_lines(experiment: dict[str, Any] | None) -> list[tuple[str, str]]
     lines = [
         ("server", f"{server['name']} ({server['profile']} profile), build {commit}"),
         ("binary sha256", server.get("binary_sha256") or "not recorded"),
-        ("model", f"{model.get('repo_id') or 'unknown'} @ {model.get('revision') or 'unpinned'}"),
-        ("model sha256", model["model_sha256"]),
+        ("model", model.get("repo_id") or "unknown repository"),
+        ("revision", model.get("revision") or "unpinned"),
+        # One file of the model, named: the manifest lists (and --model-dir rehashes) all.
+        ("model file", model.get("model_file") or "not named"),
+        ("file sha256", model["model_sha256"]),
+        ("config file", model.get("config_file") or "none"),
         ("config sha256", model.get("config_sha256") or "none"),
         (
             "protocol",
@@ -96,3 +126,30 @@ def experiment_lines(experiment: dict[str, Any] | None) -> list[tuple[str, str]]
     if hardware:
         lines.append(("hardware", hardware))
     return lines
+
+
+def excerpt_sides(diff: dict[str, Any], room: int) -> tuple[str, str, str]:
+    """The shared start and both differing rests of the excerpts, cut to `room` code points.
+
+    The two excerpts share everything before the difference, so one mark under the first
+    character after the shared start fits both lines.
+    """
+    left, right = diff["baseline_excerpt"], diff["warm_excerpt"]
+    # Offsets are counted on the text as shown (escapes included), not as stored.
+    offset = next(
+        (i for i, (x, y) in enumerate(zip(left, right, strict=False)) if x != y),
+        min(len(left), len(right)),
+    )
+    before = left[:offset]
+    after = max(len(left), len(right)) - offset
+    if len(before) + after > room:
+        keep = min(len(before), max(room - after, room // 2))
+        if keep < len(before):
+            before = ("…" + before[len(before) - keep + 1 :]) if keep > 1 else ""
+    limit = max(room - len(before), 2)
+
+    def rest(text: str) -> str:
+        tail = text[offset:]
+        return tail if len(tail) <= limit else tail[: limit - 1] + "…"
+
+    return before, rest(left), rest(right)

@@ -1,20 +1,34 @@
-"""Rich text for people: the verdict, the per-condition table, the evidence behind it.
+"""Rich text for people, in the order a maintainer decides by.
 
-Laid out to stay readable at 80 columns: long values fold onto the next line, they are
-never cut with an ellipsis.
+The verdict and one plain sentence; the errors, when the bundle is not verified; what was
+checked and what was not; the per-condition counts; then the details. Laid out for 80
+columns and more: hashes and file names sit on lines of their own, words are never split,
+no line ends in spaces. Every bundle string is a `Text` (never rich markup) and has had its
+control characters escaped by `printable` before it reaches this module.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from verifier.report.common import ARM_COLUMNS, arm_cell, class_telemetry_rows, experiment_lines
+from verifier.report.common import (
+    ALWAYS_SHOWN,
+    ARMS,
+    arm_cell,
+    class_telemetry_rows,
+    excerpt_sides,
+    experiment_lines,
+)
+from verifier.report.document import plural
 
 VERDICT_STYLE = {
     "cache-state-dependent": "bold yellow",
@@ -23,176 +37,278 @@ VERDICT_STYLE = {
     "inconclusive": "bold blue",
     "invalid": "bold red",
 }
-SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "dim"}
-SHORT_ARM = {
-    "cold": "cold",
-    "warm": "warm",
-    "request-disabled": "opt-out",
-    "server-disabled": "off",
+STATUS_STYLE = {
+    "passed": "green",
+    "failed": "bold red",
+    "warning": "yellow",
+    "not checked": "dim",
+    "skipped": "yellow",
 }
+SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "dim"}
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+_NAME_WIDTH = 13
 
 
-def _table(*headers: str, title: str) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", title_style="bold")
-    for header in headers:
-        table.add_column(header, overflow="fold")
-    return table
+def _title(text: str) -> Text:
+    return Text(text, style="bold")
 
 
-def _headline(bundle: dict[str, Any]) -> Text:
+def _indent(renderable: RenderableType, spaces: int = 2) -> Padding:
+    return Padding(renderable, (0, 0, 0, spaces))
+
+
+def _headline(bundle: dict[str, Any]) -> list[RenderableType]:
     verdict = bundle["verdict"]
     counts = bundle["finding_counts"]
-    status = "verified" if bundle["verified"] else "NOT verified"
-    headline = Text.assemble(("verdict: ", "bold"), (verdict, VERDICT_STYLE.get(verdict, "bold")))
-    headline.append(
-        f"\n{status}: {bundle['files']} files, {counts.get('error', 0)} errors, "
-        f"{counts.get('warning', 0)} warnings; signature {bundle['signature']}"
+    errors, warnings = counts.get("error", 0), counts.get("warning", 0)
+    status = (
+        Text("verified", style="green")
+        if bundle["verified"]
+        else Text("NOT verified", style="bold red")
+    )
+    tally = Text.assemble(
+        status,
+        f": {plural(bundle['files'], 'file')} read, {plural(errors, 'error')}, "
+        f"{plural(warnings, 'warning')}",
     )
     if bundle["expected"]:
         same = bundle["expected"] == verdict
-        headline.append("; as expected" if same else f"; expected {bundle['expected']}")
-    return headline
+        tally.append("; as expected" if same else f"; expected {bundle['expected']}")
+    head = Text.assemble(("verdict: ", "bold"), (verdict, VERDICT_STYLE.get(verdict, "bold")))
+    if bundle["error"] is not None:  # nothing was read: the sentence says it all
+        return [head, Text(bundle["summary"])]
+    return [head, Text(bundle["summary"]), tally]
 
 
-def _bundle(bundle: dict[str, Any]) -> RenderableType:
-    parts: list[RenderableType] = [
-        Rule(Text(bundle["source"], style="bold"), align="left"),
-        _headline(bundle),
+def _finding_block(finding: dict[str, Any]) -> RenderableType:
+    where = (finding["file"] or "") + (finding["pointer"] or "")
+    head = Text.assemble((finding["severity"], SEVERITY_STYLE[finding["severity"]]), "  ")
+    head.append(finding["check"], style="bold")
+    lines: list[RenderableType] = [head]
+    if where:
+        lines.append(_indent(Text(where)))
+    lines.append(_indent(Text(finding["message"])))
+    for key in ("expected", "actual"):
+        if finding[key] is not None:
+            lines.append(_indent(Text(f"{key:<9}{finding[key]}")))
+    return _indent(Group(*lines))
+
+
+MAX_FINDINGS = 20
+
+
+def _findings(title: str, findings: list[dict[str, Any]]) -> list[RenderableType]:
+    if not findings:
+        return []
+    parts: list[RenderableType] = [Text(""), _title(f"{title} ({len(findings)})")]
+    parts += map(_finding_block, findings[:MAX_FINDINGS])
+    if len(findings) > MAX_FINDINGS:
+        more = len(findings) - MAX_FINDINGS
+        parts.append(_indent(Text(f"… and {more} more (every one is in --format json)")))
+    return parts
+
+
+def _checked(bundle: dict[str, Any]) -> list[RenderableType]:
+    if not bundle["checks"]:
+        return []
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, width=_NAME_WIDTH)
+    grid.add_column()
+    passed = [
+        c["check"]
+        for c in bundle["checks"]
+        if c["status"] == "passed" and c["check"] not in ALWAYS_SHOWN
     ]
-    if bundle["error"]:
-        parts.append(Text(bundle["error"], style="red"))
-    experiment = bundle["experiment"]
-    if experiment is not None:
-        facts = Table.grid(padding=(0, 2))
-        facts.add_column(style="dim", no_wrap=True)
-        facts.add_column(overflow="fold")
-        for key, value in experiment_lines(experiment):
-            facts.add_row(key, value)
-        parts += [Text(""), facts]
-        if experiment["synthetic"]:
-            parts.append(Text("synthetic sample: outputs are stand-ins", style="italic yellow"))
-    classification = bundle["classification"]
-    if classification is not None:
-        parts += [
-            Text(""),
-            _conditions_table(classification),
-            _classes_table(classification),
-            Text(""),
-            *_differences(classification),
-            _telemetry_table(classification),
-            Text(""),
-            Text("finite sample: " + classification["bound"]["sentence"]),
-        ]
-        parts += [Text("• " + reason, style="dim") for reason in classification["reasons"]]
-    findings = [f for f in bundle["findings"] if f["severity"] != "info"]
-    if findings:
-        parts.append(_findings_table(findings))
-    parts += [
+    if passed:
+        grid.add_row(Text("passed", style="green"), Text(", ".join(passed)))
+    for check in bundle["checks"]:
+        if check["check"] in passed:
+            continue
+        body = Text.assemble((check["status"], STATUS_STYLE.get(check["status"], "")), ": ")
+        body.append(check["detail"])
+        if check["value"] is not None:
+            body.append(" ")
+            body.append(check["value"], style="bold")
+        if check["sha256"]:
+            body.append("\nkey sha256 (DER):\n" + check["sha256"])
+        grid.add_row(Text(check["check"]), body)
+    notes = [
         Text(f"note: {f['message']}", style="dim")
         for f in bundle["findings"]
-        if f["severity"] == "info"
+        if f["severity"] == "info" and f["check"] not in ("signature", "profile")
     ]
-    return Group(*parts)
+    return [Text(""), _title("checked"), grid, *notes]
 
 
-def _conditions_table(classification: dict[str, Any]) -> Table:
-    table = Table(
-        box=box.SIMPLE_HEAD, title="per condition", title_justify="left", title_style="bold"
-    )
-    table.add_column("condition", overflow="fold", ratio=1)
-    table.add_column("verdict", no_wrap=True)
-    for _, header in ARM_COLUMNS:
-        table.add_column(header.replace("cache ", ""), justify="right", overflow="fold")
-    table.add_column("left out", justify="right")
-    settings = []
+def _conditions(bundle: dict[str, Any], classification: dict[str, Any]) -> list[RenderableType]:
+    verified = bundle["verified"]
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("condition", no_wrap=True)
+    if verified:
+        table.add_column("verdict", no_wrap=True)
+    table.add_column("arm", no_wrap=True)
+    table.add_column("requests", no_wrap=True)
     for condition in classification["conditions"]:
-        if condition["settings"]:
-            pairs = ", ".join(f"{k}={v}" for k, v in condition["settings"].items())
-            settings.append(f"{condition['id']}: {pairs}")
-        table.add_row(
-            condition["id"],
-            Text(condition["verdict"], style=VERDICT_STYLE.get(condition["verdict"], "")),
-            *(arm_cell(condition["arms"].get(arm, {})) for arm, _ in ARM_COLUMNS),
-            str(len(condition["excluded"])),
-        )
-    if settings:
-        table.caption = "\n".join(settings)
-        table.caption_justify = "left"
-    return table
+        rows = [(arm, arm_cell(condition["arms"].get(arm, {}))) for arm in ARMS]
+        rows.append(("left out", str(len(condition["excluded"]))))
+        for index, (arm, cell) in enumerate(rows):
+            first = index == 0
+            cells: list[Text] = [Text(condition["id"] if first else "")]
+            if verified:
+                verdict = condition["verdict"] if first else ""
+                cells.append(Text(verdict, style=VERDICT_STYLE.get(verdict, "")))
+            cells += [Text(arm), Text(cell)]
+            table.add_row(*cells, end_section=index == len(rows) - 1)
+    title = "per condition" if verified else "per condition, as claimed (unverified)"
+    parts: list[RenderableType] = [Text(""), _title(title), table]
+    for condition in classification["conditions"]:
+        settings = ", ".join(f"{k}={v}" for k, v in condition["settings"].items())
+        names = list(dict.fromkeys(x for x in (condition["label"], settings) if x))
+        line = Text(condition["id"] + ": ", style="bold")
+        line.append("; ".join(names) or "no settings")
+        if verified and condition["reasons"]:
+            line.append("; " + "; ".join(condition["reasons"]))
+        parts.append(_indent(line))
+    return parts
 
 
-def _classes_table(classification: dict[str, Any]) -> Table:
-    table = Table(box=None, title="outputs (SHA-256 of the canonical output)", title_style="bold",
-                  title_justify="left", show_header=False, padding=(0, 1))  # fmt: skip
-    table.add_column(no_wrap=True)
-    table.add_column(overflow="fold")
-    table.add_column(no_wrap=True, justify="right")
+def _facts(experiment: dict[str, Any] | None) -> list[RenderableType]:
+    if experiment is None:
+        return []
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, style="dim", width=_NAME_WIDTH)
+    grid.add_column()
+    for key, value in experiment_lines(experiment):
+        grid.add_row(Text(key), Text(value))
+    parts: list[RenderableType] = [Text(""), _title("experiment"), grid]
+    if experiment["synthetic"]:
+        parts.append(Text("synthetic sample: the outputs are stand-ins", style="italic yellow"))
+    return parts
+
+
+def _classes(classification: dict[str, Any], verified: bool) -> list[RenderableType]:
+    grid = Table.grid(padding=(0, 2))
+    for _ in range(3):
+        grid.add_column(no_wrap=True)
     for c in classification["classes"]:
-        table.add_row(c["label"], c["output_hash"], f"×{c['count']}")
-    return table
+        grid.add_row(Text(c["label"]), Text(c["output_hash"]), Text(f"×{c['count']}"))
+    title = "outputs (SHA-256 of the canonical output)"
+    if not verified:
+        title += ", as claimed (unverified)"
+    return [Text(""), _title(title), _indent(grid)]
 
 
-def _differences(classification: dict[str, Any]) -> list[RenderableType]:
+def _differences(
+    classification: dict[str, Any], width: int, verified: bool
+) -> list[RenderableType]:
     for condition in classification["conditions"]:
         for diff in condition["first_differences"]:
             # One example is enough on screen; the JSON report has all of them.
+            labels = (condition["baseline_class"] or "?", condition["warm_class"] or "?")
+            gutter = 2 + max(map(cell_len, labels)) + 2
+            before, left, right = excerpt_sides(diff, max(width - gutter, 20))
+            mark = " " * (gutter + cell_len(before)) + "^"
+            where = (
+                f"first difference in {diff['field']} at zero-based code point {diff['index']}"
+                f" ({condition['id']}; not a token index)"
+            )
+            if not verified:
+                where += ", as claimed (unverified)"
             return [
-                Text.assemble(
-                    ("first difference", "bold"),
-                    f" in {diff['field']} at zero-based code point {diff['index']} "
-                    f"({condition['id']}; not a token index)",
-                ),
-                Text(
-                    f"  {condition['baseline_class']} cold/disabled: {diff['baseline_excerpt']!r}"
-                ),
-                Text(f"  {condition['warm_class']} warm:          {diff['warm_excerpt']!r}"),
                 Text(""),
+                Text(where, style="bold"),
+                Text(f"  {labels[0]:<{gutter - 4}}  {before}{left}", no_wrap=True),
+                Text(f"  {labels[1]:<{gutter - 4}}  {before}{right}", no_wrap=True),
+                Text(mark, no_wrap=True),
+                _indent(
+                    Text(f"{labels[0]}: cold and cache-disabled; {labels[1]}: warm", style="dim")
+                ),
             ]
     return []
 
 
-def _telemetry_table(classification: dict[str, Any]) -> Table:
-    table = Table(box=None, title="telemetry per request, by output class and arm",
-                  title_style="bold", title_justify="left", padding=(0, 1))  # fmt: skip
-    table.add_column("class, arm", no_wrap=True)
-    table.add_column("cached", no_wrap=True)
-    table.add_column("counter deltas", overflow="fold")
+def _diagnoses(classification: dict[str, Any]) -> list[RenderableType]:
+    """The first divergent token of the diagnostic phase: said apart, never a verdict."""
+    parts: list[RenderableType] = []
     for condition in classification["conditions"]:
-        table.add_row(Text(condition["id"], style="bold"), "", "")
-        for label, arm, n, cached, deltas in class_telemetry_rows(condition):
-            table.add_row(f"  {label} {SHORT_ARM.get(arm, arm)} ×{n}", cached, deltas)
-    return table
+        diagnosis = condition.get("diagnosis")
+        if not diagnosis:
+            continue
+        head = Text(f"first divergent token ({condition['id']}; diagnostic, not the verdict)")
+        parts += [Text(""), Text.assemble((head.plain, "bold"))]
+        if diagnosis["token_index"] is not None:
+            sides = [
+                f"{arm} {side['token']!r} (logprob {side['logprob']:.3f})"
+                for arm in ("cold", "warm")
+                if (side := diagnosis[arm]) is not None
+            ]
+            line = f"zero-based token {diagnosis['token_index']}: " + ", ".join(sides)
+            parts.append(_indent(Text(line)))
+        parts.append(_indent(Text(diagnosis["note"], style="dim")))
+    return parts
 
 
-def _findings_table(findings: list[dict[str, Any]]) -> Table:
-    table = _table("severity", "check", "where", "finding", title="findings")
-    for f in findings:
-        where = (f["file"] or "") + (f["pointer"] or "")
-        message = f["message"]
-        if f["expected"] is not None or f["actual"] is not None:
-            message += f" (expected {f['expected']}, actual {f['actual']})"
-        severity = Text(f["severity"], style=SEVERITY_STYLE[f["severity"]])
-        table.add_row(severity, f["check"], where, message)
-    return table
+def _telemetry(classification: dict[str, Any]) -> list[RenderableType]:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column()
+    grid.add_column(no_wrap=True, justify="right")
+    for condition in classification["conditions"]:
+        grid.add_row(Text("  " + condition["id"], style="bold"), Text(""))
+        for row in class_telemetry_rows(condition):
+            head = f"    {row.label} {row.arm} ×{row.requests}, cached tokens {row.cached}"
+            if not row.recorded:
+                head += ", no counter recorded"
+            elif not row.counters:
+                head += ", no counter moved"
+            grid.add_row(Text(head), Text(""))
+            for name, delta in row.counters:
+                grid.add_row(Text("      " + name), Text(delta))
+    return [Text(""), _title("telemetry by output class and arm"), grid]
 
 
-def _summary(bundles: list[dict[str, Any]]) -> Table:
-    table = _table("bundle", "verified", "verdict", "errors", "warnings", "exit", title="summary")
+def _bundle(bundle: dict[str, Any], width: int) -> RenderableType:
+    parts: list[RenderableType] = [Rule(Text(bundle["source"], style="bold"), align="left")]
+    parts += _headline(bundle)
+    findings = [f for f in bundle["findings"] if f["severity"] != "info"]
+    parts += _findings("errors", [f for f in findings if f["severity"] == "error"])
+    parts += _checked(bundle)
+    classification = bundle["classification"]
+    if classification is not None:
+        parts += _conditions(bundle, classification)
+    parts += _findings("warnings", [f for f in findings if f["severity"] == "warning"])
+    parts += _facts(bundle["experiment"])
+    if classification is not None:
+        verified = bundle["verified"]
+        parts += _classes(classification, verified)
+        parts += _differences(classification, width, verified)
+        parts += _diagnoses(classification)
+        parts += _telemetry(classification)
+        parts += [Text(""), Text("finite sample: " + classification["bound"]["sentence"])]
+    parts.append(Text(""))
+    return Group(*parts)
+
+
+def _summary(bundles: list[dict[str, Any]]) -> RenderableType:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for header in ("bundle", "verdict", "errors", "warnings", "exit"):
+        table.add_column(header, no_wrap=header != "bundle", overflow="fold")
     for b in bundles:
+        counts = b["finding_counts"]
         table.add_row(
-            b["source"],
-            "yes" if b["verified"] else "no",
+            Text(b["name"]),
             Text(b["verdict"], style=VERDICT_STYLE.get(b["verdict"], "")),
-            str(b["finding_counts"].get("error", 0)),
-            str(b["finding_counts"].get("warning", 0)),
-            str(b["exit_code"]),
+            Text(str(counts.get("error", 0))),
+            Text(str(counts.get("warning", 0))),
+            Text(str(b["exit_code"])),
         )
-    return table
+    return Group(_title(f"summary of {plural(len(bundles), 'bundle')}"), table)
 
 
 def render_text(report: dict[str, Any], console: Console) -> None:
-    for bundle in report["bundles"]:
-        console.print(_bundle(bundle))
-    if len(report["bundles"]) > 1:
-        console.print(Rule())
-        console.print(_summary(report["bundles"]))
+    """Print the report; captured first so that no line is written with trailing spaces."""
+    with console.capture() as captured:
+        for bundle in report["bundles"]:
+            console.print(_bundle(bundle, console.width))
+        if len(report["bundles"]) > 1:
+            console.print(_summary(report["bundles"]))
+    console.file.write(_TRAILING.sub(r"\1", captured.get()))

@@ -1,0 +1,67 @@
+"""Errors that say the next step: the wrong kind of directory names what it is and what to run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from verifier.cli import app
+
+REPO = Path(__file__).resolve().parent.parent
+RAW = REPO / "sample_bundles" / "raw" / "seed-mlxcel"
+PUBLIC = REPO / "sample_bundles" / "seed-mlxcel"
+
+
+def test_verifying_a_raw_capture_says_to_export_it_first() -> None:
+    result = CliRunner().invoke(app, ["verify", str(RAW)], env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert "is a raw capture (private), not a public bundle" in result.stderr
+    assert f"evidence export {RAW} --out PUBLIC_DIR" in result.stderr
+    assert "leaks" not in result.stdout  # not 150 findings that quote partial secrets
+
+
+def test_exporting_a_public_bundle_says_to_verify_it(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app, ["export", str(PUBLIC), "--out", str(out)], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 2
+    assert f"is a public bundle, not a raw capture: check it with `evidence verify {PUBLIC}`" in (
+        result.stderr
+    )
+    assert not out.exists()
+
+
+def test_bundle_paths_are_never_rich_markup(tmp_path: Path) -> None:
+    odd = tmp_path / "[bold]x[/]"
+    result = CliRunner().invoke(app, ["verify", str(odd)], env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert "[bold]x[/]" in result.stderr and "internal error" not in result.stderr
+    result = CliRunner().invoke(app, ["export", str(odd), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "[bold]x[/]" in result.stderr
+
+
+def test_a_private_key_or_a_non_key_given_to_key_gets_our_message(tmp_path: Path) -> None:
+    private = REPO / "sample_bundles" / "keys" / "evidence-signing-key.pem"
+    if private.is_file():
+        result = CliRunner().invoke(app, ["verify", str(PUBLIC), "--key", str(private)])
+        assert result.exit_code == 2 and "is a private key" in result.stderr
+    junk = tmp_path / "key.pem"
+    junk.write_text("ssh-ed25519 AAAA... user@host\n")
+    result = CliRunner().invoke(app, ["verify", str(PUBLIC), "--key", str(junk)])
+    assert result.exit_code == 2
+    assert "is not a PEM public key: expected a file that starts with" in result.stderr
+
+
+def test_a_condition_without_its_colon_names_the_missing_part(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["capture", "--server-profile", "mlxcel", "--model", str(tmp_path),
+         "--output", str(tmp_path / "raw"), "--url", "http://127.0.0.1:9",
+         "--condition", "det0=MLXCEL=1"],
+        env={"COLUMNS": "200"},
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "has no ':' between its name and its settings" in result.stderr
+    assert not (tmp_path / "raw").exists()

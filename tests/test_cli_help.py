@@ -1,0 +1,76 @@
+"""`--help` at 80 columns: one style of labels, nothing cut off, every option described."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import re
+from typing import Any
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from verifier.cli import app
+from verifier.model import Verdict
+
+COMMANDS = [
+    [], ["capture"], ["export"], ["verify"], ["diff"], ["keygen"], ["schema"], ["schema", "show"],
+]  # fmt: skip
+
+
+def _help(path: list[str], columns: int = 80) -> str:
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _commands() -> list[tuple[str, Any]]:
+    root = typer.main.get_command(app)
+    found = [("evidence", root)]
+    stack = [("evidence", root)]
+    while stack:
+        name, command = stack.pop()
+        for sub_name, sub in getattr(command, "commands", {}).items():
+            found.append((f"{name} {sub_name}", sub))
+            stack.append((f"{name} {sub_name}", sub))
+    return found
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_help_fits_80_columns_with_one_label_style(path: list[str]) -> None:
+    text = _help(path)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "…" not in text  # nothing cut off
+    assert not re.search(r"<[a-z][^>]*>", text), "typer's <type> labels"
+    assert not re.search(r"\[x?[<>=]", text), "range labels such as [x>=1]"
+
+
+@pytest.mark.parametrize(("name", "command"), _commands(), ids=lambda x: str(x))
+def test_every_option_and_argument_is_described(name: str, command: Any) -> None:
+    for param in command.params:
+        assert (getattr(param, "help", None) or "").strip(), f"{name}: {param.name}"
+        metavar = getattr(param, "metavar", None)
+        if metavar:
+            assert re.fullmatch(r"[A-Z][A-Z_]*", metavar), f"{name}: {param.name} {metavar}"
+    # rich keeps the line breaks of a help paragraph: a line that wraps at 80 columns would
+    # leave a one-word orphan before the next one.
+    lines = re.sub(r"\[/?bold\]|\[/\]", "", inspect.cleandoc(command.help or "")).splitlines()
+    for line, after in itertools.pairwise(lines):
+        if line.strip() and after.strip():
+            assert len(line) <= 77, f"{name}: {line!r}"
+
+
+def test_capture_help_shows_full_syntax_and_a_llama_cpp_example() -> None:
+    text = _help(["capture"])
+    flat = " ".join(text.replace("│", " ").split())
+    assert "NAME:VAR=VALUE,VAR=VALUE" in text and "det0:MLXCEL_SDPA_DETERMINISTIC=0" in text
+    assert "--extra-server-arg=-fa --extra-server-arg=on" in flat
+    assert "evidence capture --server-profile llama.cpp" in text
+    assert "overrides max_tokens of the --request body" in flat
+    assert "Port (1 to 65535)" in flat
+
+
+def test_verify_help_lists_every_verdict_whole() -> None:
+    words = set(re.split(r"[\s,│()]+", _help(["verify"])))
+    assert {str(v) for v in Verdict} <= words

@@ -1,0 +1,88 @@
+"""`evidence diff`: classes matched by output hash, changes in words, exit codes for CI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from make_samples import _dump, _resum, read_tree
+from typer.testing import CliRunner
+
+from verifier import layout, schemas
+from verifier.canonical import output_hash
+from verifier.cli import app
+
+REPO = Path(__file__).resolve().parent.parent
+SEED = REPO / "sample_bundles" / "seed-mlxcel"
+NEGATIVE = REPO / "sample_bundles" / "negative"
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "160"})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout
+
+
+def fixed_build(tmp_path: Path) -> Path:
+    """The seed bundle as a later build would give it: warm replies equal the cold ones."""
+    files = read_tree(SEED)
+    cold = json.loads(files["records/sdpa-det-0/001.json"])["response"]["choices"][0]["message"]
+    for name in [p for p in files if p.startswith(layout.RECORDS_DIR + "/")]:
+        document = json.loads(files[name])
+        if document["claimed_arm"] == "warm":
+            document["response"]["choices"][0]["message"]["content"] = cold["content"]
+            document["output_hash"] = output_hash(document["response"])
+            files[name] = _dump(document)
+    experiment = json.loads(files[layout.EXPERIMENT])
+    experiment["server"]["build_commit"] = "f" * 40
+    files[layout.EXPERIMENT] = _dump(experiment)
+    root = tmp_path / "fixed"
+    for name, data in _resum(files).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return root
+
+
+def test_a_bundle_with_itself_is_the_same(tmp_path: Path) -> None:
+    code, out = run("diff", str(SEED), str(SEED), "--format", "json", "--expect-same")
+    document = json.loads(out)
+    assert code == 0 and document["outcome"] == "same"
+    assert not schemas.validate(document, "diff")
+    assert document["differences"] == [] and document["same_request"]
+    assert all(c["changes"] == ["the split remains, cold unchanged, warm unchanged"]
+               for c in document["conditions"])  # fmt: skip
+    code, _ = run("diff", str(SEED), str(SEED), "--expect-changed")
+    assert code == 3
+
+
+def test_a_fixed_build_reads_as_the_split_gone(tmp_path: Path) -> None:
+    fixed = fixed_build(tmp_path)
+    code, out = run("diff", str(SEED), str(fixed), "--format", "json", "--expect-changed")
+    document = json.loads(out)
+    assert code == 0 and document["outcome"] == "changed"
+    (first, second) = document["conditions"][0]["bundles"]
+    assert first["arms"]["warm"] == ["B"] and second["arms"]["warm"] == ["A"]
+    assert document["conditions"][0]["changes"] == [
+        "the split is gone, cold unchanged, warm A (was B)"
+    ]
+    assert [d["what"] for d in document["differences"]] == ["server build"]
+    assert document["first_differences"][0]["classes"] == ["A", "B"]
+    code, text = run("diff", str(SEED), str(fixed))
+    assert "the split is gone" in text and "server build" in text
+    code, markdown = run("diff", str(SEED), str(fixed), "--format", "markdown")
+    assert code == 0 and "| 2 | cache-state-independent |" in markdown
+
+
+def test_an_invalid_bundle_is_reported_not_compared() -> None:
+    code, out = run("diff", str(SEED), str(NEGATIVE / "tampered-output"), "--format", "json")
+    document = json.loads(out)
+    assert code == 1
+    assert [b["verified"] for b in document["bundles"]] == [True, False]
+    assert all(len(c["bundles"]) == 1 for c in document["conditions"])
+    assert any("did not verify" in n for n in document["notes"])
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    assert run("diff", str(SEED))[0] == 2
+    assert run("diff", str(SEED), str(SEED), "--expect-same", "--expect-changed")[0] == 2
+    assert run("diff", str(SEED), str(tmp_path / "missing"))[0] == 2

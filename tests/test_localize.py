@@ -1,0 +1,71 @@
+"""The divergence localized from token lists: first differing token, margins, reading."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from verifier.localize import NEAR_TIE_NATS, LogprobsError, localize, token_choices
+
+
+def response(*tokens: tuple[str, float, dict[str, float]]) -> dict[str, Any]:
+    content = [
+        {
+            "token": token,
+            "logprob": logprob,
+            "top_logprobs": [{"token": t, "logprob": lp} for t, lp in alternatives.items()],
+        }
+        for token, logprob, alternatives in tokens
+    ]
+    return {"choices": [{"message": {"content": ""}, "logprobs": {"content": content}}]}
+
+
+SAME = ("It", -0.1, {"It": -0.1, "The": -2.5})
+
+
+def test_a_near_tie_is_read_as_rounding() -> None:
+    cold = token_choices(response(SAME, ("was", -0.70, {"was": -0.70, "is": -0.72})))
+    warm = token_choices(response(SAME, ("is", -0.69, {"is": -0.69, "was": -0.71})))
+    found = localize(cold, warm)
+    assert found.index == 1 and found.near_tie is True
+    assert found.cold is not None and found.warm is not None
+    assert (found.cold.token, found.warm.token) == ("was", "is")
+    assert found.cold.margin == pytest.approx(0.02) and found.warm.gap == pytest.approx(0.02)
+    assert "near tie" in found.reading
+
+
+def test_two_confident_sides_are_worth_a_bug_report() -> None:
+    cold = token_choices(response(SAME, ("was", -0.1, {"was": -0.1, "is": -3.0})))
+    warm = token_choices(response(SAME, ("is", -0.2, {"is": -0.2, "was": -2.0})))
+    found = localize(cold, warm)
+    assert found.near_tie is False and "bug report" in found.reading
+    assert found.cold is not None and found.cold.margin == pytest.approx(2.9)
+
+
+def test_an_unlisted_token_gives_a_bound_not_a_value() -> None:
+    cold = token_choices(response(SAME, ("was", -0.1, {"was": -0.1, "had": -1.5})))
+    warm = token_choices(response(SAME, ("is", -0.1, {"is": -0.1, "was": -0.15})))
+    found = localize(cold, warm)
+    assert found.cold is not None and found.cold.other_logprob is None
+    assert found.cold.other_at_most == pytest.approx(-1.5)
+    assert found.near_tie is True  # the warm side's margin of 0.05 is under the threshold
+    assert NEAR_TIE_NATS == 0.1
+
+
+def test_equal_lists_and_a_longer_reply() -> None:
+    same = token_choices(response(SAME))
+    assert localize(same, same).index is None
+    longer = token_choices(response(SAME, SAME))
+    found = localize(same, longer)
+    assert found.index == 1 and found.near_tie is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{}, {"choices": [{"logprobs": None}]}, response(("x", float("nan"), {})),
+     response(("x", 0.5, {}))],
+)  # fmt: skip
+def test_malformed_logprobs_are_refused(bad: dict[str, Any]) -> None:
+    with pytest.raises(LogprobsError):
+        token_choices(bad)

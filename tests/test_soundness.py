@@ -1,0 +1,188 @@
+"""No bundle argues its way into a verdict: the lies of issue 7, in every report format,
+and properties over every record and every counter a proof uses."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from make_samples import _dump, _resum, read_tree
+from typer.testing import CliRunner
+
+from verifier import checks, layout
+from verifier.checks.context import VerifyOptions
+from verifier.cli import app
+from verifier.model import Verdict
+from verifier.profiles.mlxcel import RULES as MLXCEL
+from verifier.verify import verify_path
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "sample_bundles"
+SEED = SAMPLES / "seed-mlxcel"
+NEGATIVE = SAMPLES / "negative"
+EXPECTED: dict[str, dict[str, Any]] = json.loads((NEGATIVE / "EXPECTED.json").read_text())
+SEED_FILES = read_tree(SEED)
+RECORDS = sorted(p for p in SEED_FILES if p.startswith(layout.RECORDS_DIR + "/"))
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "160"})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout
+
+
+def write(files: dict[str, bytes], root: Path) -> Path:
+    if root.exists():
+        shutil.rmtree(root)
+    for name, data in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return root
+
+
+def clean_split(root: Path) -> bool:
+    """What a forger wants: verified, no warning, and a cache-state-dependent verdict."""
+    result = verify_path(root, VerifyOptions())
+    noisy = [f for f in result.findings if f.severity != "info"]
+    return result.verdict is Verdict.CACHE_STATE_DEPENDENT and not noisy
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_negative_sample_in_every_format(name: str) -> None:
+    expected = EXPECTED[name]
+    path = str(NEGATIVE / name)
+    signed = (NEGATIVE / name / layout.SIGNATURE).is_file()
+    key = ["--key", str(SAMPLES / "keys" / "evidence-signing-key.pub.pem")] if signed else []
+    code, text = run("verify", path, *key, "--format", "text")
+    assert code == expected["exit_code"]
+    assert f"verdict: {expected['verdict']}" in text
+    code, out = run("verify", path, *key, "--format", "json")
+    bundle = json.loads(out)["bundles"][0]
+    assert (code, bundle["verdict"]) == (expected["exit_code"], expected["verdict"])
+    if expected["verdict"] == "invalid" and expected["check"] is not None:
+        located = [
+            f
+            for f in bundle["findings"]
+            if f["check"] == expected["check"] and f["severity"] == "error"
+        ]
+        assert located and all(f["file"] for f in located), bundle["findings"]
+    if expected["verdict"] == "inconclusive":
+        reasons = [r for c in bundle["classification"]["conditions"] for r in c["reasons"]]
+        assert reasons, "an inconclusive verdict says why"
+    code, markdown = run("verify", path, *key, "--format", "markdown")
+    assert code == expected["exit_code"] and expected["verdict"] in markdown
+
+
+@pytest.mark.parametrize("bundle", ["legacy/seed-mlxcel-1.0", "legacy/llama-cpp-real-1.0.tar.gz"])
+def test_bundles_of_the_first_release_keep_their_verdict_by_todays_rules(bundle: str) -> None:
+    result = verify_path(SAMPLES / bundle, VerifyOptions())
+    assert result.verified and result.verdict is Verdict.CACHE_STATE_DEPENDENT
+    assert result.classification is not None
+    assert any("schema 1.0" in r for r in result.classification.reasons)
+
+
+def test_a_reviewer_profile_file_judges_an_unknown_version(tmp_path: Path) -> None:
+    unknown = NEGATIVE / "unknown-profile-version"
+    assert verify_path(unknown, VerifyOptions()).verdict is Verdict.INCONCLUSIVE
+    rules = {**MLXCEL.to_json(), "version": "99"}
+    profile = tmp_path / "mlxcel-99.json"
+    profile.write_text(json.dumps(rules))
+    code, out = run("verify", str(unknown), "--profile", str(profile), "--format", "json")
+    bundle = json.loads(out)["bundles"][0]
+    assert (code, bundle["verdict"]) == (0, "cache-state-dependent")
+    assert any("reviewer's profile file" in r for r in bundle["classification"]["reasons"])
+    profile.write_text(json.dumps({**rules, "signals": {"hits": ["not a ref"]}}))
+    code, _ = run("verify", str(unknown), "--profile", str(profile))
+    assert code == 2
+
+
+def test_a_check_that_breaks_is_an_error_and_the_other_bundles_still_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(ctx: object) -> list[object]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(checks, "CHECKS", (*checks.CHECKS, ("broken", broken)))
+    code, out = run("verify", str(SEED), str(SAMPLES / "llama-cpp-real.tar.gz"), "-f", "json")
+    bundles = json.loads(out)["bundles"]
+    assert code == 1 and [b["verdict"] for b in bundles] == ["invalid", "invalid"]
+    assert all(any("internal error" in f["message"] for f in b["findings"]) for b in bundles)
+
+
+def test_the_seed_sample_is_a_clean_split() -> None:
+    assert clean_split(SEED)  # the baseline the properties below perturb
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    op=st.sampled_from(["delete", "duplicate", "move"]),
+    source=st.sampled_from(RECORDS),
+    target=st.sampled_from(RECORDS),
+)
+def test_deleting_duplicating_or_moving_any_record_is_caught(
+    tmp_path: Path, op: str, source: str, target: str
+) -> None:
+    files = dict(SEED_FILES)
+    if op == "delete":
+        del files[source]
+    else:
+        document = json.loads(files[source])
+        condition, sequence = target.split("/")[1], int(target.split("/")[2][:3])
+        if op == "duplicate":  # a copy of `source` also stands at the next free sequence
+            sequence = 15
+        elif target == source:
+            sequence = 15  # moved out of its place
+        else:  # moved over `target`, which is gone
+            del files[source]
+        document.update(condition=condition, sequence=sequence)
+        files[layout.record_path(condition, sequence)] = _dump(document)
+    assert not clean_split(write(_resum(files), tmp_path / "b"))
+
+
+def _proof_values(document: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Every (side, source, key) of a record that a proof reads."""
+    found: list[tuple[str, ...]] = []
+    for side in ("before", "after"):
+        snapshot = document["telemetry"][side]
+        for ref in MLXCEL.signals.store_access:
+            source, _, name = ref.partition(":")
+            table = snapshot["metrics" if source == "metric" else "cache_stats"] or {}
+            found += [(side, source, key) for key in table if key.split("{")[0] == name]
+    return found
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data(), name=st.sampled_from(RECORDS), bump=st.integers(1, 5000))
+def test_changing_any_counter_or_cached_tokens_a_proof_uses_is_caught(
+    tmp_path: Path, data: st.DataObject, name: str, bump: int
+) -> None:
+    document = json.loads(SEED_FILES[name])
+    choices = [*_proof_values(document), ("cached_tokens",)]
+    choice = data.draw(st.sampled_from(choices))
+    if choice == ("cached_tokens",):
+        usage = document["response"]["usage"]
+        details = usage.setdefault("prompt_tokens_details", {})
+        old = details.get("cached_tokens", 0)
+        details["cached_tokens"] = max(0, old + data.draw(st.sampled_from([-bump, bump])))
+        if details["cached_tokens"] == old:
+            details["cached_tokens"] = old + bump
+        document["usage"] = usage
+    else:
+        side, source, key = choice
+        table = document["telemetry"][side]["metrics" if source == "metric" else "cache_stats"]
+        old = table[key]
+        table[key] = max(0, old + data.draw(st.sampled_from([-bump, bump])))
+        if table[key] == old:
+            table[key] = old + bump
+    files = {**SEED_FILES, name: _dump(document)}
+    assert not clean_split(write(_resum(files), tmp_path / "b"))

@@ -1,0 +1,187 @@
+"""Evidence that must hang together: the named server, its command lines, its toggles,
+and one request per record in time order. A bundle that borrows another server's rules,
+runs conditions that differ by undeclared flags, or copies records fails here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+
+from verifier import layout
+from verifier.checks.context import BundleContext
+from verifier.model import Finding, Severity, json_pointer
+from verifier.profiles import KNOWN_RULES
+from verifier.profiles.rules import ProfileRules
+from verifier.records import Experiment, ServerDeclaration
+
+CHECK = "consistency"
+
+
+def _error(message: str, file: str = layout.EXPERIMENT, pointer: str | None = None,
+           expected: str | None = None, actual: str | None = None) -> Finding:  # fmt: skip
+    return Finding(CHECK, Severity.ERROR, message, file, pointer, expected, actual)
+
+
+def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
+    experiment, rules = ctx.experiment, ctx.rules
+    if experiment is None:
+        return
+    if experiment.attached and len(experiment.conditions) > 1:
+        yield _error(
+            "an attached capture runs one server configuration, yet declares "
+            f"{len(experiment.conditions)} conditions",
+            pointer="/conditions",
+        )
+    if rules is not None:
+        yield from _the_named_server(ctx, experiment, rules)
+        yield from _command_lines(experiment, rules)
+    yield from _undeclared_toggles(experiment)
+    yield from _one_request_per_record(ctx, experiment)
+
+
+def _the_named_server(
+    ctx: BundleContext, experiment: Experiment, rules: ProfileRules
+) -> Iterator[Finding]:
+    name = experiment.document["server"].get("name")
+    if rules.server_name is not None and name != rules.server_name:
+        yield _error(
+            f"the {rules.key} profile is for {rules.server_name}, not this server",
+            pointer="/server/name", expected=rules.server_name, actual=str(name),
+        )  # fmt: skip
+    # Toggles of another server: a sign that the evidence is not from the one named.
+    foreign = tuple(
+        prefix
+        for other in KNOWN_RULES.values()
+        if other.name != rules.name
+        for prefix in other.toggle_prefixes
+        if not prefix.startswith(rules.toggle_prefixes)
+    )
+    for ci, condition in enumerate(experiment.conditions):
+        for si, server in enumerate(condition.servers):
+            for key in sorted(server.environment):
+                if key.startswith(rules.toggle_prefixes) or not key.startswith(foreign):
+                    continue
+                yield _error(
+                    f"{key} is a toggle of another server, not of "
+                    f"{rules.server_name or rules.name} ({', '.join(rules.toggle_prefixes)})",
+                    pointer=json_pointer("conditions", ci, "servers", si, "environment", key),
+                )  # fmt: skip
+    if not rules.has_stats:
+        for record in ctx.records:
+            if record.before.cache_stats is not None or record.after.cache_stats is not None:
+                yield _error(
+                    f"a cache stats document that {rules.server_name or rules.name} does not "
+                    "have: the evidence is not from the server the profile names",
+                    file=record.file, pointer="/telemetry",
+                )  # fmt: skip
+                break
+
+
+def _normalized(server: ServerDeclaration, rules: ProfileRules) -> tuple[str, ...]:
+    """A command line without what may differ between the servers of an experiment: the
+    cache-off flag of a cache-off server and the per-server scratch values."""
+    argv = list(server.argv)
+    off = list(rules.cache_off_args)
+    if server.cache_disabled and off:
+        for i in range(len(argv) - len(off) + 1):
+            if argv[i : i + len(off)] == off:
+                del argv[i : i + len(off)]
+                break
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            out.append("<per-server>")
+            skip = False
+            continue
+        flag, eq, _ = arg.partition("=")
+        if flag in rules.per_instance_args:
+            if eq:
+                out.append(f"{flag}=<per-server>")
+            else:
+                out.append(arg)
+                skip = True
+            continue
+        out.append(arg)
+    return tuple(out)
+
+
+def _command_lines(experiment: Experiment, rules: ProfileRules) -> Iterator[Finding]:
+    reference: tuple[str, ...] | None = None
+    for ci, condition in enumerate(experiment.conditions):
+        for si, server in enumerate(condition.servers):
+            pointer = json_pointer("conditions", ci, "servers", si, "argv")
+            if not server.argv:
+                yield _error("a server declared without its command line", pointer=pointer)
+                continue
+            argv = _normalized(server, rules)
+            if reference is None:
+                reference = argv
+            elif argv != reference:
+                yield _error(
+                    "this server's command line differs from the first server's beyond the "
+                    "cache-off flag: the servers differ by arguments no condition declares",
+                    pointer=pointer, expected=" ".join(reference), actual=" ".join(argv),
+                )  # fmt: skip
+
+
+def _undeclared_toggles(experiment: Experiment) -> Iterator[Finding]:
+    declared = {name for c in experiment.conditions for name in c.settings}
+    for ci, condition in enumerate(experiment.conditions):
+        for si, server in enumerate(condition.servers):
+            for name in sorted((declared - condition.settings.keys()) & server.environment.keys()):
+                yield _error(
+                    f"{name} is a setting of another condition, yet this condition's server ran "
+                    "with it undeclared",
+                    pointer=json_pointer("conditions", ci, "servers", si, "environment", name),
+                    actual=server.environment[name],
+                )  # fmt: skip
+
+
+def _time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
+    seen: dict[str, str] = {}
+    for record in ctx.records:
+        response_id = record.response_value("/id")
+        if isinstance(response_id, str) and response_id:
+            if response_id in seen:
+                yield _error(
+                    f"the same response id as {seen[response_id]}: one answer recorded twice",
+                    file=record.file, pointer="/response/id",
+                )  # fmt: skip
+            else:
+                seen[response_id] = record.file
+    for condition in experiment.conditions:
+        records = sorted(
+            (r for r in ctx.records if r.condition == condition.id), key=lambda r: r.sequence
+        )
+        last: datetime | None = None
+        for record in records:
+            when = _time(record.started_at)
+            if when is None:
+                continue
+            if last is not None and when < last:
+                yield _error(
+                    "this request started before the one before it: records out of order",
+                    file=record.file, pointer="/started_at",
+                )  # fmt: skip
+            last = when
+            server = condition.server(record.server_instance)
+            if server is None:
+                continue
+            start, stop = _time(server.started_at), _time(server.stopped_at)
+            if (start is not None and when < start) or (stop is not None and when > stop):
+                yield _error(
+                    f"this request started outside the life of server {server.instance} "
+                    f"({server.started_at} to {server.stopped_at})",
+                    file=record.file, pointer="/started_at", actual=record.started_at,
+                )  # fmt: skip

@@ -1,0 +1,108 @@
+"""Servers and settings: every instance declared with its role, command line and environment,
+and a condition's settings equal to what each of its servers ran with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from verifier import layout
+from verifier.checks.context import BundleContext, has_args
+from verifier.model import Finding, Severity, json_pointer
+from verifier.records import settings_label
+
+CHECK = "servers"
+
+
+def check_servers(ctx: BundleContext) -> Iterator[Finding]:
+    experiment, plan, rules = ctx.experiment, ctx.plan, ctx.rules
+    if experiment is None or plan is None:
+        return
+
+    def error(message: str, *pointer: str | int, expected: str | None = None,
+              actual: str | None = None) -> Finding:  # fmt: skip
+        return Finding(
+            CHECK, Severity.ERROR, message, file=layout.EXPERIMENT,
+            pointer=json_pointer(*pointer), expected=expected, actual=actual,
+        )  # fmt: skip
+
+    toggles: dict[str, set[str | None]] = {}
+    ids = [c.id for c in experiment.conditions]
+    for ci, cid in enumerate(ids):
+        if cid in ids[:ci]:
+            yield error(f"condition {cid!r} is declared twice", "conditions", ci, "id")
+    for ci, condition in enumerate(experiment.conditions):
+        derived = settings_label(condition.settings)
+        if condition.declared_label is not None and condition.declared_label != derived:
+            # Reports name a condition by its settings, never by this free text.
+            yield Finding(
+                CHECK, Severity.WARNING,
+                "the condition's label is not what its settings say: reports show the settings",
+                file=layout.EXPERIMENT, pointer=json_pointer("conditions", ci, "label"),
+                expected=derived, actual=condition.declared_label,
+            )  # fmt: skip
+        declared = [s.instance for s in condition.servers]
+        if len(set(declared)) != len(declared):
+            yield error("a server instance is declared twice", "conditions", ci, "servers")
+        if sorted(set(declared)) != sorted(plan.roles):
+            yield error(
+                "the declared server instances are not the ones the protocol starts",
+                "conditions", ci, "servers",
+                expected=", ".join(map(str, sorted(plan.roles))) or "none (attached)",
+                actual=", ".join(map(str, sorted(set(declared)))) or "none",
+            )  # fmt: skip
+        for si, server in enumerate(condition.servers):
+            where = ("conditions", ci, "servers", si)
+            role = plan.roles.get(server.instance)
+            if role is not None and role != server.cache_disabled:
+                yield error(
+                    f"server {server.instance} has the wrong role for its place in the protocol",
+                    *where, "cache_disabled", expected=str(role).lower(),
+                    actual=str(server.cache_disabled).lower(),
+                )  # fmt: skip
+            if rules is not None and rules.cache_off_args:
+                flag = " ".join(rules.cache_off_args)
+                shows = has_args(server.argv, rules.cache_off_args)
+                if server.cache_disabled and not shows:
+                    yield error(
+                        f"a cache-off server's command line lacks {flag}", *where, "argv",
+                        expected=f"argv with {flag}",
+                    )  # fmt: skip
+                elif not server.cache_disabled and shows:
+                    yield error(
+                        f"a cache-on server's command line has {flag}", *where, "argv",
+                        expected=f"argv without {flag}",
+                    )  # fmt: skip
+            for name, value in condition.settings.items():
+                ran = server.environment.get(name)
+                if ran != value:
+                    yield error(
+                        f"the condition sets {name}={value}, but server {server.instance} ran "
+                        + ("without it" if ran is None else f"with {name}={ran}"),
+                        *where, "environment", name, expected=value,
+                        actual="absent" if ran is None else ran,
+                    )  # fmt: skip
+    servers = [(c, s) for c in experiment.conditions for s in c.servers]
+    for name in sorted({n for _, s in servers for n in s.environment}):
+        toggles[name] = {s.environment.get(name) for c, s in servers if name not in c.settings}
+    for name, values in sorted(toggles.items()):
+        if len(values) > 1:
+            yield error(
+                f"{name} differs between servers but is in no condition's settings: the "
+                "conditions differ by a toggle they do not declare",
+                "conditions",
+                actual=", ".join(sorted("absent" if v is None else v for v in values)),
+            )
+    for proof in ctx.proofs:
+        record = proof.record
+        condition = next(c for c in experiment.conditions if c.id == record.condition)
+        if experiment.attached and not condition.servers:
+            continue
+        if condition.server(record.server_instance) is None:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the record names server {record.server_instance}, which its condition does "
+                "not declare",
+                file=record.file,
+                pointer="/server_instance",
+            )

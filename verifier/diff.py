@@ -1,0 +1,259 @@
+"""Bundles of the same request side by side: what each arm gave, and what differs between them.
+
+Each bundle is verified first; an invalid one is reported and left out of the comparison.
+Output classes are matched across bundles by output hash, so "cold A, warm B" in one build
+and "cold A, warm A" in the next reads as "the split is gone, cold unchanged".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from verifier import __version__
+from verifier.canonical import first_difference
+from verifier.classify import ConditionResult, class_label
+from verifier.model import Arm
+from verifier.records import Record
+from verifier.schemas import SCHEMA_VERSION
+from verifier.verify import VerificationResult
+
+EXIT_OK = 0
+EXIT_NOT_VERIFIED = 1
+EXIT_UNREADABLE = 2
+EXIT_UNEXPECTED = 3
+
+# What a reviewer asks first when two runs disagree: (label, JSON pointer into experiment.json)
+_COMPARED = (
+    ("server build", "/server/build_commit"),
+    ("server binary sha256", "/server/binary_sha256"),
+    ("server version", "/server/version"),
+    ("server profile", "/server/profile"),
+    ("model", "/model"),
+    ("hardware", "/hardware"),
+    ("runtime libraries", "/runtime_libraries"),
+    ("protocol", "/protocol"),
+    ("request body", "/request_body"),
+)
+
+
+@dataclass(frozen=True)
+class DiffInput:
+    source: str
+    result: VerificationResult | None
+    error: str | None = None  # why it could not be read
+
+
+def _pointer(document: dict[str, Any], pointer: str) -> Any:
+    node: Any = document
+    for part in pointer.strip("/").split("/"):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _examples(result: VerificationResult) -> dict[str, Record]:
+    found: dict[str, Record] = {}
+    if result.classification is None:
+        return found
+    for proof in result.classification.proofs:
+        digest = proof.record.output_hash
+        if digest and proof.comparable and digest not in found:
+            found[digest] = proof.record
+    return found
+
+
+def _arms(
+    condition: ConditionResult, labels: dict[str, str], local: dict[str, str]
+) -> dict[str, list[str]]:
+    """Arm -> the global class labels it gave (local labels A, B... mapped by hash)."""
+    return {
+        str(arm): sorted(labels[local[label]] for label in counts)
+        for arm, counts in condition.counts.items()
+        if counts
+    }
+
+
+def _describe(first: dict[str, list[str]], other: dict[str, list[str]]) -> str:
+    def one(arms: dict[str, list[str]], arm: Arm) -> str:
+        return "/".join(arms.get(str(arm), [])) or "none"
+
+    cold_a, cold_b = one(first, Arm.COLD), one(other, Arm.COLD)
+    warm_a, warm_b = one(first, Arm.WARM), one(other, Arm.WARM)
+    split_a, split_b = cold_a != warm_a, cold_b != warm_b
+    parts = []
+    if split_a and not split_b:
+        parts.append("the split is gone")
+    elif split_b and not split_a:
+        parts.append("a split appears")
+    elif split_a and split_b:
+        parts.append("the split remains")
+    else:
+        parts.append("no split in either")
+    parts.append("cold unchanged" if cold_a == cold_b else f"cold {cold_b} (was {cold_a})")
+    parts.append("warm unchanged" if warm_a == warm_b else f"warm {warm_b} (was {warm_a})")
+    return ", ".join(parts)
+
+
+def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
+    """The diff document (schemas/diff.schema.json) of bundles compared with the first."""
+    bundles: list[dict[str, Any]] = []
+    compared: list[tuple[int, VerificationResult]] = []
+    for index, item in enumerate(inputs):
+        result = item.result
+        verified = result is not None and result.verified
+        bundles.append(
+            {
+                "source": item.source,
+                "verified": verified,
+                "verdict": str(result.verdict) if result is not None else "invalid",
+                "unreadable": result is None,
+                "error": item.error
+                or (None if verified else "the bundle did not verify: not compared"),
+            }
+        )
+        if verified and result is not None and result.experiment is not None:
+            compared.append((index, result))
+
+    labels: dict[str, str] = {}  # output hash -> global label
+    examples: dict[str, Record] = {}
+    for _, result in compared:
+        assert result.classification is not None
+        for output_class in result.classification.classes:
+            labels.setdefault(output_class.output_hash, class_label(len(labels)))
+        for digest, record in _examples(result).items():
+            examples.setdefault(digest, record)
+
+    differences = []
+    for name, pointer in _COMPARED:
+        values = [_pointer(r.experiment.document, pointer) for _, r in compared if r.experiment]
+        if len({_canonical(v) for v in values}) > 1:
+            differences.append({"what": name, "pointer": pointer, "values": values})
+
+    bodies = {
+        _canonical(r.experiment.document["request_body"]) for _, r in compared if r.experiment
+    }
+    conditions: list[dict[str, Any]] = []
+    ids: list[str] = []
+    for _, result in compared:
+        assert result.classification is not None
+        ids += [
+            c.condition.id for c in result.classification.conditions if c.condition.id not in ids
+        ]
+    for cid in ids:
+        per_bundle: list[dict[str, Any] | None] = []
+        for _, result in compared:
+            assert result.classification is not None
+            local = {c.label: c.output_hash for c in result.classification.classes}
+            found = next(
+                (c for c in result.classification.conditions if c.condition.id == cid), None
+            )
+            per_bundle.append(
+                None
+                if found is None
+                else {
+                    "verdict": str(found.verdict),
+                    "settings": found.condition.settings,
+                    "arms": _arms(found, labels, local),
+                }
+            )
+        present = [b for b in per_bundle if b is not None]
+        changes = [
+            _describe(present[0]["arms"], other["arms"]) for other in present[1:]
+        ] if present else []  # fmt: skip
+        settings_differ = len({_canonical(b["settings"]) for b in present}) > 1
+        conditions.append(
+            {
+                "id": cid,
+                "bundles": per_bundle,
+                "changes": changes,
+                "settings_differ": settings_differ,
+            }
+        )
+
+    ordered = sorted(labels, key=lambda d: (len(labels[d]), labels[d]))
+    first_differences = []
+    for i, left in enumerate(ordered):
+        for right in ordered[i + 1 :]:
+            a, b = examples.get(left), examples.get(right)
+            if a is None or b is None:
+                continue
+            for field, x, y in (
+                ("content", a.content, b.content),
+                ("reasoning_content", a.reasoning, b.reasoning),
+            ):
+                found_difference = first_difference(field, x, y)
+                if found_difference is not None:
+                    first_differences.append(
+                        {
+                            "classes": [labels[left], labels[right]],
+                            "field": field,
+                            "index": found_difference.index,
+                            "left_excerpt": found_difference.left_excerpt,
+                            "right_excerpt": found_difference.right_excerpt,
+                        }
+                    )
+                    break
+
+    same = (
+        len(compared) == len(inputs) > 0
+        and len(bodies) <= 1
+        and all(
+            all(b is not None for b in c["bundles"])
+            and len({_canonical([b["verdict"], b["arms"]]) for b in c["bundles"]}) == 1
+            for c in conditions
+        )
+    )
+    bodies = {
+        _canonical(r.experiment.document["request_body"]) for _, r in compared if r.experiment
+    }
+    same_request = len(bodies) <= 1
+    notes = []
+    if not same_request:
+        notes.append(
+            "the bundles answer different requests: their outputs cannot be the same classes, "
+            "so compare them as separate experiments"
+        )
+    if len(compared) < len(inputs):
+        notes.append(f"{len(inputs) - len(compared)} bundle(s) did not verify and are not compared")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "evidence.diff",
+        "same_request": same_request,
+        "notes": notes,
+        "tool": {"name": "evidence", "version": __version__},
+        "bundles": bundles,
+        "classes": [
+            {
+                "label": labels[d],
+                "output_hash": d,
+                "bundles": [
+                    i
+                    for i, r in compared
+                    if r.classification
+                    and any(c.output_hash == d for c in r.classification.classes)
+                ],
+            }
+            for d in ordered
+        ],
+        "conditions": conditions,
+        "differences": differences,
+        "first_differences": first_differences,
+        "outcome": "same" if same else "changed",
+    }
+
+
+def exit_code(document: dict[str, Any], expect: str | None) -> int:
+    bundles = document["bundles"]
+    if any(b["unreadable"] for b in bundles):
+        return EXIT_UNREADABLE
+    if not all(b["verified"] for b in bundles):
+        return EXIT_NOT_VERIFIED
+    if expect is not None and document["outcome"] != expect:
+        return EXIT_UNEXPECTED
+    return EXIT_OK

@@ -1,0 +1,99 @@
+"""One server's profile: how capture starts and drives it, and the rules verify judges by."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verifier.errors import UsageError
+from verifier.profiles.rules import ProfileRules, ResetProof
+
+
+@dataclass(frozen=True)
+class ResetCall:
+    """The HTTP call that clears the prefix cache."""
+
+    method: str
+    path: str
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything a profile needs to build one server's command line."""
+
+    binary: Path
+    model: Path
+    alias: str
+    port: int
+    cache_disabled: bool
+    scratch_dir: Path
+    extra_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ServerProfile(ABC):
+    """One server's facts. Capture and verify read these; neither branches on `name`."""
+
+    reset: ResetCall
+    rules: ProfileRules
+    chat_path: str = "/v1/chat/completions"
+    readiness_path: str = "/health"
+    stats_path: str | None = None
+    metrics_path: str | None = "/metrics"
+    opt_out_missing_reason: str = "the server has no per-request cache opt-out"
+    pinned_request_fields: Mapping[str, Any] = field(default_factory=dict)
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    parallelism: int | None = None
+    block_size: int | None = None
+    block_size_pointer: str | None = None  # into the stats document, when it says
+
+    @property
+    def name(self) -> str:
+        return self.rules.name
+
+    @property
+    def server_name(self) -> str:
+        return self.rules.server_name or self.rules.name
+
+    @property
+    def experiment_env_prefixes(self) -> tuple[str, ...]:
+        return self.rules.toggle_prefixes
+
+    @property
+    def version(self) -> str:
+        return self.rules.version
+
+    @property
+    def opt_out_fields(self) -> Mapping[str, Any] | None:
+        return self.rules.opt_out_fields
+
+    @property
+    def can_disable_cache(self) -> bool:
+        return self.rules.can_disable_cache
+
+    @property
+    def reset_proof(self) -> ResetProof:
+        return self.rules.reset_proof
+
+    @abstractmethod
+    def start_argv(self, spec: LaunchSpec) -> list[str]:
+        """The server's command line, with the cache on or off as `spec` says."""
+
+    def model_argument(self, model: Path) -> Path:
+        """The path the server is given: the model directory or file as is, by default."""
+        return model
+
+
+def single_file_in(model: Path, suffix: str) -> Path:
+    """A file model as is; a directory holding exactly one `*suffix` file, that file."""
+    if model.is_file():
+        return model
+    candidates = sorted(model.glob(f"*{suffix}"))
+    if len(candidates) != 1:
+        raise UsageError(
+            f"{model} holds {len(candidates)} {suffix} files; give --model the one file to serve"
+        )
+    return candidates[0]

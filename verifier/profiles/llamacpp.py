@@ -1,0 +1,68 @@
+"""llama.cpp's llama-server (SERVERS.md; flags checked against the 0.3.36 vendored build)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifier.profiles.base import (
+    LaunchSpec,
+    ResetCall,
+    ServerProfile,
+    single_file_in,
+)
+from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
+
+
+@dataclass(frozen=True)
+class LlamaCppProfile(ServerProfile):
+    def start_argv(self, spec: LaunchSpec) -> list[str]:
+        argv = [str(spec.binary), "-m", str(self.model_argument(spec.model))]
+        argv += ["--alias", spec.alias, "--host", "127.0.0.1", "--port", str(spec.port)]
+        # One slot and no host-RAM prompt cache: otherwise an erased slot is refilled from
+        # RAM and the "cold" request after a reset still reports cached tokens.
+        argv += ["-np", "1", "--cache-ram", "0", "--slot-save-path", str(spec.scratch_dir)]
+        argv += ["--metrics", "--no-warmup"]
+        if spec.cache_disabled:
+            # Sets the server-wide default of the request field `cache_prompt` to false; the
+            # harness's body never sets that field, so every request of the arm computes cold.
+            argv.append(CACHE_OFF_FLAG)
+        return argv + list(spec.extra_args)
+
+    def model_argument(self, model: Path) -> Path:
+        return single_file_in(model, ".gguf")
+
+
+CACHE_OFF_FLAG = "--no-cache-prompt"
+
+RULES = ProfileRules(
+    server_name="llama-server",
+    toggle_prefixes=("LLAMA_", "GGML_"),
+    per_instance_args=("--slot-save-path",),  # a scratch folder per server
+    # Seen here: the cached-tokens counter moves by exactly the response's cached_tokens.
+    reuse_counts_cached_tokens=True,
+    name="llama.cpp",
+    version="1",
+    # No hit counter and no store statistics: the reuse counter is the only cache signal.
+    signals=CacheSignals(reuse=("metric:llamacpp:prompt_tokens_cached_total",)),
+    # The slot erase answers without proof: the next cold request's cached_tokens == 0 is it.
+    reset_proof=ResetProof.NEXT_COLD_REQUEST,
+    cache_off_args=(CACHE_OFF_FLAG,),
+    logprobs_top_k=5,  # OpenAI-style logprobs + top_logprobs on /v1/chat/completions
+    opt_out_fields={"cache_prompt": False},
+)
+
+PROFILE = LlamaCppProfile(
+    reset=ResetCall("POST", "/slots/0?action=erase"),
+    rules=RULES,
+    # Server defaults differ between builds: pin every sampling setting.
+    pinned_request_fields={
+        "temperature": 0,
+        "top_k": 1,
+        "top_p": 1.0,
+        "min_p": 0.0,
+        "repeat_penalty": 1.0,
+        "seed": 0,
+    },
+    parallelism=1,
+)

@@ -1,0 +1,43 @@
+"""SGLang's server, launched as `PYTHON -m sglang.launch_server` (SERVERS.md; not run here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifier.profiles.base import LaunchSpec, ResetCall, ServerProfile
+from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
+
+
+@dataclass(frozen=True)
+class SglangProfile(ServerProfile):
+    def start_argv(self, spec: LaunchSpec) -> list[str]:
+        argv = [str(spec.binary), "-m", "sglang.launch_server"]
+        argv += ["--model-path", str(self.model_argument(spec.model))]
+        argv += ["--served-model-name", spec.alias, "--host", "127.0.0.1", "--port", str(spec.port)]
+        argv += ["--enable-metrics", "--enable-cache-report"]
+        if spec.cache_disabled:
+            argv.append(CACHE_OFF_FLAG)
+        return argv + list(spec.extra_args)
+
+
+CACHE_OFF_FLAG = "--disable-radix-cache"
+
+RULES = ProfileRules(
+    server_name="sglang",
+    toggle_prefixes=("SGLANG_", "SGL_"),
+    name="sglang",
+    version="1",
+    signals=CacheSignals(reuse=("metric:sglang:cached_tokens_total",)),
+    # /flush_cache refuses while requests run and says nothing of the result.
+    reset_proof=ResetProof.NEXT_COLD_REQUEST,
+    cache_off_args=(CACHE_OFF_FLAG,),
+    logprobs_top_k=5,  # OpenAI-style logprobs + top_logprobs on /v1/chat/completions
+    opt_out_fields=None,
+)
+
+PROFILE = SglangProfile(
+    reset=ResetCall("POST", "/flush_cache"),
+    rules=RULES,
+    opt_out_missing_reason="SGLang has no per-request radix-cache opt-out",
+    block_size=1,
+)

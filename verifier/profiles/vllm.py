@@ -1,0 +1,47 @@
+"""vLLM's OpenAI-compatible server (SERVERS.md; not run here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifier.profiles.base import LaunchSpec, ResetCall, ServerProfile
+from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
+
+
+@dataclass(frozen=True)
+class VllmProfile(ServerProfile):
+    def start_argv(self, spec: LaunchSpec) -> list[str]:
+        argv = [str(spec.binary), "serve", str(self.model_argument(spec.model))]
+        argv += ["--served-model-name", spec.alias, "--host", "127.0.0.1", "--port", str(spec.port)]
+        argv.append("--enable-prompt-tokens-details")
+        argv.append(CACHE_OFF_FLAG if spec.cache_disabled else "--enable-prefix-caching")
+        return argv + list(spec.extra_args)
+
+
+CACHE_OFF_FLAG = "--no-enable-prefix-caching"
+
+RULES = ProfileRules(
+    server_name="vllm",
+    toggle_prefixes=("VLLM_",),
+    name="vllm",
+    version="1",
+    signals=CacheSignals(
+        # Both are counted in tokens; queries advance on every request that reaches the cache.
+        reuse=("metric:vllm:prefix_cache_hits_total",),
+        lookups=("metric:vllm:prefix_cache_queries_total",),
+    ),
+    # POST /reset_prefix_cache answers 200 without checking: the next cold request proves it.
+    reset_proof=ResetProof.NEXT_COLD_REQUEST,
+    cache_off_args=(CACHE_OFF_FLAG,),
+    logprobs_top_k=5,  # OpenAI-style logprobs + top_logprobs on /v1/chat/completions
+    opt_out_fields=None,
+)
+
+PROFILE = VllmProfile(
+    reset=ResetCall("POST", "/reset_prefix_cache"),
+    rules=RULES,
+    # /reset_prefix_cache is mounted only in dev mode.
+    extra_env={"VLLM_SERVER_DEV_MODE": "1"},
+    opt_out_missing_reason="vLLM has no per-request prefix-cache opt-out",
+    block_size=16,
+)

@@ -6,7 +6,7 @@ STAMP   = $(VENV)/.installed
 KEY     = sample_bundles/keys/evidence-signing-key.pub.pem
 DEMO    = $(VENV)/demo
 
-.PHONY: demo test lint typecheck pytest samples real-sample bench clean
+.PHONY: demo test lint typecheck pytest samples real-sample gpu-sample bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ demo: $(STAMP)
 	$(BIN)/evidence verify $(DEMO)/public.tar.gz --format markdown
 	@echo "== 3. verify the real llama.cpp capture (llama-server on this CPU, tiny model)" >&2
 	$(BIN)/evidence verify sample_bundles/llama-cpp-real.tar.gz --key $(KEY) --expect cache-state-dependent
+	@echo "== 4. verify the real GPU captures (llama-server on CUDA, NVIDIA H200, flash attention on/off)" >&2
+	$(BIN)/evidence verify sample_bundles/llama-cpp-cuda-flip.tar.gz --key $(KEY) --expect cache-state-dependent
+	$(BIN)/evidence verify sample_bundles/llama-cpp-cuda-stable.tar.gz --key $(KEY) --expect cache-state-independent
 	@echo "== done. The command is $(BIN)/evidence (or: source $(BIN)/activate, then evidence)." >&2
 	@echo "== Next: README.md, 'Your first capture' (a real llama-server on this CPU)." >&2
 
@@ -43,6 +46,11 @@ samples: $(STAMP)
 
 real-sample: $(STAMP)
 	$(BIN)/python tools/llama_pipeline.py --prompt flip --sample
+
+# On a CUDA machine: build llama-server with CUDA, search, capture, export, verify (see README).
+GPU_OUT ?= build/gpu-sample
+gpu-sample: $(STAMP)
+	$(BIN)/python tools/gpu_sample.py run --out $(GPU_OUT) --work $(GPU_OUT)/work
 
 bench: $(STAMP)
 	$(BIN)/python tools/bench.py

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.leaks import CATEGORIES, LeakHit, scan_bytes, scan_text
+from verifier.leaks import CATEGORIES, LeakHit, scan_bytes, scan_document, scan_text
 
 HF_TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456"
 OPENAI_KEY = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0kLmN"
@@ -48,7 +48,7 @@ def categories(text: str) -> list[str]:
         ("AWS AKIAIOSFODNN7EXAMPLE", "token", "AKIAIOSFODNN7EXAMPLE"),
         ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig", "token", None),
         ('"authorization": "Basic dXNlcjpwYXNzd29yZA=="', "token", None),
-        ("curl -H 'bearer abcdef0123456789xyz'", "token", "bearer abcdef0123456789xyz"),
+        ("curl -H 'bearer abcdef0123456789xyz'", "token", "abcdef0123456789xyz"),
         ("xoxb-123456789012-1234567890123-AbCdEf", "token", None),
         (
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n",
@@ -79,6 +79,8 @@ def test_every_category_has_a_positive_case() -> None:
             HF_TOKEN,
             "a@corp.io",
             "-----BEGIN PRIVATE KEY-----",
+            "ssh zed@buildbox",
+            "http://buildbox:8080/",
         ]
     )
     assert sorted(categories(text)) == sorted(CATEGORIES)
@@ -197,3 +199,92 @@ def test_hits_never_overlap_and_stay_in_bounds(text: str) -> None:
         assert hit.category in CATEGORIES
     for before, after in itertools.pairwise(hits):
         assert before.end <= after.start
+
+
+@pytest.mark.parametrize(
+    ("text", "category", "found"),
+    [
+        ("at \\/home\\/bob\\/m.gguf now", "home-path", "\\/home\\/bob\\/m.gguf"),
+        ("at \\u002fhome\\u002fbob\\u002fm now", "home-path", "\\u002fhome\\u002fbob\\u002fm"),
+        ("q=%2Fhome%2Fal%2Fx&y", "home-path", "%2Fhome%2Fal%2Fx&y"),
+        ("q=%2fhome%2fal%2fx", "home-path", "%2fhome%2fal%2fx"),
+        ("open file:///home/al/x", "home-path", "///home/al/x"),
+        ("see /home//al/x", "home-path", "/home//al/x"),
+        ("see ~al/notes", "home-path", "~al/notes"),
+        ("see /var/home/al/x", "home-path", "/var/home/al/x"),
+        ("C:\\Users\\al\\m.gguf", "home-path", "C:\\Users\\al\\m.gguf"),
+        ("addr fdab:cdef::abcd up", "ip-address", "fdab:cdef::abcd"),
+        ("addr ::ffff:10.1.2.3 up", "ip-address", "::ffff:10.1.2.3"),
+        ("http://[fe80::1%25eth0]:8080/", "ip-address", "fe80::1%25eth0"),
+        ("connected to 34.12.5.6", "ip-address", "34.12.5.6"),
+        ("http://34.12.5.6:8080/", "ip-address", "34.12.5.6"),
+        ("Authorization: Bearer abcdefghijklmnopQRST", "token", "abcdefghijklmnopQRST"),
+        ("HF_TOKEN=abcdefghij", "token", "abcdefghij"),
+        ('"db_password": "correcthorse"', "token", "correcthorse"),
+        ("--hf_token=abc", "token", "abc"),
+        ("--api-key abcdEFGH1234", "token", "abcdEFGH1234"),
+        ("key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "token", None),
+        ("ssh zed@buildbox", "user-name", "zed@buildbox"),
+        ("http://buildbox.lan:8080/x", "host-name", "buildbox.lan"),
+    ],
+)
+def test_every_form_is_found_where_it_is(text: str, category: str, found: str | None) -> None:
+    hits = scan_text(text)
+    assert [hit.category for hit in hits] == [category]
+    if found is not None:
+        assert text[hits[0].start : hits[0].end] == found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "libcublas 13.0.2.14",
+        "13.0.2.14",
+        "cudnn_runtime 9.1.0.70",
+        "v1.0.0.1",
+        "1.0.0.1",
+        "lora-1.0.0.2.safetensors",
+        "libcublas.so.13.0.2.14",
+        "version: 10.2.1.243",
+        "org/model and https://huggingface.co/org/model",
+        "prompt_tokens: 42, cached_tokens_pointer: /usage/prompt_tokens",
+        '"eos_token": "<|im_end|>", "token": "Hello"',
+        "upgrade from 1.0.0.1 to 1.0.0.2",
+        "pip install foo@latest",
+        "e466f5118b8e25d0c9a295ab017468db77b87313",
+        "--api-key <token> and HF_TOKEN=<token>",
+        "the --api-key flag",
+    ],
+)
+def test_versions_and_public_words_are_not_leaks(text: str) -> None:
+    assert scan_text(text) == []
+
+
+def test_a_document_is_scanned_as_one_text_with_each_hit_located() -> None:
+    document = {
+        "a": {"api_token": "abcdefgh", "argv": ["--api-key", "x", "--port", "1"]},
+        "v": {"version": "13.0.2.14", "notes": ["ok", "see /home/al/x"]},
+        "/home/bo/k": 1,
+    }
+    found = {(hit.where, hit.hit.category) for hit in scan_document(document)}
+    assert found == {
+        ("/a/api_token", "token"),
+        ("/a/argv/1", "token"),
+        ("/v/notes/1", "home-path"),
+        (" (an object key)", "home-path"),
+    }
+
+
+def test_a_document_of_many_short_strings_is_scanned_quickly() -> None:
+    document = {"items": [f"s{i % 997}" for i in range(300_000)], "x": "see /home/al/x"}
+    started = time.perf_counter()
+    hits = scan_document(document)
+    assert time.perf_counter() - started < 5
+    assert [hit.where for hit in hits] == ["/x"]
+
+
+def test_escaped_and_repeated_input_is_fast() -> None:
+    started = time.perf_counter()
+    for text in ("%2F" * 50_000, "\\u002f" * 30_000, "/" * 100_000, "\\/" * 50_000):
+        scan_text(text)
+    assert time.perf_counter() - started < 5

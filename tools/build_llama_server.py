@@ -59,8 +59,10 @@ def cache_root() -> Path:
     return base.expanduser()
 
 
-def cached_binary_path(version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
-    return cache_root() / f"llama-server-{version}" / BINARY_NAME
+def cached_binary_path(version: str = LLAMA_CPP_PYTHON_VERSION, variant: str = "") -> Path:
+    """The cache entry; a ``variant`` (e.g. ``cuda-sm90``) keeps other builds apart."""
+    suffix = f"-{variant}" if variant else ""
+    return cache_root() / f"llama-server-{version}{suffix}" / BINARY_NAME
 
 
 def binary_works(binary: Path) -> bool:
@@ -128,8 +130,10 @@ def _unpack_llama_cpp(archive: Path, dest: Path) -> Path:
     return sources[0].parent
 
 
-def _build(source: Path, build_dir: Path) -> Path:
-    _run(["cmake", "-S", str(source), "-B", str(build_dir), *CMAKE_FLAGS])
+def _build(
+    source: Path, build_dir: Path, flags: tuple[str, ...] = CMAKE_FLAGS, jobs: str = BUILD_JOBS
+) -> Path:
+    _run(["cmake", "-S", str(source), "-B", str(build_dir), *flags])
     _run(
         [
             "cmake",
@@ -140,7 +144,7 @@ def _build(source: Path, build_dir: Path) -> Path:
             "--target",
             BINARY_NAME,
             "-j",
-            BUILD_JOBS,
+            jobs,
         ]
     )
     built = build_dir / "bin" / BINARY_NAME
@@ -149,9 +153,23 @@ def _build(source: Path, build_dir: Path) -> Path:
     return built
 
 
-def ensure_llama_server(version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
-    """Return the path of a working cached llama-server, building it if needed."""
-    target = cached_binary_path(version)
+def ensure_llama_server(
+    version: str = LLAMA_CPP_PYTHON_VERSION,
+    *,
+    variant: str = "",
+    extra_flags: tuple[str, ...] = (),
+    jobs: str = BUILD_JOBS,
+    sdist: Path | None = None,
+) -> Path:
+    """Return the path of a working cached llama-server, building it if needed.
+
+    The defaults are the CPU build of the tests. ``variant`` names another cache entry,
+    built with ``extra_flags`` after ``CMAKE_FLAGS`` (``tools/gpu_sample.py`` builds
+    ``cuda-sm90`` so); ``sdist`` is a local source archive of the same layout (the sdist,
+    or the pruned one of ``gpu_sample.py pack-source``) for a machine without network.
+    """
+    target = cached_binary_path(version, variant)
+    flags = (*CMAKE_FLAGS, *extra_flags)
     if binary_works(target):
         return target
     final_dir = target.parent
@@ -163,14 +181,14 @@ def ensure_llama_server(version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
     with tempfile.TemporaryDirectory(prefix=prefix, dir=final_dir.parent) as tmp:
         work = Path(tmp)
         _log(f"building llama-server from llama-cpp-python {version} in {work}")
-        archive = _download_sdist(version, work / "sdist")
+        archive = sdist if sdist is not None else _download_sdist(version, work / "sdist")
         source = _unpack_llama_cpp(archive, work / "src")
-        built = _build(source, work / "build")
+        built = _build(source, work / "build", flags, jobs)
         staged = work / "staged"
         staged.mkdir()
         shutil.copy2(built, staged / BINARY_NAME)
         (staged / "BUILD_INFO.txt").write_text(
-            f"llama-cpp-python=={version}\ncmake flags: {' '.join(CMAKE_FLAGS)}\n",
+            f"llama-cpp-python=={version}\ncmake flags: {' '.join(flags)}\n",
             encoding="utf-8",
         )
         if final_dir.exists() and not binary_works(target):

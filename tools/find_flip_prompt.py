@@ -87,7 +87,12 @@ def free_port() -> int:
 
 
 def server_args(
-    binary: Path, model: Path, port: int, slot_dir: Path, extra_flags: tuple[str, ...] = ()
+    binary: Path,
+    model: Path,
+    port: int,
+    slot_dir: Path,
+    extra_flags: tuple[str, ...] = (),
+    base_flags: tuple[str, ...] = FIXED_FLAGS,
 ) -> list[str]:
     """The llama-server command line; fails if this build lacks one of the flags."""
     args = [
@@ -100,7 +105,7 @@ def server_args(
         str(port),
         "--slot-save-path",
         str(slot_dir),
-        *FIXED_FLAGS,
+        *base_flags,
         *extra_flags,
     ]
     help_text = subprocess.run(
@@ -209,14 +214,18 @@ class Server:
 
 @contextlib.contextmanager
 def running_server(
-    binary: Path, model: Path, workdir: Path, extra_flags: tuple[str, ...] = ()
+    binary: Path,
+    model: Path,
+    workdir: Path,
+    extra_flags: tuple[str, ...] = (),
+    base_flags: tuple[str, ...] = FIXED_FLAGS,
 ) -> Iterator[Server]:
     port = free_port()
     # One directory per server: the search and the --no-cache-prompt check each start one.
     rundir = Path(tempfile.mkdtemp(prefix="server-", dir=workdir))
     slot_dir = rundir / "slots"
     slot_dir.mkdir()
-    args = server_args(binary, model, port, slot_dir, extra_flags)
+    args = server_args(binary, model, port, slot_dir, extra_flags, base_flags)
     log_path = rundir / "llama-server.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)

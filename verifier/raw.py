@@ -71,6 +71,7 @@ class ManifestEntry:
 @dataclass(frozen=True)
 class RawManifest:
     file: str
+    document: Mapping[str, Any]
     root: str
     repo_id: str | None
     revision: str | None
@@ -111,6 +112,8 @@ class RawSnapshot:
 @dataclass(frozen=True)
 class RawExchange:
     file: str
+    document: Mapping[str, Any]
+    """The whole (schema-valid) JSON, for the fields copied as they are."""
     condition: str
     sequence: int
     phase: str
@@ -256,6 +259,7 @@ def _parse_exchange(relative: str, doc: dict[str, Any]) -> RawExchange:
     response, timing = doc["response"], doc["timing"]
     return RawExchange(
         file=relative,
+        document=MappingProxyType(doc),
         condition=doc["condition"],
         sequence=doc["sequence"],
         phase=doc["phase"],
@@ -309,6 +313,7 @@ def load_raw(root: Path) -> RawCapture:
     manifest_doc = _read_document(root, layout.RAW_MODEL_MANIFEST, "raw-model-manifest")
     manifest = RawManifest(
         file=layout.RAW_MODEL_MANIFEST,
+        document=MappingProxyType(manifest_doc),
         root=manifest_doc["root"],
         repo_id=manifest_doc["repo_id"],
         revision=manifest_doc["revision"],

@@ -17,6 +17,9 @@ from verifier.profiles.mlxcel import RULES as MLXCEL_RULES
 from verifier.protocol import Capabilities, ProtocolSpec, build_protocol, plan_requests
 
 CONDITION = "c1"
+# Ordinary words that a user or host may be named: evidence keeps them, whatever the names.
+PROMPT = "Write a short story: the cache, the model, the prompt; gather metrics. /no_think"
+GATHER = 'mlxcel_paged_decode_launches_total{path="gather"}'
 CONTENT_A = "The keeper lit the lamp and watched the sea until dawn."
 CONTENT_B = "The keeper lit the lamp and slept until the gulls woke him."
 
@@ -61,6 +64,7 @@ def _snapshot(entries: int, hits: int, reused: int, cache: _Cache | None = None)
     metrics = {
         "mlxcel_prompt_cache_hits_total": float(hits),
         "mlxcel_prompt_cache_prefix_tokens_reused_total": float(reused),
+        GATHER: float(hits * 100),
     }
     stats = {
         "enabled": cache.enabled,
@@ -123,7 +127,7 @@ class RawFactory:
         h = self.host
         body = {
             "model": "repro",
-            "messages": [{"role": "user", "content": "Tell a short story."}],
+            "messages": [{"role": "user", "content": PROMPT}],
             "max_tokens": 64,
             "temperature": 0,
         }

@@ -37,7 +37,7 @@ def test_existing_out_is_a_usage_error(factory_raw: Path, tmp_path: Path) -> Non
 
 def test_refused_export_exits_1_without_a_traceback(tmp_path: Path) -> None:
     f = RawFactory()
-    f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = "hi alice"
+    f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = "see ~alice/notes"
     raw = f.write(tmp_path / "raw")
     result = CliRunner().invoke(app, ["export", str(raw), "--out", str(tmp_path / "p")], env=ENV)
     assert result.exit_code == 1
@@ -57,5 +57,20 @@ def test_missing_raw_directory_is_reported(tmp_path: Path) -> None:
 def test_help_teaches_the_options() -> None:
     result = CliRunner().invoke(app, ["export", "--help"], env=ENV)
     assert result.exit_code == 0
-    for option in ("--out", "--archive", "--sign-key", "--private-path", "--keep-env"):
+    for option in ("--out", "--archive", "--sign-key", "--private-path", "--keep-env", "--allow"):
         assert option in result.stdout
+
+
+def test_allow_keeps_a_declared_value_and_the_ledger_says_so(tmp_path: Path) -> None:
+    f = RawFactory()
+    f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = "ask 10.9.8.7"
+    raw = f.write(tmp_path / "raw")
+    refused = CliRunner().invoke(app, ["export", str(raw), "--out", str(tmp_path / "p")], env=ENV)
+    assert refused.exit_code == 1 and "--allow VALUE" in refused.stderr
+    assert "10.9.8.7" not in refused.stderr
+    out = tmp_path / "q"
+    args = ["export", str(raw), "--out", str(out), "--allow", "10.9.8.7"]
+    result = CliRunner().invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.stderr
+    assert "10.9.8.7" not in (out / "redaction-ledger.json").read_text()
+    assert "ask 10.9.8.7" in (out / "records/c1/001.json").read_text()

@@ -21,7 +21,8 @@ def _message(f: RawFactory, index: int) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("content", "Ask alice about it."),
+        ("content", "Ask ~alice about it."),
+        ("content", "Ask alice@lab-host-07 about it."),
         ("content", "Saved to /home/alice/models/out.txt"),
         ("reasoning_content", "The token is hf_abcdefghijklmnopqrstuvwx12."),
         ("content", "Mail me at bob@corp-mail.net"),
@@ -107,16 +108,14 @@ def test_unknown_schema_major_is_refused(factory_raw: Path, tmp_path: Path) -> N
 
 def test_condition_id_with_a_private_value_is_refused(tmp_path: Path) -> None:
     f = RawFactory()
-    f.run["conditions"][0]["id"] = "c1"
-    f.run["title"] = "ok"
     raw = f.write(tmp_path / "raw")
-    # rename the condition on disk and in every document to carry the user name
+    # rename the condition on disk and in every document to an address: it names files
     import shutil
 
-    shutil.move(raw / "conditions/c1", raw / "conditions/alice-run")
+    shutil.move(raw / "conditions/c1", raw / "conditions/192.168.1.5")
     for path in raw.rglob("*.json"):
-        path.write_text(path.read_text().replace('"c1"', '"alice-run"'))
-    with pytest.raises(ExportError, match=r"conditions/0/id: the condition id contains"):
+        path.write_text(path.read_text().replace('"c1"', '"192.168.1.5"'))
+    with pytest.raises(ExportError, match=r"experiment.json/conditions/0/id \(from the raw run"):
         export_bundle(ExportOptions(raw, tmp_path / "public"))
 
 

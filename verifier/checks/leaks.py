@@ -1,41 +1,65 @@
-"""Scan every file of the bundle for private data that export should have removed."""
+"""Scan every file of the bundle for private data that export should have removed.
+
+The detectors are export's own (`verifier.leaks`), run over each JSON document as one text
+(linear in its size, whatever the number of strings) and over the bytes of other files.
+A hit where the ledger says the exporter was told the value is not private (`--allow`) is
+reported as information: the author declared it public, and a reviewer sees where.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+from verifier import layout
 from verifier.checks.context import BundleContext
-from verifier.leaks import scan_bytes, scan_text
-from verifier.model import Finding, Severity, json_pointer
+from verifier.leaks import ALLOWED_PLACEHOLDER, scan_bytes, scan_document
+from verifier.model import Finding, Severity
 
 CHECK = "leaks"
+# Detector category -> ledger category (as export records an allowed value).
+_LEDGER_CATEGORY = {
+    "home-path": "private-path",
+    "temp-path": "private-path",
+    "private-key": "token",
+}
 
 
-def iter_strings(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str, str]]:
-    """Every string of a JSON document, object keys included, with its JSON pointer."""
-    if isinstance(node, str):
-        yield json_pointer(*path), node
-    elif isinstance(node, dict):
-        for key, value in node.items():
-            yield json_pointer(*path, key), key
-            yield from iter_strings(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from iter_strings(value, (*path, index))
+def _allowed(ctx: BundleContext) -> set[tuple[str, str, str]]:
+    """(file, pointer, ledger category) of each value the ledger says was allowed."""
+    ledger: Any = ctx.documents.get(layout.REDACTION_LEDGER)
+    entries = ledger.get("entries") if isinstance(ledger, dict) else None
+    if not isinstance(entries, list):
+        return set()
+    return {
+        (str(e.get("file")), str(e.get("pointer")), str(e.get("category")))
+        for e in entries
+        if isinstance(e, dict) and e.get("placeholder") == ALLOWED_PLACEHOLDER
+    }
 
 
 def check_leaks(ctx: BundleContext) -> Iterator[Finding]:
+    allowed = _allowed(ctx)
     for path, data in sorted(ctx.files.items()):
         if path.endswith(".sig"):
             continue  # raw signature bytes, not text
         if path in ctx.documents:
-            for pointer, text in iter_strings(ctx.documents[path]):
-                for hit in scan_text(text):
-                    yield _finding(path, pointer, hit.category, hit.excerpt)
+            for hit in scan_document(ctx.documents[path]):
+                category = _LEDGER_CATEGORY.get(hit.hit.category, hit.hit.category)
+                if (path, hit.pointer, category) in allowed:
+                    yield Finding(
+                        CHECK,
+                        Severity.INFO,
+                        f"{hit.hit.category} kept: the exporter was told it is not private "
+                        f"(--allow): {hit.hit.excerpt}",
+                        file=path,
+                        pointer=hit.where,
+                    )
+                    continue
+                yield _finding(path, hit.where, hit.hit.category, hit.hit.excerpt)
         else:
-            for hit in scan_bytes(data):
-                yield _finding(path, None, hit.category, hit.excerpt)
+            for leak in scan_bytes(data):
+                yield _finding(path, None, leak.category, leak.excerpt)
 
 
 def _finding(path: str, pointer: str | None, category: str, excerpt: str) -> Finding:

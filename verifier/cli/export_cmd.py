@@ -80,6 +80,15 @@ def export(
             help="Another private path (or string) to replace everywhere; repeat as needed.",
         ),
     ] = None,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow",
+            metavar="VALUE",
+            help="Declare a value not private (an address, a name, a path export stopped on): "
+            "it is kept where found and the ledger says so, without the value; repeat as needed.",
+        ),
+    ] = None,
     keep_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -103,8 +112,10 @@ def export(
     tokens, e-mail addresses. redaction-ledger.json lists each replacement
     (category, file, JSON pointer, count), never the value.
 
-    Model output is never altered: a private value in it stops the export, which
-    names the file and JSON pointer. The bundle is built beside --out, verified
+    Evidence (request bodies, model output, toggles, metric names and labels,
+    library versions, hardware facts, counters) is never altered: a private value
+    in it stops the export, which names the file and JSON pointer; --allow VALUE
+    declares a value not private. The bundle is built beside --out, verified
     (leak scan included) and only then moved into place; a failure or Ctrl-C
     leaves nothing.
 
@@ -126,6 +137,7 @@ def export(
         sign_key=sign_key,
         private_paths=tuple(private_path or ()),
         keep_env=tuple(keep_env or ()),
+        allowed=tuple(allow or ()),
     )
     summary = export_bundle(options, lambda message: stderr.print(message, style="dim"))
     _print_summary(summary)

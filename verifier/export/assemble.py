@@ -1,25 +1,302 @@
-"""Build the public documents from a raw capture: keep the evidence, drop what is private.
+"""Build the public documents from a raw capture, field by field, each field with one treatment.
 
-This step removes by structure (host facts, environment values, process maps, headers,
-logs); `redact` then replaces private strings inside what is kept.
+`FIELDS` is the whole table: every field of the raw capture, what happens to it, and where
+it is published. Treatments (EVIDENCE.md, "What export removes"):
+
+- `EVIDENCE`: published byte for byte. A private value in it, in a form that identifies
+  someone, stops the export (`redact`), which never alters it;
+- `PATH`: a private path, replaced by its stable placeholder (`/path/to/model`); a value
+  that is not a path at all is kept as evidence;
+- `FREE_TEXT`: words of people or servers (notes, errors, command lines, the server's own
+  fields): scanned, and what the detectors find is replaced;
+- `DROPPED`: never published.
+
+A row's `build` says how its public value is made: `copy` (the raw value as is, or nothing
+when the raw field is absent), `part` (inside a value that another row copies or builds),
+or the name of a builder below (values derived from several fields). Adding a field that is
+copied as it is takes one row. A field the table does not name is refused (`treatment_of`
+returns None and the exporter stops); a test walks the raw schemas and documents.
 """
 
 from __future__ import annotations
 
+import enum
+import fnmatch
+import functools
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from verifier import layout, schemas
 from verifier.canonical import OutputHashError, output_hash
 from verifier.errors import ExportError
-from verifier.export.redact import LedgerEntry, is_toggle
 from verifier.raw import RawCapture, RawCondition, RawExchange, RawServer
 
-# Command-line flags whose next argument (or `=value`) is a secret, whatever its length.
-SECRET_FLAGS = frozenset({"--api-key", "--hf-token", "--token", "--password", "--auth", "--secret"})
-TOKEN_PLACEHOLDER = "<token>"  # noqa: S105 - a placeholder, not a credential
+
+class Treatment(enum.Enum):
+    EVIDENCE = "evidence"
+    PATH = "path"
+    FREE_TEXT = "free-text"
+    DROPPED = "dropped"
+
+
+E, P, T, D = Treatment.EVIDENCE, Treatment.PATH, Treatment.FREE_TEXT, Treatment.DROPPED
+
+# Raw files: run, server, exchange, manifest, log. Public files: experiment, record, manifest.
+RAW_KINDS = ("run", "server", "exchange", "manifest", "log")
+PUBLIC_KINDS = ("experiment", "record", "manifest", "ledger")
+
+
+@dataclass(frozen=True)
+class Field:
+    raw: str | None
+    """`<raw file>:<pointer>`; `*` is one step, `**` any number; None: made by export."""
+    treatment: Treatment
+    public: str | None = None
+    """`<public file>:<pointer>` where it is published; None: not published."""
+    build: str = "copy"
+    missing: str = "omit"
+    """For a copied field absent from the raw file: `omit` it, or publish `null`."""
+
+
+# fmt: off
+FIELDS: tuple[Field, ...] = (
+    # ---- run.json -> experiment.json
+    Field(None, E, "experiment:/schema_version", "header"),
+    Field(None, E, "experiment:/kind", "header"),
+    Field("run:/schema_version", D),
+    Field("run:/kind", D),
+    Field("run:/title", T, "experiment:/title"),
+    Field("run:/notes", T, "experiment:/notes"),
+    Field("run:/notes/*", T, "experiment:/notes/*", "part"),
+    Field("run:/capture_tool", E, "experiment:/capture_tool"),
+    Field("run:/capture_tool/*", E, "experiment:/capture_tool/*", "part"),
+    Field("run:/argv/**", D),  # the harness's own command line: private paths
+    Field("run:/started_at", D),
+    Field("run:/finished_at", D),
+    Field("run:/outcome", D),  # only a completed capture is exported
+    Field("run:/host/user", D),  # its forms elsewhere are found as a private name
+    Field("run:/host/hostname", D),
+    Field("run:/host/home", D),
+    Field("run:/host/cwd", D),
+    Field("run:/host/tmpdir", D),
+    Field("run:/host/python", D),
+    Field("run:/host/**", D),  # facts this tool does not know: private until proven otherwise
+    Field("run:/host/os", E, "experiment:/hardware/os", "part"),
+    Field("run:/host/machine", E, "experiment:/hardware/machine", "part"),
+    Field("run:/host/cpu", E, "experiment:/hardware/cpu", "part"),
+    Field("run:/host/cpu_count", E, "experiment:/hardware/cpu_count", "part"),
+    Field("run:/host/accelerator", E, "experiment:/hardware/accelerator", "part"),
+    Field("run:/host/kernel", E, "experiment:/hardware/kernel", "part"),
+    Field("run:/host/driver_versions/*", E, "experiment:/hardware/*", "part"),
+    Field("run:/hardware_extra", E, "experiment:/hardware", "part"),
+    Field("run:/hardware_extra/*", E, "experiment:/hardware/*", "part"),
+    Field("run:/server/profile", E, "experiment:/server/profile"),
+    Field("run:/server/profile_version", E, "experiment:/server/profile_version"),
+    Field("run:/server/name", E, "experiment:/server/name"),
+    Field("run:/server/version", E, "experiment:/server/version", missing="null"),
+    Field("run:/server/build_commit", E, "experiment:/server/build_commit", missing="null"),
+    Field("run:/server/binary_sha256", E, "experiment:/server/binary_sha256"),
+    Field("run:/server/attached", E, "experiment:/server/attached"),
+    Field("run:/server/alias", E, "experiment:/server/alias", missing="null"),
+    Field(None, E, "experiment:/hardware", "hardware"),
+    Field(None, E, "experiment:/runtime_libraries", "runtime_libraries"),
+    Field("run:/server/binary_path", D),  # its placeholder stands in every command line
+    Field("run:/server/url", D),
+    Field("run:/server/experiment_env_prefixes/**", D),  # used: which environment is kept
+    Field("run:/model/path", D),
+    Field("run:/model/repo_id", E, "experiment:/model/repo_id", "part"),
+    Field("run:/model/revision", E, "experiment:/model/revision", "part"),
+    Field("run:/model/model_file", E, "experiment:/model/model_file", "part"),
+    Field("run:/model/config_file", E, "experiment:/model/config_file", "part"),
+    Field(None, E, "experiment:/model/model_sha256", "part"),
+    Field(None, E, "experiment:/model/config_sha256", "part"),
+    Field(None, E, "experiment:/model", "model"),
+    Field("server:/libraries", E, "experiment:/runtime_libraries", "part"),
+    Field("server:/libraries/*/path", E, "experiment:/runtime_libraries/*/name", "part"),
+    Field("server:/libraries/*/version", E, "experiment:/runtime_libraries/*/version", "part"),
+    Field("server:/libraries/*/sha256", E, "experiment:/runtime_libraries/*/sha256", "part"),
+    Field("run:/request_body", E, "experiment:/request_body"),
+    Field("run:/request_body/**", E, "experiment:/request_body/**", "part"),
+    Field("run:/opt_out_fields", E, "experiment:/opt_out_fields"),
+    Field("run:/opt_out_fields/**", E, "experiment:/opt_out_fields/**", "part"),
+    Field("run:/conditions/*/id", E, "experiment:/conditions/*/id", "part"),
+    Field("run:/conditions/*/label", T, "experiment:/conditions/*/label", "part"),
+    Field("run:/conditions/*/settings", E, "experiment:/conditions/*/settings", "part"),
+    Field("run:/conditions/*/settings/*", E, "experiment:/conditions/*/settings/*", "part"),
+    Field(None, E, "experiment:/conditions", "conditions"),
+    Field(None, E, "experiment:/conditions/*/servers", "part"),
+    Field("run:/protocol", E, "experiment:/protocol"),
+    Field("run:/protocol/**", E, "experiment:/protocol/**", "part"),
+    Field("run:/protocol/skipped_phases/*/reason", T,
+          "experiment:/protocol/skipped_phases/*/reason", "part"),
+    Field("run:/profile_rules", E, "experiment:/profile_rules"),
+    Field("run:/profile_rules/**", E, "experiment:/profile_rules/**", "part"),
+    Field("run:/telemetry", E, "experiment:/telemetry"),
+    Field("run:/telemetry/**", E, "experiment:/telemetry/**", "part"),
+    Field("run:/synthetic", E, "experiment:/synthetic"),
+    # ---- conditions/<id>/servers/<n>.json -> experiment.json /conditions/*/servers/*
+    Field("server:/schema_version", D),
+    Field("server:/kind", D),
+    Field("server:/condition", D),  # the condition it is listed under
+    Field("server:/instance", E, "experiment:/conditions/*/servers/*/instance", "part"),
+    Field("server:/cache_disabled", E, "experiment:/conditions/*/servers/*/cache_disabled",
+          "part"),
+    Field("server:/argv", E, "experiment:/conditions/*/servers/*/argv", "part"),
+    Field("server:/argv/*", T, "experiment:/conditions/*/servers/*/argv/*", "part"),
+    # Only the experiment's toggles; a toggle that is a path (a cache dir) gets a placeholder.
+    Field("server:/env/*", P, "experiment:/conditions/*/servers/*/environment/*", "part"),
+    Field("server:/env", E, "experiment:/conditions/*/servers/*/environment", "part"),
+    Field("server:/cwd", D),
+    Field("server:/pid", D),
+    Field("server:/started_at", E, "experiment:/conditions/*/servers/*/started_at", "part"),
+    Field("server:/ready_at", D),
+    Field("server:/stopped_at", E, "experiment:/conditions/*/servers/*/stopped_at", "part"),
+    Field("server:/exit_code", D),
+    Field("server:/log_path", D),
+    # ---- conditions/<id>/exchanges/<seq>.json -> records/<id>/<seq>.json
+    Field(None, E, "record:/schema_version", "header"),
+    Field(None, E, "record:/kind", "header"),
+    Field("exchange:/schema_version", D),
+    Field("exchange:/kind", D),
+    Field("exchange:/condition", E, "record:/condition"),
+    Field("exchange:/sequence", E, "record:/sequence"),
+    Field("exchange:/phase", E, "record:/phase"),
+    Field("exchange:/server_instance", E, "record:/server_instance"),
+    Field("exchange:/claimed_arm", E, "record:/claimed_arm"),
+    Field("exchange:/preceded_by", E, "record:/preceded_by"),
+    Field("exchange:/reset/**", D),
+    Field("exchange:/request/method", D),
+    Field("exchange:/request/url", D),
+    Field("exchange:/request/body", E, "record:/request_body"),
+    Field("exchange:/request/body/**", E, "record:/request_body/**", "part"),
+    Field("exchange:/response/status", E, "record:/http_status"),
+    Field("exchange:/response/headers/**", D),
+    Field("exchange:/response/text", T, "record:/error", "part"),
+    Field("exchange:/response/error", T, "record:/error", "part"),
+    Field(None, T, "record:/error", "error"),
+    Field("exchange:/response/body", T, "record:/response"),
+    Field("exchange:/response/body/**", T, "record:/response/**", "part"),
+    Field("exchange:/response/body/choices/*/message/content", E,
+          "record:/response/choices/*/message/content", "part"),
+    Field("exchange:/response/body/choices/*/message/reasoning_content", E,
+          "record:/response/choices/*/message/reasoning_content", "part"),
+    Field("exchange:/response/body/choices/*/message/reasoning", E,
+          "record:/response/choices/*/message/reasoning", "part"),
+    Field("exchange:/response/body/choices/*/message/tool_calls/**", E,
+          "record:/response/choices/*/message/tool_calls/**", "part"),
+    Field("exchange:/response/body/usage/**", E, "record:/response/usage/**", "part"),
+    Field(None, E, "record:/output_hash", "output_hash"),
+    Field(None, E, "record:/usage", "usage"),
+    Field(None, E, "record:/usage/**", "part"),
+    Field("exchange:/telemetry/*/taken_at", D),
+    Field("exchange:/telemetry/*/cache_stats_status", D),
+    Field("exchange:/telemetry/*/metrics_text", D),  # the parsed samples below are the evidence
+    Field("exchange:/telemetry/*/metrics_status", D),
+    Field("exchange:/telemetry/before/cache_stats", T, "record:/telemetry/before/cache_stats"),
+    Field("exchange:/telemetry/before/metrics", E, "record:/telemetry/before/metrics"),
+    Field("exchange:/telemetry/after/cache_stats", T, "record:/telemetry/after/cache_stats"),
+    Field("exchange:/telemetry/after/metrics", E, "record:/telemetry/after/metrics"),
+    Field("exchange:/telemetry/*/cache_stats/**", T, "record:/telemetry/*/cache_stats/**", "part"),
+    Field("exchange:/telemetry/*/metrics/*", E, "record:/telemetry/*/metrics/*", "part"),
+    Field(None, E, "record:/telemetry", "part"),
+    Field(None, E, "record:/telemetry/*", "part"),
+    Field("exchange:/timing/started_at", E, "record:/started_at"),
+    Field("exchange:/timing/elapsed_s", E, "record:/elapsed_s"),
+    # ---- model-manifest.json -> model-manifest.json
+    Field(None, E, "manifest:/schema_version", "header"),
+    Field(None, E, "manifest:/kind", "header"),
+    Field("manifest:/schema_version", D),
+    Field("manifest:/kind", D),
+    Field("manifest:/root", D),
+    Field("manifest:/repo_id", E, "manifest:/repo_id"),
+    Field("manifest:/revision", E, "manifest:/revision"),
+    Field("manifest:/files", E, "manifest:/files"),
+    Field("manifest:/files/*/*", E, "manifest:/files/*/*", "part"),
+    # ---- logs: the harness's and each server's output
+    Field("log:", D),
+    # ---- redaction-ledger.json: written by export, from nothing private
+    Field(None, E, "ledger:/**", "ledger"),
+)
+# fmt: on
+
+Path = tuple[str | int, ...]
+
+
+def _split(location: str) -> tuple[str, tuple[str, ...]]:
+    kind, _, pointer = location.partition(":")
+    return kind, tuple(pointer.split("/")[1:]) if pointer else ()
+
+
+def _matches(pattern: tuple[str, ...], path: Path) -> bool:
+    if pattern and pattern[-1] == "**":
+        head = pattern[:-1]
+        return len(path) >= len(head) and _matches(head, path[: len(head)])
+    if len(pattern) != len(path):
+        return False
+    return all(p == "*" or p == str(part) for p, part in zip(pattern, path, strict=True))
+
+
+def _specificity(pattern: tuple[str, ...]) -> tuple[int, int, int]:
+    literal = sum(1 for p in pattern if p not in ("*", "**"))
+    return (literal, len(pattern), 0 if pattern[-1:] == ("**",) else 1)
+
+
+@functools.cache
+def _table(side: str) -> dict[str, list[tuple[tuple[str, ...], Treatment]]]:
+    table: dict[str, list[tuple[tuple[str, ...], Treatment]]] = {}
+    for row in FIELDS:
+        location = row.raw if side == "raw" else row.public
+        if location is None:
+            continue
+        kind, pattern = _split(location)
+        table.setdefault(kind, []).append((pattern, row.treatment))
+    for rows in table.values():
+        rows.sort(key=lambda r: _specificity(r[0]), reverse=True)
+    return table
+
+
+def _lookup(side: str, kind: str, path: Path) -> Treatment | None:
+    for pattern, treatment in _table(side).get(kind, ()):
+        if _matches(pattern, path):
+            return treatment
+    return None
+
+
+def treatment_of(kind: str, path: Path) -> Treatment | None:
+    """The treatment of a public field (`kind` one of PUBLIC_KINDS); None: not in the table."""
+    return _lookup("public", kind, path)
+
+
+def raw_treatment_of(kind: str, path: Path) -> Treatment | None:
+    """The treatment of a raw field (`kind` one of RAW_KINDS); None: not in the table."""
+    return _lookup("raw", kind, path)
+
+
+def public_kind(file: str) -> str:
+    if file == layout.EXPERIMENT:
+        return "experiment"
+    if file == layout.MODEL_MANIFEST:
+        return "manifest"
+    if file == layout.REDACTION_LEDGER:
+        return "ledger"
+    return "record"
+
+
+# ---------------------------------------------------------------------------------------------
+# Assembly
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What assembly removed by structure (counts only), for the ledger."""
+
+    category: str
+    file: str
+    pointer: str
+    count: int
+    placeholder: str
 
 
 @dataclass(frozen=True)
@@ -27,9 +304,9 @@ class Assembled:
     """Public documents by bundle path, before redaction, and what assembly removed."""
 
     documents: dict[str, dict[str, Any]]
-    removals: tuple[LedgerEntry, ...]
-    secret_arguments: tuple[str, ...]
-    """Values of secret flags: redact also removes them wherever else they appear."""
+    sources: dict[str, str]
+    """Public file -> the raw file most of it comes from (for messages)."""
+    removals: tuple[Removal, ...]
 
 
 def plain(value: Any) -> Any:
@@ -41,8 +318,28 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _header(kind: str) -> dict[str, Any]:
-    return {"schema_version": schemas.SCHEMA_VERSION, "kind": kind}
+_ABSENT = object()
+
+
+def _get(document: Any, pointer: tuple[str, ...]) -> Any:
+    node = document
+    for part in pointer:
+        if not isinstance(node, Mapping) or part not in node:
+            return _ABSENT
+        node = node[part]
+    return node
+
+
+def _set(document: dict[str, Any], pointer: tuple[str, ...], value: Any) -> None:
+    node = document
+    for part in pointer[:-1]:
+        node = node.setdefault(part, {})
+    node[pointer[-1]] = value
+
+
+def is_toggle(name: str, patterns: Sequence[str]) -> bool:
+    """Experiment env prefixes may be given as `MLXCEL_` or as globs like `MLXCEL_*`."""
+    return any(fnmatch.fnmatchcase(name, p if "*" in p or "?" in p else p + "*") for p in patterns)
 
 
 def _hardware(raw: RawCapture) -> dict[str, Any]:
@@ -62,17 +359,15 @@ def _hardware(raw: RawCapture) -> dict[str, Any]:
     return hardware
 
 
-def _runtime_libraries(raw: RawCapture) -> tuple[list[dict[str, Any]], int]:
+def _runtime_libraries(raw: RawCapture) -> list[dict[str, Any]]:
     """Process maps reduced to identities, de-duplicated over every server, sorted."""
     seen: set[tuple[str, str | None, str | None]] = set()
-    mapped = 0
     for servers in raw.servers.values():
         for server in servers:
             for lib in server.libraries:
-                mapped += 1
                 seen.add((posixpath.basename(lib.path), lib.version, lib.sha256))
     ordered = sorted(seen, key=lambda t: (t[0], t[1] or "", t[2] or ""))
-    return [{"name": n, "version": v, "sha256": s} for n, v, s in ordered], mapped
+    return [{"name": n, "version": v, "sha256": s} for n, v, s in ordered]
 
 
 def _relative_model_name(name: str | None, root: str) -> str | None:
@@ -115,96 +410,136 @@ def _model(raw: RawCapture) -> dict[str, Any]:
     }
 
 
-def _argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The argv with the values of secret flags replaced; and those values."""
-    public: list[str] = []
-    secrets: list[str] = []
-    expect_secret = False
-    for arg in argv:
-        flag, eq, value = arg.partition("=")
-        if expect_secret:
-            public.append(TOKEN_PLACEHOLDER)
-            secrets.append(arg)
-            expect_secret = False
-        elif flag in SECRET_FLAGS and eq:
-            public.append(f"{flag}={TOKEN_PLACEHOLDER}")
-            secrets.append(value)
-        else:
-            public.append(arg)
-            expect_secret = arg in SECRET_FLAGS
-    return public, secrets
-
-
 def _server(
     server: RawServer, condition: RawCondition, toggles: Sequence[str], keep_env: Sequence[str]
-) -> tuple[dict[str, Any], int, list[str]]:
-    """(public server entry, number of environment values dropped, secret argv values)."""
+) -> dict[str, Any]:
     keep = [*toggles, *keep_env]
     environment = {
         name: value
         for name, value in sorted(server.env.items())
         if name in condition.settings or is_toggle(name, keep)
     }
-    argv, secrets = _argv(server.argv)
-    entry = {
+    return {
         "instance": server.instance,
         "cache_disabled": server.cache_disabled,
-        "argv": argv,
+        "argv": list(server.argv),
         "environment": environment,
         "started_at": server.started_at,
         "stopped_at": server.stopped_at,
     }
-    return entry, len(server.env) - len(environment), secrets
 
 
-def _experiment(
-    raw: RawCapture, keep_env: Sequence[str]
-) -> tuple[dict[str, Any], list[LedgerEntry], list[str]]:
-    run = raw.run.document
-    server = run["server"]
-    removals: list[LedgerEntry] = []
-    secrets: list[str] = []
+def _conditions(raw: RawCapture, keep_env: Sequence[str]) -> list[dict[str, Any]]:
     conditions = []
-    for c_index, condition in enumerate(raw.run.conditions):
-        servers = []
-        for s_index, raw_server in enumerate(raw.servers.get(condition.id, ())):
-            entry, dropped, argv_secrets = _server(
-                raw_server, condition, raw.run.experiment_env_prefixes, keep_env
-            )
-            servers.append(entry)
-            secrets += argv_secrets
-            pointer = f"/conditions/{c_index}/servers/{s_index}"
-            if dropped:
-                removals.append(
-                    LedgerEntry(
-                        "environment-value",
-                        layout.EXPERIMENT,
-                        pointer + "/environment",
-                        dropped,
-                        "(removed: not an experiment toggle)",
-                    )
-                )
-            if argv_secrets:
-                removals.append(
-                    LedgerEntry(
-                        "token",
-                        layout.EXPERIMENT,
-                        pointer + "/argv",
-                        len(argv_secrets),
-                        TOKEN_PLACEHOLDER,
-                    )
-                )
+    for condition in raw.run.conditions:
         item: dict[str, Any] = {"id": condition.id}
         if condition.label is not None:
             item["label"] = condition.label
         item["settings"] = dict(condition.settings)
-        item["servers"] = servers
+        item["servers"] = [
+            _server(server, condition, raw.run.experiment_env_prefixes, keep_env)
+            for server in raw.servers.get(condition.id, ())
+        ]
         conditions.append(item)
+    return conditions
 
-    libraries, mapped = _runtime_libraries(raw)
+
+def _output_hash(exchange: RawExchange) -> str | None:
+    public_file = layout.record_path(exchange.condition, exchange.sequence)
+    if exchange.status is None or not 200 <= exchange.status < 300:
+        return None
+    if exchange.body is None:
+        raise ExportError(
+            f"{exchange.file}/response/body (public {public_file}/response): HTTP "
+            f"{exchange.status} but no JSON body, so there is no output to hash"
+        )
+    try:
+        return output_hash(plain(exchange.body))
+    except OutputHashError as exc:
+        raise ExportError(
+            f"{exchange.file}/response/body (public {public_file}/response): HTTP "
+            f"{exchange.status} but no canonical output hash: {exc}"
+        ) from None
+
+
+def _error(exchange: RawExchange) -> str | None:
+    succeeded = exchange.status is not None and 200 <= exchange.status < 300
+    if exchange.error is not None or succeeded:
+        return exchange.error
+    status = "no HTTP answer" if exchange.status is None else f"HTTP {exchange.status}"
+    return status + (f": {exchange.text[:500]}" if exchange.text else "")
+
+
+def _usage(exchange: RawExchange) -> Any:
+    usage = exchange.body.get("usage") if exchange.body is not None else None
+    return plain(usage) if isinstance(usage, Mapping) else None
+
+
+_EXPERIMENT_BUILDERS: dict[str, Callable[[RawCapture, Sequence[str]], Any]] = {
+    "hardware": lambda raw, _keep: _hardware(raw),
+    "model": lambda raw, _keep: _model(raw),
+    "runtime_libraries": lambda raw, _keep: _runtime_libraries(raw),
+    "conditions": _conditions,
+}
+_RECORD_BUILDERS: dict[str, Callable[[RawExchange], Any]] = {
+    "output_hash": _output_hash,
+    "error": _error,
+    "usage": _usage,
+}
+_KIND_OF_PUBLIC = {
+    "experiment": "evidence.experiment",
+    "record": "evidence.record",
+    "manifest": "evidence.model-manifest",
+}
+
+
+def _build(public: str, source: Any, build: Callable[[str], Any]) -> dict[str, Any]:
+    """One public document: the rows of `public` in table order, copied or built."""
+    document: dict[str, Any] = {}
+    for row in FIELDS:
+        if row.public is None or row.build == "part":
+            continue
+        kind, pointer = _split(row.public)
+        if kind != public:
+            continue
+        if row.build == "header":
+            value: Any = schemas.SCHEMA_VERSION if pointer == ("schema_version",) else None
+            value = value or _KIND_OF_PUBLIC[public]
+        elif row.build == "copy":
+            assert row.raw is not None
+            value = _get(source, _split(row.raw)[1])
+            if value is _ABSENT:
+                if row.missing == "omit":
+                    continue
+                value = None
+            value = plain(value)
+        else:
+            value = build(row.build)
+        _set(document, pointer, value)
+    return document
+
+
+def _removals(raw: RawCapture, experiment: dict[str, Any]) -> list[Removal]:
+    removals = []
+    for c_index, condition in enumerate(raw.run.conditions):
+        for s_index, server in enumerate(raw.servers.get(condition.id, ())):
+            kept = experiment["conditions"][c_index]["servers"][s_index]["environment"]
+            dropped = len(server.env) - len(kept)
+            if dropped:
+                pointer = f"/conditions/{c_index}/servers/{s_index}/environment"
+                removals.append(
+                    Removal(
+                        "environment-value",
+                        layout.EXPERIMENT,
+                        pointer,
+                        dropped,
+                        "(removed: not an experiment toggle)",
+                    )
+                )
+    mapped = sum(len(s.libraries) for ss in raw.servers.values() for s in ss)
     if mapped:
         removals.append(
-            LedgerEntry(
+            Removal(
                 "process-map",
                 layout.EXPERIMENT,
                 "/runtime_libraries",
@@ -212,93 +547,29 @@ def _experiment(
                 "(reduced to file name, version, sha256)",
             )
         )
-    doc = _header("evidence.experiment")
-    for key in ("title", "notes"):
-        if key in run:
-            doc[key] = plain(run[key])
-    doc["capture_tool"] = plain(run["capture_tool"])
-    doc["server"] = {
-        key: server.get(key)
-        for key in ("profile", "name", "version", "build_commit", "binary_sha256", "attached")
-    } | {"alias": server.get("alias")}
-    if "profile_version" in server:
-        doc["server"]["profile_version"] = server["profile_version"]
-    doc["hardware"] = _hardware(raw)
-    doc["runtime_libraries"] = libraries
-    doc["model"] = _model(raw)
-    doc["request_body"] = plain(run["request_body"])
-    if "opt_out_fields" in run:
-        doc["opt_out_fields"] = plain(run["opt_out_fields"])
-    doc["conditions"] = conditions
-    doc["protocol"] = plain(run["protocol"])
-    for key in ("telemetry", "profile_rules"):  # telemetry: a capture of schema 1.0
-        if key in run:
-            doc[key] = plain(run[key])
-    if "synthetic" in run:
-        doc["synthetic"] = run["synthetic"]
-    return doc, removals, secrets
-
-
-def _record(exchange: RawExchange) -> dict[str, Any]:
-    public_file = layout.record_path(exchange.condition, exchange.sequence)
-    body = plain(exchange.body)
-    succeeded = exchange.status is not None and 200 <= exchange.status < 300
-    digest = None
-    if succeeded:
-        if body is None:
-            raise ExportError(
-                f"{exchange.file}/response/body (public {public_file}/response): HTTP "
-                f"{exchange.status} but no JSON body, so there is no output to hash"
-            )
-        try:
-            digest = output_hash(body)
-        except OutputHashError as exc:
-            raise ExportError(
-                f"{exchange.file}/response/body (public {public_file}/response): HTTP "
-                f"{exchange.status} but no canonical output hash: {exc}"
-            ) from None
-    error = exchange.error
-    if error is None and not succeeded:
-        status = "no HTTP answer" if exchange.status is None else f"HTTP {exchange.status}"
-        detail = f": {exchange.text[:500]}" if exchange.text else ""
-        error = status + detail
-    usage = body.get("usage") if isinstance(body, dict) else None
-    doc = _header("evidence.record")
-    doc |= {
-        "condition": exchange.condition,
-        "sequence": exchange.sequence,
-        "phase": exchange.phase,
-        "server_instance": exchange.server_instance,
-        "claimed_arm": exchange.claimed_arm,
-        "preceded_by": exchange.preceded_by,
-        "request_body": plain(exchange.request_body),
-        "http_status": exchange.status,
-        "error": error,
-        "response": body,
-        "output_hash": digest,
-        "usage": usage if isinstance(usage, dict) else None,
-        "telemetry": {
-            name: {"cache_stats": plain(snap.cache_stats), "metrics": plain(snap.metrics)}
-            for name, snap in (("before", exchange.before), ("after", exchange.after))
-        },
-        "started_at": exchange.started_at,
-        "elapsed_s": exchange.elapsed_s,
-    }
-    return doc
+    return removals
 
 
 def assemble(raw: RawCapture, keep_env: Sequence[str] = ()) -> Assembled:
-    """The public documents of a raw capture, before string redaction."""
-    experiment, removals, secrets = _experiment(raw, keep_env)
+    """The public documents of a raw capture, field by field, before redaction."""
+    run = raw.run.document
+    experiment = _build("experiment", run, lambda name: _EXPERIMENT_BUILDERS[name](raw, keep_env))
     documents: dict[str, dict[str, Any]] = {layout.EXPERIMENT: experiment}
+    sources = {layout.EXPERIMENT: layout.RAW_RUN, layout.MODEL_MANIFEST: layout.RAW_MODEL_MANIFEST}
     for condition in raw.run.conditions:
         for exchange in raw.exchanges[condition.id]:
-            documents[layout.record_path(condition.id, exchange.sequence)] = _record(exchange)
-    manifest = _header("evidence.model-manifest")
-    manifest |= {
-        "repo_id": raw.manifest.repo_id,
-        "revision": raw.manifest.revision,
-        "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in raw.manifest.files],
-    }
-    documents[layout.MODEL_MANIFEST] = manifest
-    return Assembled(documents, tuple(removals), tuple(secrets))
+            name = layout.record_path(condition.id, exchange.sequence)
+            documents[name] = _build(
+                "record", exchange.document, functools.partial(_record_value, exchange)
+            )
+            sources[name] = exchange.file
+    documents[layout.MODEL_MANIFEST] = _build("manifest", raw.manifest.document, _no_builder)
+    return Assembled(documents, sources, tuple(_removals(raw, experiment)))
+
+
+def _record_value(exchange: RawExchange, builder: str) -> Any:
+    return _RECORD_BUILDERS[builder](exchange)
+
+
+def _no_builder(name: str) -> Any:
+    raise AssertionError(f"no builder {name!r} for the model manifest")

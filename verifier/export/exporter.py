@@ -19,7 +19,6 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from verifier import layout, schemas, signing
-from verifier.checks.leaks import iter_strings
 from verifier.checksums import format_sums
 from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
@@ -42,6 +41,8 @@ class ExportOptions:
     sign_key: Path | None = None
     private_paths: tuple[str, ...] = ()
     keep_env: tuple[str, ...] = ()
+    allowed: tuple[str, ...] = ()
+    """Values declared not private (`--allow`): kept where found, and said so in the ledger."""
 
 
 @dataclass(frozen=True)
@@ -81,23 +82,10 @@ def _ledger_document(entries: list[LedgerEntry]) -> dict[str, Any]:
     }
 
 
-def _check_documents(redactor: Redactor, documents: Mapping[str, Any]) -> None:
-    """No private value and no leak pattern is left in any string of any document."""
-    for file, document in sorted(documents.items()):
-        for pointer, text in iter_strings(document):
-            hits = redactor.find(text)
-            if hits:
-                raise ExportError(
-                    f"{file}{pointer}: {hits[0].category} still present after "
-                    "redaction; nothing was published (this is a bug in evidence: please report "
-                    "it without the raw data)"
-                )
-
-
 def _check_files(files: Mapping[str, bytes]) -> None:
-    """The leak patterns over every byte that will be published."""
+    """The leak patterns over the published files that are not JSON (scanned as documents)."""
     for name, data in sorted(files.items()):
-        if name == layout.SIGNATURE:
+        if name == layout.SIGNATURE or name.endswith(".json"):
             continue
         hits = scan_bytes(data)
         if hits:
@@ -161,20 +149,18 @@ def _build_files(
         raw,
         private_paths=options.private_paths,
         public_env=options.keep_env,
-        secrets=assembled.secret_arguments,
+        allowed=options.allowed,
     )
-    redactor = Redactor(values)
-    for index, condition in enumerate(raw.run.conditions):
-        if redactor.find(condition.id):
-            raise ExportError(
-                f"{layout.RAW_RUN}/conditions/{index}/id: the condition id contains a private "
-                "value; it names files of the bundle and cannot be redacted. Rename it."
-            )
-    progress(f"redacting {len(values)} private values")
-    documents, replaced = redactor.redact_documents(assembled.documents)
-    ledger = [*assembled.removals, *replaced]
+    redactor = Redactor(values, options.allowed)
+    progress(f"redacting, field by field, with {len(values)} known private values")
+    documents, replaced = redactor.redact_documents(assembled.documents, assembled.sources)
+    allowed = redactor.final_check(documents)
+    removed = [
+        LedgerEntry(r.category, r.file, r.pointer, r.count, r.placeholder)
+        for r in assembled.removals
+    ]
+    ledger = [*removed, *replaced, *allowed]
     documents[layout.REDACTION_LEDGER] = _ledger_document(ledger)
-    _check_documents(redactor, documents)
     files = {name: dumps_stable(documents[name]) for name in sorted(documents)}
     files[layout.SHA256SUMS] = format_sums(files)
     if key is not None:

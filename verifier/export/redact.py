@@ -1,45 +1,40 @@
-"""Find a raw capture's private values and replace them in the public documents.
+"""Apply each field's treatment: replace private strings in free text, refuse them in evidence.
 
-Each private value gets a stable placeholder (`/path/to/home`, `<user>`, ...). Values are
-matched longest first in one pass, so a placeholder is never rewritten again. What the
-leak patterns of `verifier.leaks` find (IP and MAC addresses, tokens, e-mails, other home
-or temp paths) is replaced too. Fields that enter an output hash are never altered: a
-private value there stops the export. The ledger says what was replaced, where and with
-what, never the value.
+The private values come from two places: what the raw capture knows (its paths, user and
+host names, secret values; `collect_private_values`) and the generic detectors of
+`verifier.leaks`, which verify's leak scan runs too. Every document is scanned as one text
+(`Detector.scan_document`); each hit is then handled by the treatment of the field it is
+in (`assemble.treatment_of`):
 
-Matching rules, by kind of value:
+- free text (and a path field): the hit is replaced by its placeholder;
+- evidence: a hit in an identifying form stops the export, naming the file and JSON
+  pointer; nothing is altered. A value declared not private (`--allow VALUE`) is kept,
+  and the ledger says so, without the value.
 
-- paths: exact case, also as the prefix of a longer path (`/home/alice/x` becomes
-  `/path/to/home/x`), never inside a longer name (`/home/al` does not match `/home/alice`);
-- user and host names of 3 characters or more: whole tokens (not next to a letter or a
-  digit), any case; generic account names (`root`, `localhost`, ...) are not private;
-- user and host names of 1 or 2 characters: a word that short is everywhere in text, so
-  it is replaced only where it names an account: a path component (`/al/`), `~al`,
-  `al@`, `@al`. The final check applies the same rule;
-- opaque values (environment values, secret arguments): whole tokens, exact case, from
-  8 characters on; shorter environment values (`1`, `info`, `gpu`) identify nobody and
-  are only removed from the environment.
+User and host names are private only where they name an account or a machine (path
+components, `~name`, `name@`, `@host`, URL hosts); a name with a `-`, `.` or `_` in it
+(`lab-host-07`) is distinctive enough to be found as a whole word too. An ordinary word
+equal to a name (`write`, `cache`, `gather`) is never touched. Opaque environment values
+are removed from free text only: the same text in evidence identifies nobody.
 """
 
 from __future__ import annotations
 
-import enum
-import fnmatch
-import ipaddress
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from verifier import leaks
 from verifier.errors import ExportError
-from verifier.leaks import scan_text
+from verifier.export.assemble import Treatment, is_toggle, public_kind, treatment_of
+from verifier.leaks import ALLOWED_PLACEHOLDER, Detector, DocumentHit, Known, KnownKind
 from verifier.model import json_pointer
 from verifier.raw import RawCapture
 
-HASHED_FIELDS = frozenset({"content", "reasoning_content", "reasoning", "tool_calls"})
 GENERIC_NAMES = frozenset(
     {"localhost", "root", "user", "admin", "ubuntu", "runner", "nobody", "guest", "default"}
 )
@@ -58,33 +53,26 @@ SYSTEM_PREFIXES = (
     "/System",
     "/Library",
 )
+# Directories everyone has: a path under them may be private, the directory itself is not.
+COMMON_DIRS = frozenset({"/tmp", "/var/tmp", "/home", "/Users", "/var/home", "/private/tmp"})  # noqa: S108
 MIN_OPAQUE = 8
-# Ledger category and placeholder for each category of verifier.leaks.
-LEAK_PLACEHOLDERS = {
-    "home-path": ("private-path", "/path/to/home"),
-    "temp-path": ("private-path", "/path/to/tmp"),
-    "ip-address": ("ip-address", "<ip>"),
-    "mac-address": ("mac-address", "<mac>"),
-    "token": ("token", "<token>"),
-    "email": ("email", "<email>"),
-    "private-key": ("token", "<private-key>"),
+# Ledger category of each detector category.
+LEDGER_CATEGORY = {
+    leaks.HOME_PATH: "private-path",
+    leaks.TEMP_PATH: "private-path",
+    leaks.IP_ADDRESS: "ip-address",
+    leaks.MAC_ADDRESS: "mac-address",
+    leaks.TOKEN: "token",
+    leaks.EMAIL: "email",
+    leaks.PRIVATE_KEY: "token",
+    leaks.USER_NAME: "user-name",
+    leaks.HOST_NAME: "host-name",
 }
-UNKNOWN_LEAK = ("token", "<redacted>")
-
-
-class Rule(enum.Enum):
-    PATH = "path"
-    NAME = "name"
-    ACCOUNT = "account"
-    OPAQUE = "opaque"
-
-
-@dataclass(frozen=True)
-class PrivateValue:
-    value: str
-    category: str
-    placeholder: str
-    rule: Rule
+HOW_TO_ALLOW = (
+    "Evidence is published byte for byte, so export neither publishes nor alters it. If the "
+    "value is not private, export again with --allow VALUE (type the value yourself; it is "
+    "not shown here); otherwise capture again without it."
+)
 
 
 @dataclass(frozen=True)
@@ -108,156 +96,212 @@ class LedgerEntry:
 
 
 @dataclass(frozen=True)
-class Hit:
+class Refusal:
+    """A private value in an evidence field: where, and of what kind (never the value)."""
+
+    file: str
+    where: str
     category: str
-    placeholder: str
+    start: int
+    end: int
+    source: str | None
+
+    def describe(self) -> str:
+        source = f" (from the raw {self.source})" if self.source else ""
+        return (
+            f"{self.file}{self.where}{source}: {self.category} at characters "
+            f"{self.start}-{self.end}"
+        )
 
 
-def is_toggle(name: str, patterns: Sequence[str]) -> bool:
-    """Experiment env prefixes may be given as `MLXCEL_` or as globs like `MLXCEL_*`."""
-    return any(fnmatch.fnmatchcase(name, p if "*" in p or "?" in p else p + "*") for p in patterns)
+def ledger_category(category: str) -> str:
+    return LEDGER_CATEGORY.get(category, category)
 
 
-def is_hashed_field(file: str, path: Sequence[str | int]) -> bool:
-    """response.choices[*].message.{content,reasoning_content,reasoning,tool_calls} of a record."""
-    return (
-        file.startswith("records/")
-        and len(path) >= 5
-        and path[0] == "response"
-        and path[1] == "choices"
-        and isinstance(path[2], int)
-        and path[3] == "message"
-        and path[4] in HASHED_FIELDS
-    )
+def looks_like_path(text: str) -> bool:
+    return text.startswith(("/", "~", "\\")) or bool(re.match(r"[A-Za-z]:[\\/]", text))
 
 
-def _pattern(value: PrivateValue) -> str:
-    v = re.escape(value.value)
-    if value.rule is Rule.PATH:
-        return rf"(?<![A-Za-z0-9._~-]){v}(?![A-Za-z0-9_-])"
-    if value.rule is Rule.NAME:
-        return rf"(?i:(?<![A-Za-z0-9]){v}(?![A-Za-z0-9]))"
-    if value.rule is Rule.ACCOUNT:
-        return rf"(?i:(?<=[/~@]){v}(?![A-Za-z0-9])|(?<![A-Za-z0-9]){v}(?=@))"
-    return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
+def replace_hits(text: str, hits: Sequence[tuple[int, int, str]]) -> str:
+    for start, end, placeholder in sorted(hits, reverse=True):
+        text = text[:start] + placeholder + text[end:]
+    return text
 
 
 class Redactor:
-    """Replaces a fixed set of private values, then what the leak patterns find."""
+    """The treatments applied to the public documents, with one detector set."""
 
-    def __init__(self, values: Sequence[PrivateValue]) -> None:
-        self.values = tuple(sorted(values, key=lambda p: (-len(p.value), p.value)))
-        joined = "|".join(f"(?P<v{i}>{_pattern(p)})" for i, p in enumerate(self.values))
-        self._regex = re.compile(joined) if joined else None
-        placeholders = {p.placeholder for p in self.values}
-        placeholders |= {ph for _, ph in LEAK_PLACEHOLDERS.values()} | {UNKNOWN_LEAK[1]}
-        self._placeholders = sorted(placeholders, key=len, reverse=True)
+    def __init__(self, known: Sequence[Known], allowed: Sequence[str] = ()) -> None:
+        self.detector = Detector(known)
+        self.allowed = tuple(a for a in allowed if a)
 
-    def _private_matches(self, text: str) -> Iterator[tuple[re.Match[str], PrivateValue]]:
-        if self._regex is None:
-            return
-        for match in self._regex.finditer(text):
-            assert match.lastgroup is not None
-            yield match, self.values[int(match.lastgroup[1:])]
-
-    def redact_text(self, text: str) -> tuple[str, list[Hit]]:
-        pieces: list[str] = []
-        spans: list[tuple[int, int]] = []
-        hits: list[Hit] = []
-        position = length = 0
-        for match, value in self._private_matches(text):
-            pieces.append(text[position : match.start()])
-            length += match.start() - position
-            pieces.append(value.placeholder)
-            spans.append((length, length + len(value.placeholder)))
-            length += len(value.placeholder)
-            hits.append(Hit(value.category, value.placeholder))
-            position = match.end()
-        pieces.append(text[position:])
-        result = "".join(pieces)
-        chosen: list[tuple[int, int, str, str]] = []
-        for leak in sorted(scan_text(result), key=lambda h: (h.start, -h.end)):
-            if any(leak.start < end and start < leak.end for start, end in spans):
-                continue  # inside a placeholder
-            if chosen and leak.start < chosen[-1][1]:
-                continue  # overlaps the previous hit
-            category, placeholder = LEAK_PLACEHOLDERS.get(leak.category, UNKNOWN_LEAK)
-            chosen.append((leak.start, leak.end, category, placeholder))
-        for start, end, category, placeholder in reversed(chosen):
-            result = result[:start] + placeholder + result[end:]
-            hits.append(Hit(category, placeholder))
-        return result, hits
-
-    def find(self, text: str) -> list[Hit]:
-        """What would be replaced in `text`; placeholders already there do not count."""
-        masked = text
-        for placeholder in self._placeholders:
-            masked = masked.replace(placeholder, "\x00")
-        found = [Hit(v.category, v.placeholder) for _, v in self._private_matches(masked)]
-        for leak in scan_text(text):
-            found.append(Hit(*LEAK_PLACEHOLDERS.get(leak.category, UNKNOWN_LEAK)))
-        return found
+    def is_allowed(self, text: str) -> bool:
+        return any(
+            text == value or (text.startswith(value) and text[len(value)] in "/\\")
+            for value in self.allowed
+        )
 
     def redact_documents(
-        self, documents: Mapping[str, Any]
+        self, documents: Mapping[str, Any], sources: Mapping[str, str] | None = None
     ) -> tuple[dict[str, Any], list[LedgerEntry]]:
-        """Redacted copies of the documents and the ledger of what was replaced."""
+        """Redacted documents and the ledger; ExportError naming every refused evidence field."""
         counts: Counter[tuple[str, str, str, str]] = Counter()
-        result = {file: self._walk(doc, file, (), counts) for file, doc in documents.items()}
+        refusals: dict[tuple[str, str, str], Refusal] = {}
+        result: dict[str, Any] = {}
+        for file, document in documents.items():
+            kind = public_kind(file)
+            _check_treatments(file, kind, document)
+            source = (sources or {}).get(file)
+            for _ in range(80):  # keys first, outermost first: a pointer never holds a value
+                if not self._redact(file, kind, document, source, counts, refusals, keys=True):
+                    break
+            else:
+                raise ExportError(f"{file}: object keys keep changing under redaction (a bug)")
+            self._redact(file, kind, document, source, counts, refusals, keys=False)
+            result[file] = document
+        if refusals:
+            listed = sorted(refusals.values(), key=lambda r: (r.file, r.where))
+            lines = "\n".join(f"  {r.describe()}" for r in listed[:20])
+            more = f"\n  ... and {len(listed) - 20} more" if len(listed) > 20 else ""
+            raise ExportError(
+                f"private data in evidence; nothing was published:\n{lines}{more}\n{HOW_TO_ALLOW}"
+            )
         ledger = [
             LedgerEntry(category, file, pointer, count, placeholder)
             for (file, pointer, category, placeholder), count in sorted(counts.items())
         ]
         return result, ledger
 
-    def _walk(
+    def _redact(
         self,
-        node: Any,
         file: str,
-        path: tuple[str | int, ...],
+        kind: str,
+        document: Any,
+        source: str | None,
         counts: Counter[tuple[str, str, str, str]],
-    ) -> Any:
-        if isinstance(node, str):
-            if is_hashed_field(file, path):
-                self._refuse_if_private(node, file, path)
-                return node
-            text, hits = self.redact_text(node)
-            for hit in hits:
-                counts[(file, json_pointer(*path), hit.category, hit.placeholder)] += 1
-            return text
-        if isinstance(node, list):
-            return [self._walk(item, file, (*path, i), counts) for i, item in enumerate(node)]
-        if isinstance(node, dict):
-            out: dict[str, Any] = {}
-            for key, value in node.items():
-                new_key = key
-                if is_hashed_field(file, (*path, key)):
-                    self._refuse_if_private(key, file, (*path, key))
-                else:
-                    new_key, hits = self.redact_text(key)
-                    for hit in hits:
-                        counts[
-                            (file, json_pointer(*path, new_key), hit.category, hit.placeholder)
-                        ] += 1
-                if new_key in out:
-                    raise ExportError(
-                        f"{file}{json_pointer(*path)}: two keys become {new_key!r} once "
-                        "redacted; rename them in the raw capture"
-                    )
-                out[new_key] = self._walk(value, file, (*path, new_key), counts)
-            return out
-        return node
+        refusals: dict[tuple[str, str, str], Refusal],
+        *,
+        keys: bool,
+    ) -> bool:
+        """One pass over the values (or the keys, outermost level only); whether it changed any."""
+        found = [h for h in self.detector.scan_document(document) if h.is_key == keys]
+        edits: dict[tuple[str | int, ...], list[tuple[int, int, str, DocumentHit]]] = {}
+        for hit in found:
+            text = _string_at(document, hit)
+            if self.is_allowed(text[hit.start : hit.end]):
+                continue  # the final check records it in the ledger
+            treatment = treatment_of(kind, hit.path)
+            if treatment is Treatment.PATH and not looks_like_path(text):
+                treatment = Treatment.EVIDENCE
+            if treatment is Treatment.EVIDENCE:
+                if hit.hit.identifying:
+                    refusal = Refusal(file, hit.where, hit.hit.category, hit.start, hit.end, source)
+                    refusals.setdefault((file, hit.where, hit.hit.category), refusal)
+                continue
+            if treatment not in (Treatment.FREE_TEXT, Treatment.PATH):
+                raise ExportError(f"{file}{hit.where}: no treatment to apply (a bug in evidence)")
+            edits.setdefault(hit.path, []).append((hit.start, hit.end, hit.hit.placeholder, hit))
+        if keys and edits:  # outermost first: the paths of deeper keys change with it
+            depth = min(len(path) for path in edits)
+            edits = {path: change for path, change in edits.items() if len(path) == depth}
+        for path, changes in edits.items():
+            old = _string_at(document, changes[0][3])
+            new = replace_hits(old, [(s, e, ph) for s, e, ph, _ in changes])
+            if keys:
+                _rename_key(document, path, new, file)
+                pointer = json_pointer(*path[:-1], new)
+            else:
+                _set_string(document, path, new)
+                pointer = json_pointer(*path)
+            for _, _, placeholder, hit in changes:
+                category = ledger_category(hit.hit.category)
+                counts[(file, pointer, category, placeholder)] += 1
+        return bool(edits)
 
-    def _refuse_if_private(self, text: str, file: str, path: tuple[str | int, ...]) -> None:
-        hits = self.find(text)
-        if hits:
-            kinds = ", ".join(sorted({f"{h.category} (would be {h.placeholder})" for h in hits}))
+    def final_check(self, documents: Mapping[str, Any]) -> list[LedgerEntry]:
+        """Nothing private is left: every remaining hit is an allowed value (in the ledger)."""
+        counts: Counter[tuple[str, str, str, str]] = Counter()
+        for file, document in sorted(documents.items()):
+            for hit in self.detector.scan_document(document):
+                text = _string_at(document, hit)
+                category = ledger_category(hit.hit.category)
+                if self.is_allowed(text[hit.start : hit.end]):
+                    counts[(file, hit.pointer, category, ALLOWED_PLACEHOLDER)] += 1
+                    continue
+                if not hit.hit.identifying and treatment_of(public_kind(file), hit.path) in (
+                    Treatment.EVIDENCE,
+                    Treatment.PATH,
+                ):
+                    continue  # an opaque value in evidence identifies nobody
+                raise ExportError(
+                    f"{file}{hit.where}: {category} still present after redaction; nothing "
+                    "was published (this is a bug in evidence: please report it without the "
+                    "raw data)"
+                )
+        return [
+            LedgerEntry(category, file, pointer, count, placeholder)
+            for (file, pointer, category, placeholder), count in sorted(counts.items())
+        ]
+
+
+def _container(document: Any, path: tuple[str | int, ...]) -> Any:
+    node = document
+    for part in path:
+        node = node[part]
+    return node
+
+
+def _string_at(document: Any, hit: DocumentHit) -> str:
+    if hit.is_key:
+        return str(hit.path[-1])
+    value = _container(document, hit.path)
+    assert isinstance(value, str)
+    return value
+
+
+def _set_string(document: Any, path: tuple[str | int, ...], value: str) -> None:
+    if not path:
+        raise ExportError("a public document is a bare string (a bug in evidence)")
+    _container(document, path[:-1])[path[-1]] = value
+
+
+def _rename_key(document: Any, path: tuple[str | int, ...], new: str, file: str) -> None:
+    parent = _container(document, path[:-1])
+    assert isinstance(parent, dict)
+    old = path[-1]
+    if new in parent:
+        raise ExportError(
+            f"{file}{json_pointer(*path[:-1])}: two keys become {new!r} once redacted; "
+            "rename them in the raw capture"
+        )
+    items = [(new if key == old else key, value) for key, value in parent.items()]
+    parent.clear()
+    parent.update(items)
+
+
+def _check_treatments(file: str, kind: str, document: Any) -> None:
+    """Every field of a public document has a declared treatment: none passes silently."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), document)]
+    while stack:
+        path, node = stack.pop()
+        children: list[tuple[tuple[str | int, ...], Any]] = []
+        if isinstance(node, dict):
+            children = [((*path, key), value) for key, value in node.items()]
+        elif isinstance(node, list):
+            children = [((*path, index), value) for index, value in enumerate(node)]
+        if children:
+            stack.extend(children)
+            continue
+        treatment = treatment_of(kind, path)
+        if treatment is None or treatment is Treatment.DROPPED:
             raise ExportError(
-                f"{file}{json_pointer(*path)}: the model output contains private data: {kinds}. "
-                "This field enters the output hash, so export will neither publish it nor "
-                "alter it. Capture again with a prompt, paths and names that keep private "
-                "values out of the reply."
+                f"{file}{json_pointer(*path)}: this field has no declared treatment in "
+                "verifier/export/assemble.py FIELDS; nothing was published (a bug in evidence)"
             )
+
+
+# ---------------------------------------------------------------------------------------------
+# What the raw capture knows to be private
 
 
 def _is_path(value: str) -> bool:
@@ -279,64 +323,67 @@ def _url_host(url: str | None) -> str | None:
         host = urlsplit(url).hostname
     except ValueError:
         return None
-    if not host or host == "localhost":
-        return None
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    return None  # an IP address: the leak patterns handle those that are not loopback
+    if not host or host == "localhost" or re.fullmatch(r"[0-9.]+|.*:.*", host):
+        return None  # an IP address: the detectors handle those that are not loopback
+    return host
 
 
 class _Collector:
     """Private values in collection order; the first placeholder given to a value wins."""
 
-    def __init__(self, public_values: set[str]) -> None:
-        self.values: dict[str, PrivateValue] = {}
+    def __init__(self, public_values: set[str], allowed: Sequence[str]) -> None:
+        self.values: dict[str, Known] = {}
         self._public = public_values
+        self._allowed = set(allowed)
         self._numbered = 0
 
+    def _add(self, value: str, category: str, placeholder: str, kind: KnownKind) -> None:
+        if value and value not in self.values and value not in self._allowed:
+            self.values[value] = Known(value, category, placeholder, kind)
+
     def safe(self, text: str) -> str:
-        """Text to embed in a placeholder, with the names collected so far removed."""
-        return Redactor(list(self.values.values())).redact_text(text)[0]
+        """Text to embed in a placeholder, with the values collected so far removed."""
+        detector = Detector(list(self.values.values()))
+        return replace_hits(
+            text, [(h.start, h.end, h.placeholder) for h in detector.scan_text(text)]
+        )
 
     def numbered(self) -> str:
         self._numbered += 1
         return f"private-{self._numbered}"
 
-    def name(self, value: str | None, category: str, placeholder: str) -> None:
+    def name(self, value: str | None, category: str, placeholder: str, kind: KnownKind) -> None:
         value = (value or "").strip()
-        if not value or value.lower() in GENERIC_NAMES or value in self.values:
-            return
-        rule = Rule.NAME if len(value) >= 3 else Rule.ACCOUNT
-        self.values[value] = PrivateValue(value, category, placeholder, rule)
+        if value and value.lower() not in GENERIC_NAMES:
+            self._add(value, category, placeholder, kind)
 
-    def opaque(
-        self, value: str, category: str, placeholder: str, *, any_length: bool = False
-    ) -> None:
-        """An opaque value; never one that is public evidence (a toggle's or setting's value)."""
+    def secret(self, value: str, category: str, placeholder: str, *, any_length: bool) -> None:
+        """A value that identifies someone wherever it appears (a token, a named string)."""
+        if any_length or len(value) >= MIN_OPAQUE:
+            self._add(value, category, placeholder, KnownKind.SECRET)
+
+    def opaque(self, value: str, category: str, placeholder: str) -> None:
+        """An environment value: removed from free text; never one that is public evidence."""
         short = len(value) < MIN_OPAQUE or value.strip().isdigit()
-        if not value or (short and not any_length) or value in self.values:
-            return
-        if value not in self._public:
-            self.values[value] = PrivateValue(value, category, placeholder, Rule.OPAQUE)
+        if not short and value not in self._public:
+            self._add(value, category, placeholder, KnownKind.OPAQUE)
 
     def path(self, value: str | None, placeholder: str | None = None) -> None:
         """A private path; without a placeholder, only an absolute one no collected path covers."""
         if not value:
             return
         value = value.rstrip("/") if len(value) > 1 else value
-        if len(value) < 2 or value in self.values:
+        if len(value) < 2 or value in self.values or value in COMMON_DIRS:
             return
         if placeholder is None:
             if not _is_path(value) or _is_system(value) or self._covered(value):
                 return
             placeholder = "/path/to/" + self.numbered()
-        self.values[value] = PrivateValue(value, "private-path", placeholder, Rule.PATH)
+        self._add(value, "private-path", placeholder, KnownKind.PATH)
 
     def _covered(self, value: str) -> bool:
         return any(
-            p.rule is Rule.PATH and (value == p.value or value.startswith(p.value + "/"))
+            p.kind is KnownKind.PATH and (value == p.value or value.startswith(p.value + "/"))
             for p in self.values.values()
         )
 
@@ -347,18 +394,33 @@ def _argument_path(arg: str) -> str | None:
     return value if _is_path(value) else None
 
 
+def secret_arguments(argv: Sequence[str]) -> list[str]:
+    """The values of secret flags (`--api-key x`, `--hf_token=x`), found by the flag's name."""
+    found = []
+    for index, arg in enumerate(argv):
+        if not arg.startswith("-"):
+            continue
+        flag, eq, value = arg.lstrip("-").partition("=")
+        if not leaks.is_secret_name(flag, flag=True):
+            continue
+        if eq:
+            found.append(value)
+        elif index + 1 < len(argv) and not argv[index + 1].startswith("--"):
+            found.append(argv[index + 1])
+    return found
+
+
 def collect_private_values(
     raw: RawCapture,
     *,
     private_paths: Sequence[str] = (),
     public_env: Sequence[str] = (),
-    secrets: Sequence[str] = (),
-) -> tuple[PrivateValue, ...]:
-    """Every private value of the raw capture, each with its placeholder.
+    allowed: Sequence[str] = (),
+) -> tuple[Known, ...]:
+    """Every private value the raw capture knows, each with its placeholder.
 
     `public_env` lists the environment names (or globs) kept in the bundle besides the
-    experiment's prefixes and each condition's settings; `secrets` are values to remove
-    wherever they appear (the arguments of secret flags).
+    experiment's prefixes and each condition's settings; `allowed` values are not private.
     """
     run, host = raw.run, raw.run.host
     servers = [s for ss in raw.servers.values() for s in ss]
@@ -372,25 +434,27 @@ def collect_private_values(
     }
     public_values = set(toggles.values())
     public_values.update(v for cond in run.conditions for v in cond.settings.values())
-    c = _Collector(public_values)
+    c = _Collector(public_values, allowed)
 
     # Names first: the placeholders of paths embed file names, which must not carry them.
-    c.name(host.user, "user-name", "<user>")
+    c.name(host.user, "user-name", "<user>", KnownKind.USER)
     hostnames = {host.hostname, host.hostname.split(".", 1)[0]}
     urls = [run.server_url] + [e.request_url for ex in raw.exchanges.values() for e in ex]
     hostnames |= {h for h in map(_url_host, urls) if h}
     for hostname in sorted(hostnames, key=lambda h: (-len(h), h)):
-        c.name(hostname, "host-name", "<host>")
-    for value in host.extra.values():
-        if isinstance(value, str) and not _is_path(value) and len(value) >= 6:
-            c.name(value, "host-name", "<host>")
-    for secret in secrets:
-        c.opaque(secret, "token", "<token>")
+        c.name(hostname, "host-name", "<host>", KnownKind.HOST)
+    argv = [*(a for s in servers for a in s.argv), *run.argv]
+    for secret in secret_arguments(argv):
+        c.secret(secret, "token", "<token>", any_length=False)
+    for server in servers:
+        for name, value in server.env.items():
+            if leaks.is_secret_name(name) and not _is_path(value):
+                c.secret(value, "token", "<token>", any_length=False)
     for private in private_paths:
         if "/" in private:
             c.path(private, "/path/to/" + c.numbered())
         else:  # named explicitly: removed whatever its length
-            c.opaque(private, "private-path", f"<{c.numbered()}>", any_length=True)
+            c.secret(private, "private-path", f"<{c.numbered()}>", any_length=True)
 
     # The paths the run names, each with its own placeholder.
     if run.binary_path:
@@ -437,6 +501,6 @@ def collect_private_values(
     for server in servers:
         for lib in server.libraries:
             c.path(posixpath.dirname(lib.path))
-    for arg in [*(a for s in servers for a in s.argv), *run.argv]:
+    for arg in argv:
         c.path(_argument_path(arg))
     return tuple(c.values.values())

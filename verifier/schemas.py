@@ -140,31 +140,31 @@ def bundled_schema(name: str) -> dict[str, Any]:
     return bundle
 
 
-def _has_integral_float(document: Any) -> bool:
-    stack = [document]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, float) and node.is_integer():
-            return True
-    return False
-
-
 @cache
 def fast_validator(name: str) -> Callable[[Any], bool] | None:
     """A compiled "is it valid?" test of the named schema, or None without fastjsonschema."""
     try:
-        import fastjsonschema
+        from fastjsonschema.draft04 import CodeGeneratorDraft04
+        from fastjsonschema.draft2019 import CodeGeneratorDraft2019
+        from fastjsonschema.ref_resolver import RefResolver
     except ImportError:
         return None
-    compiled = fastjsonschema.compile(bundled_schema(name), use_formats=False)
+
+    class StrictIntegers(CodeGeneratorDraft2019):
+        """2019-09 code with draft 4's type test: 2.0 is no integer, as for our jsonschema."""
+
+        generate_type = CodeGeneratorDraft04.generate_type
+
+    definition = bundled_schema(name)
+    resolver = RefResolver.from_schema(definition, handlers={}, store={})
+    generator = StrictIntegers(  # type: ignore[no-untyped-call]
+        definition, resolver=resolver, formats={}, use_default=False, use_formats=False
+    )
+    namespace = generator.global_state
+    exec(generator.func_code, namespace)  # noqa: S102 - code generated from our own schemas
+    compiled = namespace[resolver.get_scope_name()]
 
     def is_valid(document: Any) -> bool:
-        if _has_integral_float(document):
-            return False  # fastjsonschema calls 2.0 an integer; our jsonschema does not
         try:
             compiled(document)
         except Exception:  # invalid, or anything unexpected: jsonschema decides

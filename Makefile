@@ -6,7 +6,7 @@ STAMP   = $(VENV)/.installed
 KEY     = sample_bundles/keys/evidence-signing-key.pub.pem
 DEMO    = $(VENV)/demo
 
-.PHONY: demo test lint typecheck pytest samples real-sample gpu-sample bench clean
+.PHONY: demo test lint typecheck pytest fuzz samples real-sample gpu-sample bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q
+
+# The archive fuzzer of tests/test_verify_fuzz.py with many more examples than `make test`.
+fuzz: $(STAMP)
+	EVIDENCE_FUZZ_EXAMPLES=20000 $(BIN)/pytest -q tests/test_verify_fuzz.py -k archive
 
 samples: $(STAMP)
 	$(BIN)/python tools/make_samples.py

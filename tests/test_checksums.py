@@ -20,12 +20,12 @@ def test_strictness() -> None:
     digest = sha256_hex(b"x")
     cases = {
         f"{digest} a.json\n": "malformed",
-        f"{digest.upper()}  a.json\n": "malformed",
+        f"{digest.upper()}  a.json\n": "lower-case hex",
         f"{digest}  a.json": "no newline",
         f"{digest}  b.json\n{digest}  a.json\n": "sorted",
         f"{digest}  a.json\n{digest}  a.json\n": "twice",
         "": "no file",
-        f"{digest}  a.json\n\n": "malformed",
+        f"{digest}  a.json\n\n": "an empty line",
     }
     for text, message in cases.items():
         problems = parse_sums(text.encode())[1]

@@ -172,3 +172,19 @@ def test_search_finds_the_first_prompts_in_draw_order_with_any_number_of_workers
         assert found["stable"]["prompt"] == draws[first_stable]
         assert found["flip"]["flips"] == {"fa-on": True, "fa-off": False}
         assert found["counts"]["flips_fa_off"] == 0
+
+
+def test_every_report_format_shows_the_gpu_and_its_runtime_libraries() -> None:
+    from typer.testing import CliRunner
+
+    from verifier.cli import app
+
+    sample = str(SAMPLES / "llama-cpp-cuda-flip.tar.gz")
+    outputs = {
+        fmt: CliRunner().invoke(app, ["verify", sample, "-f", fmt], env={"COLUMNS": "200"}).stdout
+        for fmt in ("text", "markdown", "json")
+    }
+    for fmt, out in outputs.items():
+        assert "NVIDIA H200" in out and "580.159.04" in out, fmt
+        assert "13.1.0.3" in out and "<ip>" not in out, fmt  # a version stays a version
+    assert "libcublas 13.1.0.3" in outputs["text"] and "libcudart 13.0.96" in outputs["markdown"]

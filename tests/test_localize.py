@@ -69,3 +69,31 @@ def test_equal_lists_and_a_longer_reply() -> None:
 def test_malformed_logprobs_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(LogprobsError):
         token_choices(bad)
+
+
+def test_the_real_flip_shows_its_divergent_token_in_every_format() -> None:
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from verifier.cli import app
+
+    sample = str(
+        Path(__file__).resolve().parent.parent / "sample_bundles" / "llama-cpp-real.tar.gz"
+    )
+
+    def run(fmt: str) -> str:
+        return CliRunner().invoke(app, ["verify", sample, "-f", fmt], env={"COLUMNS": "200"}).stdout
+
+    diagnosis = json.loads(run("json"))["bundles"][0]["classification"]["conditions"][0][
+        "diagnosis"
+    ]
+    index, cold, warm = diagnosis["token_index"], diagnosis["cold"], diagnosis["warm"]
+    assert isinstance(index, int) and cold["token"] != warm["token"]
+    assert cold["top1_top2_gap"] is not None and warm["top1_top2_gap"] is not None
+    for fmt in ("text", "markdown"):
+        out = run(fmt)
+        assert f"zero-based token {index}" in out, fmt
+        assert f"{cold['top1_top2_gap']:.3g}" in out and f"{warm['top1_top2_gap']:.3g}" in out
+        assert diagnosis["note"].split(":")[0] in out

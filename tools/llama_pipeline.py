@@ -105,6 +105,7 @@ def run_pipeline(
     binary: Path | None = None,
     model: Path | None = None,
     max_tokens: int | None = None,
+    conditions: tuple[str, ...] = (),
 ) -> PipelineRun:
     """Capture one condition with `prompt`, export it signed, verify the archive (JSON)."""
     spec = fixture()
@@ -122,7 +123,7 @@ def run_pipeline(
         "--model", str(model), "--output", str(raw), "--request", str(request),
         "--alias", ALIAS, "--max-tokens", str(cap), "--cycles", "2",
         "--port", str(free_port()), "--wall-timeout", "300", "--request-timeout", "60",
-        *extra,
+        *extra, *(f"--condition={c}" for c in conditions),
     )  # fmt: skip
     evidence(
         "export", str(raw), "--out", str(public), "--archive", str(archive),

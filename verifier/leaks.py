@@ -337,6 +337,9 @@ def _is_machine_name(host: str) -> bool:
     return "." not in host or bool(_LOCAL_DOMAIN.search(host))
 
 
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+
+
 def _tokenish(value: str) -> bool:
     """A word of prose is not a token: a token has digits, mixed case, symbols or length."""
     if len(value) >= 16 or any(c.isdigit() for c in value):
@@ -391,7 +394,8 @@ def _accept_token(match: re.Match[str]) -> bool:
             group != "flagword" or _tokenish(value)
         )
     if group == "keyvalue":
-        return _is_secret_name(_name_before(match)[1])
+        # A number after a key-like name is a measurement (llama.cpp's prompt_per_token_ms).
+        return _is_secret_name(_name_before(match)[1]) and not _NUMBER.fullmatch(value)
     if group in ("auth", "bearer"):
         return _tokenish(value)
     return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -203,14 +204,18 @@ def build_protocol(spec: ProtocolSpec, caps: Capabilities) -> Protocol:
 
 @dataclass(frozen=True)
 class Condition:
-    """One server configuration varied on purpose: an id and its environment settings."""
+    """One server configuration varied on purpose: an id, its environment settings and the
+    extra arguments its servers get (e.g. `--prefill-chunk-size 1`)."""
 
     id: str
     settings: dict[str, str] = field(default_factory=dict)
+    server_args: tuple[str, ...] = ()
 
 
 def parse_condition(text: str) -> Condition:
-    """`NAME:VAR=VALUE[,VAR=VALUE...]` (or just `NAME`) into a Condition."""
+    """`NAME:ITEM[,ITEM...]` (or just `NAME`) into a Condition. An item is `VAR=VALUE`
+    (an environment toggle) or starts with `-` (server arguments, split like a shell:
+    `--prefill-chunk-size 1`)."""
     name, _, rest = text.partition(":")
     if not _CONDITION_ID.match(name):
         raise UsageError(
@@ -218,14 +223,21 @@ def parse_condition(text: str) -> Condition:
             "(e.g. --condition det0:MLXCEL_SDPA_DETERMINISTIC=0)"
         )
     settings: dict[str, str] = {}
+    server_args: list[str] = []
     for item in filter(None, rest.split(",")):
+        if item.startswith("-"):
+            try:
+                server_args += shlex.split(item)
+            except ValueError as exc:
+                raise UsageError(f"condition {name!r}: server arguments {item!r}: {exc}") from None
+            continue
         var, eq, value = item.partition("=")
         if not eq or not _ENV_NAME.match(var):
             raise UsageError(f"condition {name!r}: {item!r} is not VAR=VALUE")
         if var in settings:
             raise UsageError(f"condition {name!r} sets {var} twice")
         settings[var] = value
-    return Condition(name, settings)
+    return Condition(name, settings, tuple(server_args))
 
 
 def parse_conditions(texts: list[str]) -> list[Condition]:

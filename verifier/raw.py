@@ -42,6 +42,7 @@ class RawCondition:
     id: str
     label: str | None
     settings: Mapping[str, str]
+    server_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,12 @@ def _parse_run(doc: dict[str, Any]) -> RawRun:
         extra=MappingProxyType({k: v for k, v in host.items() if k not in known}),
     )
     conditions = tuple(
-        RawCondition(c["id"], c.get("label"), MappingProxyType(dict(c["settings"])))
+        RawCondition(
+            c["id"],
+            c.get("label"),
+            MappingProxyType(dict(c["settings"])),
+            tuple(c.get("server_args", ())),
+        )
         for c in doc["conditions"]
     )
     server, model = doc["server"], doc["model"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +131,7 @@ class Condition:
     declared_label: str | None  # what the bundle calls it (checked against `label`)
     settings: dict[str, str]
     servers: tuple[ServerDeclaration, ...]
+    server_args: tuple[str, ...] = ()
 
     @property
     def disabled_instances(self) -> frozenset[int]:
@@ -139,9 +141,11 @@ class Condition:
         return next((s for s in self.servers if s.instance == instance), None)
 
 
-def settings_label(settings: dict[str, str]) -> str:
-    """A condition's name for people, derived from what it sets (empty when it sets nothing)."""
-    return ",".join(f"{k}={v}" for k, v in settings.items())
+def settings_label(settings: dict[str, str], server_args: tuple[str, ...] = ()) -> str:
+    """A condition's name for people, derived from what it sets (empty when it sets nothing):
+    its toggles, then its server arguments."""
+    toggles = ",".join(f"{k}={v}" for k, v in settings.items())
+    return " ".join(filter(None, (toggles, shlex.join(server_args))))
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,7 @@ class Experiment:
         conditions = tuple(
             Condition(
                 id=c["id"],
-                label=settings_label(c["settings"]),
+                label=settings_label(c["settings"], tuple(c.get("server_args", ()))),
                 declared_label=c.get("label"),
                 settings=c["settings"],
                 servers=tuple(
@@ -180,6 +184,7 @@ class Experiment:
                     )
                     for s in c["servers"]
                 ),
+                server_args=tuple(c.get("server_args", ())),
             )
             for c in data["conditions"]
         )

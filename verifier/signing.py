@@ -59,11 +59,30 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
     return key
 
 
+_MAX_KEY_FILE_BYTES = 64 * 1024
+
+
 def load_public_key(path: Path) -> Ed25519PublicKey:
+    """The reviewer's public key; every way of getting it wrong is a UsageError that says which."""
     try:
-        key = serialization.load_pem_public_key(path.read_bytes())
+        with path.open("rb") as handle:
+            data = handle.read(_MAX_KEY_FILE_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read the public key {path}: {exc.strerror}") from None
+    if len(data) > _MAX_KEY_FILE_BYTES:
+        raise UsageError(f"{path} is not a public key: it is over {_MAX_KEY_FILE_BYTES} bytes")
+    if b"PRIVATE KEY-----" in data:
+        raise UsageError(
+            f"{path} holds a private key; give the public key ({PUBLIC_KEY_FILE}), "
+            "and keep the private key to yourself"
+        )
+    if data.startswith(b"ssh-"):
+        raise UsageError(
+            f"{path} is an OpenSSH public key; give it as PEM "
+            "(ssh-keygen -e -m PKCS8 -f KEY.pub > KEY.pub.pem)"
+        )
+    try:
+        key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"{path} is not a PEM public key: {exc}") from None
     if not isinstance(key, Ed25519PublicKey):

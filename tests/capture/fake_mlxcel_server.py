@@ -168,6 +168,7 @@ def main() -> int:
     parser.add_argument("--metrics", action="store_true")
     parser.add_argument("--no-warmup", action="store_true")
     parser.add_argument("--no-prompt-cache", action="store_true")
+    parser.add_argument("--prefill-chunk-size", type=int)
     args = parser.parse_args()
     print(f"fake mlxcel-server pid {os.getpid()} model {args.m}", flush=True)
     if os.environ.get("FAKE_EXIT_AT_START"):

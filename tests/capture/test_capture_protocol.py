@@ -141,3 +141,12 @@ def test_bad_request_bodies_are_refused(given: dict[str, object]) -> None:
         prepare_request_body(
             given, alias="a", max_tokens=None, pinned={}, opt_out={"cache_prompt": False}
         )
+
+
+def test_a_condition_may_carry_server_arguments() -> None:
+    condition = parse_condition("chunk1:MLXCEL_APC_TRACE=1,--prefill-chunk-size 1")
+    assert condition.settings == {"MLXCEL_APC_TRACE": "1"}
+    assert condition.server_args == ("--prefill-chunk-size", "1")
+    assert parse_condition("ub8:-ub 8").server_args == ("-ub", "8")
+    with pytest.raises(UsageError):
+        parse_condition("bad:--flag 'unclosed")

@@ -7,6 +7,7 @@ cores) into ~/.cache/evidence; later runs reuse it.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import subprocess
 import sys
@@ -170,3 +171,38 @@ def test_diff_of_the_flip_and_the_stable_capture(
         "cache-state-independent",
     ]
     assert condition["changes"][0].startswith("the split is gone")
+
+
+def test_a_condition_made_of_server_flags_round_trips(
+    workdir: Path, server_binary: Path, keys: signing.KeyPairPaths
+) -> None:
+    # A chunk-size-style control: the same capture with the prefill micro-batch at 8 tokens.
+    run = run_pipeline(
+        workdir, fixture()["flip"]["prompt"], sign_key=keys.private, public_key=keys.public,
+        binary=server_binary, conditions=("default", "ub8:-ub 8"),
+    )  # fmt: skip
+    bundle = run.report["bundles"][0]
+    assert bundle["verified"], [f for f in bundle["findings"] if f["severity"] == "error"]
+    conditions = {c["id"]: c for c in bundle["classification"]["conditions"]}
+    assert conditions["ub8"]["label"] == "-ub 8"
+    # The claimed flags must be what the servers ran with: drop them from one server.
+    public = run.public
+    doc = loads_strict((public / "experiment.json").read_bytes())
+    ub8 = next(c for c in doc["conditions"] if c["id"] == "ub8")
+    assert all("-ub" in s["argv"] for s in ub8["servers"])
+    argv = ub8["servers"][1]["argv"]
+    index = argv.index("-ub")
+    del argv[index : index + 2]
+    (public / "experiment.json").write_text(json.dumps(doc, indent=2))
+    from make_samples import resum_tree
+
+    resum_tree(public)
+    tampered = subprocess.run(
+        [sys.executable, "-m", "verifier", "verify", str(public), "--format", "json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    report = loads_strict(tampered.stdout.encode())["bundles"][0]
+    assert tampered.returncode == 1
+    assert any(
+        f["check"] == "servers" and "server arguments" in f["message"] for f in report["findings"]
+    ), report["findings"]

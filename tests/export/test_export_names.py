@@ -183,7 +183,7 @@ def test_json_pointers_and_repositories_are_not_account_paths(tmp_path: Path) ->
     f.run["model"]["repo_id"] = f.documents["model-manifest.json"]["repo_id"] = "org/usage"
     out = _export(f, tmp_path)
     experiment = json.loads((out / "experiment.json").read_text())
-    assert experiment["telemetry"]["cached_tokens_pointer"].startswith("/usage/")
+    assert experiment["profile_rules"]["cached_tokens_pointer"].startswith("/usage/")
     assert experiment["model"]["repo_id"] == "org/usage"
 
 

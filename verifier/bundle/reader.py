@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gzip
 import io
 import os
 import stat
@@ -18,6 +17,8 @@ from types import MappingProxyType
 from typing import Protocol, Self
 
 from verifier.errors import UnreadableInput, UnsafeInput
+from verifier.jsonio import MAX_DEPTH as MAX_JSON_DEPTH
+from verifier.jsonio import MAX_VALUES as MAX_JSON_VALUES
 from verifier.model import Finding, Severity
 
 CHECK = "safety"
@@ -34,20 +35,33 @@ _USTAR_MAGIC = slice(257, 262)
 # is never judged by its ratio; a bomb has to expand past this before it can hurt.
 _RATIO_GRACE_BYTES = 1024 * 1024
 _CHUNK = 1024 * 1024
-# Open directories are held as file descriptors, one per level.
-_MAX_DEPTH = 128
+_RAW_CHUNK = 64 * 1024
+# Open directories are held as file descriptors, one per level; no bundle needs more.
+_MAX_DEPTH = 32
+# PATH_MAX and NAME_MAX of common file systems; a bundle's names are far shorter.
+_MAX_NAME_BYTES = 1024
+_MAX_COMPONENT_BYTES = 255
+# A PAX or GNU long-name header is read whole into memory before anything is checked.
+_MAX_HEADER_BYTES = 64 * 1024
+_BLOCK = 512
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
 class Limits:
-    """How much a bundle may hold before reading it stops as unsafe (each has a CLI flag)."""
+    """How much a bundle may hold before reading it stops as unsafe (each has a CLI flag).
+
+    The defaults keep any bundle within them under 10 s and 256 MiB on a laptop (see
+    SECURITY.md); a real bundle is a few hundred kilobytes.
+    """
 
     max_members: int = 10_000
-    max_member_bytes: int = 256 * 1024 * 1024
-    max_total_bytes: int = 1024 * 1024 * 1024
+    max_member_bytes: int = 16 * 1024 * 1024
+    max_total_bytes: int = 32 * 1024 * 1024
     max_ratio: float = 200.0  # expanded / compressed bytes, for the whole archive
+    max_json_depth: int = MAX_JSON_DEPTH  # nesting of one JSON document
+    max_json_values: int = MAX_JSON_VALUES  # values of all JSON documents of a bundle
 
 
 DEFAULT_LIMITS = Limits()
@@ -96,15 +110,23 @@ def _escape(char: str) -> str:
     return f"\\U{code:08x}"
 
 
+_SHOWN_CHARS = 200
+
+
 def _printable(text: str) -> str:
-    """The name as it may be shown on a terminal: control characters escaped."""
-    return "".join(c if c.isprintable() else _escape(c) for c in text)
+    """The name as it may be shown on a terminal: control characters escaped, length cut."""
+    cut = text[:_SHOWN_CHARS]
+    shown = "".join(c if c.isprintable() else _escape(c) for c in cut)
+    return shown if cut == text else f"{shown}... ({len(text)} characters)"
 
 
 def _name_problem(name: str) -> str | None:
     """Why a member name (or a directory entry name) is refused, or None."""
     if name == "":
         return "has an empty name"
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > _MAX_NAME_BYTES:
+        return f"has a name of {size} bytes; at most {_MAX_NAME_BYTES} are accepted"
     if any(0xD800 <= ord(c) <= 0xDFFF for c in name):
         return "has a name that is not valid UTF-8"
     if not name.isprintable():
@@ -115,8 +137,16 @@ def _name_problem(name: str) -> str | None:
         len(name) >= 2 and name[1] == ":" and name[0].isascii() and name[0].isalpha()
     ):
         return "has an absolute name; names must be relative to the bundle"
-    if ".." in name.split("/"):
+    components = name.split("/")
+    if ".." in components:
         return "has a '..' component in its name; names must stay inside the bundle"
+    longest = max(len(c.encode("utf-8")) for c in components)
+    if longest > _MAX_COMPONENT_BYTES:
+        return (
+            f"has a path component of {longest} bytes; at most {_MAX_COMPONENT_BYTES} are accepted"
+        )
+    if len(_parts(name)) > _MAX_DEPTH:
+        return f"is nested deeper than {_MAX_DEPTH} directories"
     return None
 
 
@@ -143,7 +173,7 @@ class _Namespace:
         if other == path:
             return "appears more than once; only the first copy is read"
         if other is not None:
-            return _collision(other)
+            return _collision(other, path)
         other = self._dirs.get(folded)
         if other is not None:
             return f"is a file, but '{_printable(other)}' is a directory"
@@ -161,7 +191,7 @@ class _Namespace:
             return f"is a directory, but '{_printable(other)}' is a file"
         other = self._dirs.get(folded)
         if other is not None and other != path:
-            return _collision(other)
+            return _collision(other, path)
         problem = self._parent_problem(parts)
         if problem is None:
             self._add_parents(parts)
@@ -176,7 +206,7 @@ class _Namespace:
                 return f"is inside '{_printable(self._files[folded])}', which is a file"
             other = self._dirs.get(folded)
             if other is not None and other != prefix:
-                return _collision(other)
+                return _collision(other, prefix)
         return None
 
     def _add_parents(self, parts: tuple[str, ...]) -> None:
@@ -185,11 +215,15 @@ class _Namespace:
             self._dirs.setdefault(_fold(prefix), prefix)
 
 
-def _collision(other: str) -> str:
-    return (
-        f"collides case-insensitively with '{_printable(other)}'; "
-        "names must differ in more than case"
-    )
+def _collision(other: str, path: str) -> str:
+    """Say what kind of collision it is: Unicode normalization, letter case, or both."""
+    shown = _printable(other)
+    if unicodedata.normalize("NFC", other) == unicodedata.normalize("NFC", path):
+        return (
+            f"is the same name as '{shown}' in another Unicode normalization form "
+            "(NFC/NFD); names must differ in more than their Unicode form"
+        )
+    return f"collides case-insensitively with '{shown}'; names must differ in more than case"
 
 
 # --- what is kept and what is refused ------------------------------------------------
@@ -243,7 +277,20 @@ class _Collector:
             )
         )
 
+    def refuse_archive(self, message: str) -> None:
+        """A finding about the archive as a whole, not about one member."""
+        self.findings.append(Finding(check=CHECK, severity=Severity.ERROR, message=message))
+
     def add_file(self, name: str, parts: tuple[str, ...], data: bytes) -> bool:
+        first = self.files.get("/".join(parts))
+        if first is not None:
+            # tar extracts the last copy; this reader keeps the first: neither is trusted.
+            same = "the same" if first == data else "different"
+            self.refuse(
+                name,
+                f"appears more than once, with {same} contents; only the first copy is read",
+            )
+            return False
         problem = self.names.add_file(parts)
         if problem is not None:
             self.refuse(name, problem)
@@ -353,7 +400,91 @@ class _Meter:
             )
 
 
+_ZLIB_REASONS = {
+    "incorrect data check": "the CRC-32 in the gzip trailer does not match the data",
+    "incorrect length check": "the length in the gzip trailer does not match the data",
+}
+
+
+class _GzipStream:
+    """Expands a gzip file as gzip(1) does, and notes what tools disagree on.
+
+    zlib checks each member's header, CRC-32 and length. A second member (concatenated
+    gzip streams) is expanded too, so that what is read is what `tar -xzf` sees; it and
+    any bytes after the last member are remembered and reported, never skipped quietly.
+    """
+
+    def __init__(self, raw: _Readable, meter: _Meter, source: str) -> None:
+        self._raw = raw
+        self._meter = meter
+        self._source = source
+        self._inflate = zlib.decompressobj(wbits=31)  # 31: the gzip wrapper, not zlib's
+        self._input = b""
+        self._done = False
+        self.members = 1
+        self.trailing_bytes = 0
+
+    def _fill(self) -> bool:
+        # Small reads: compressed bytes are counted as read, so the ratio stays honest.
+        data = self._raw.read(_RAW_CHUNK)
+        self._meter.count_compressed(len(data))
+        self._input += data
+        return bool(data)
+
+    def _after_member(self) -> None:
+        """One member ended: start the next one, or note what follows and stop."""
+        self._input = self._inflate.unused_data + self._input
+        while len(self._input) < len(_GZIP_MAGIC) and self._fill():
+            pass
+        if not self._input:
+            self._done = True
+        elif self._input.startswith(_GZIP_MAGIC):
+            self.members += 1
+            self._inflate = zlib.decompressobj(wbits=31)
+        else:
+            # Counted, not kept, and only so far: a huge tail is refused all the same.
+            cap = self._meter.limits.max_total_bytes
+            self.trailing_bytes = len(self._input)
+            while self.trailing_bytes <= cap and (data := self._raw.read(_CHUNK)):
+                self.trailing_bytes += len(data)
+            self._input = b""
+            self._done = True
+
+    def read(self, size: int = -1, /) -> bytes:
+        size = _CHUNK if size < 0 else size
+        while not self._done:
+            if self._inflate.eof:
+                self._after_member()
+                continue
+            if not self._input and not self._fill():
+                raise UnreadableInput(
+                    f"{self._source}: corrupt or truncated gzip stream: it ends before "
+                    "the end of its compressed data"
+                )
+            try:
+                data = self._inflate.decompress(self._input, size)
+            except zlib.error as exc:
+                reason = str(exc).rsplit(": ", 1)[-1]
+                reason = _ZLIB_REASONS.get(reason, reason)
+                raise UnreadableInput(
+                    f"{self._source}: corrupt or truncated gzip stream: {reason}"
+                ) from None
+            # At the end of a member zlib leaves what follows in unused_data, and (when
+            # output was capped) a copy of it in unconsumed_tail: take it from one place only.
+            self._input = b"" if self._inflate.eof else self._inflate.unconsumed_tail
+            if data:
+                return data
+        return b""
+
+
 _EOF_HEADER: type[tarfile.HeaderError] = vars(tarfile)["EOFHeaderError"]
+_HEADER_TYPES = (
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+)
 
 
 class _StrictTarInfo(tarfile.TarInfo):
@@ -375,6 +506,17 @@ class _StrictTarInfo(tarfile.TarInfo):
                 f"bad or missing tar header ({exc}); the archive is corrupt or truncated"
             ) from None
 
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> Self:
+        # The hook tarfile documents for subclasses: an extended header is read whole into
+        # memory before it can be judged, so its size is checked first.
+        if self.type in _HEADER_TYPES and not 0 <= self.size <= _MAX_HEADER_BYTES:
+            raise tarfile.ReadError(
+                f"an extended (PAX or GNU long name) header of {self.size} bytes; "
+                f"at most {_MAX_HEADER_BYTES} are read"
+            )
+        member: Self = vars(tarfile.TarInfo)["_proc_member"](self, tarfile_)
+        return member
+
 
 _STREAM_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, ValueError, OverflowError)
 
@@ -386,7 +528,7 @@ def _reason(exc: BaseException) -> str:
 
 
 def _corrupt(source: str, exc: BaseException) -> UnreadableInput:
-    if isinstance(exc, gzip.BadGzipFile | EOFError | zlib.error):
+    if isinstance(exc, EOFError | zlib.error):
         return UnreadableInput(f"{source}: corrupt or truncated gzip stream: {_reason(exc)}")
     if isinstance(exc, tarfile.TarError | ValueError | OverflowError):
         return UnreadableInput(f"{source}: corrupt tar archive: {_reason(exc)}")
@@ -426,16 +568,35 @@ def _read_archive(path: Path, source: str, limits: Limits) -> LoadedBundle:
         kind = _archive_kind(head, path, source)
         meter = _Meter(source, limits, compressed=kind == "gz")
         tar_stream: _Readable = raw
+        gzip_stream = None
         if kind == "gz":
-            counted_raw = _CountingReader(raw, meter.count_compressed, source)
-            tar_stream = closing.enter_context(gzip.GzipFile(fileobj=counted_raw, mode="rb"))
+            tar_stream = gzip_stream = _GzipStream(raw, meter, source)
         stream = _CountingReader(tar_stream, meter.count_expanded, source)
-        bundle = _read_tar_stream(stream, source, limits)
-        # Read to the end so that gzip checks its CRC and length, and trailing bytes
-        # still count against the limits.
-        while stream.read(_CHUNK):
-            pass
-    return bundle
+        collector = _Collector(source, limits, noun="member")
+        _read_tar_stream(stream, collector)
+        if gzip_stream is not None:
+            _judge_gzip_end(gzip_stream, collector)
+    return collector.result(strip_root=True)
+
+
+def _count_bytes(count: int) -> str:
+    return "1 byte" if count == 1 else f"{count} bytes"
+
+
+def _judge_gzip_end(gzip_stream: _GzipStream, collector: _Collector) -> None:
+    if gzip_stream.members > 1:
+        collector.refuse_archive(
+            f"the gzip file holds {gzip_stream.members} concatenated gzip streams; a bundle "
+            "is one, and tools disagree on whether they read past the first"
+        )
+    if gzip_stream.trailing_bytes:
+        cap = collector.limits.max_total_bytes
+        count = gzip_stream.trailing_bytes
+        shown = f"more than {cap} bytes" if count > cap else _count_bytes(count)
+        collector.refuse_archive(
+            f"{shown} that are not gzip data follow the "
+            "end of the gzip stream; they are hidden from some tools and not from others"
+        )
 
 
 def _next_member(archive: tarfile.TarFile, source: str) -> tarfile.TarInfo | None:
@@ -460,7 +621,11 @@ def _type_problem(member: tarfile.TarInfo) -> str | None:
         return f"is a FIFO; {only}"
     if member.type == tarfile.GNUTYPE_SPARSE or member.issparse():
         return f"is a sparse file; {only}"
-    if member.isdir() or member.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
+    if member.isdir():
+        return None
+    if member.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
+        if member.name.endswith("/"):
+            return "is a regular file whose name ends with '/', as only a directory's may"
         return None
     kind = member.type.decode("latin-1")
     return f"has tar type '{_printable(kind)}'; {only}"
@@ -479,8 +644,8 @@ def _read_content(archive: tarfile.TarFile, member: tarfile.TarInfo, source: str
     return data
 
 
-def _read_tar_stream(stream: _CountingReader, source: str, limits: Limits) -> LoadedBundle:
-    collector = _Collector(source, limits, noun="member")
+def _read_tar_stream(stream: _CountingReader, collector: _Collector) -> None:
+    source = collector.source
     try:
         # Closed by the `with` below; opening errors must first become UnreadableInput.
         archive = tarfile.open(  # noqa: SIM115
@@ -496,6 +661,11 @@ def _read_tar_stream(stream: _CountingReader, source: str, limits: Limits) -> Lo
         while (member := _next_member(archive, source)) is not None:
             collector.count()
             name = member.name
+            if member.size < 0:  # a PAX size of -1: where the next header is, is unknown
+                raise UnreadableInput(
+                    f"{source}: corrupt tar archive: member '{_printable(name)}' "
+                    "has a negative size"
+                )
             problem = _type_problem(member) or _name_problem(name)
             if problem is not None:
                 collector.refuse(name, problem)
@@ -512,17 +682,51 @@ def _read_tar_stream(stream: _CountingReader, source: str, limits: Limits) -> Lo
             collector.add_file(name, parts, _read_content(archive, member, source))
         overrides = sorted({"path", "linkpath", "size"} & set(archive.pax_headers))
         if overrides:
-            collector.findings.append(
-                Finding(
-                    check=CHECK,
-                    severity=Severity.ERROR,
-                    message=(
-                        "the archive has a global PAX header that sets "
-                        f"{', '.join(overrides)} for every later member; refused"
-                    ),
-                )
+            collector.refuse_archive(
+                "the archive has a global PAX header that sets "
+                f"{', '.join(overrides)} for every later member; refused"
             )
-    return collector.result(strip_root=True)
+        _judge_end_of_archive(archive, collector)
+
+
+def _judge_end_of_archive(archive: tarfile.TarFile, collector: _Collector) -> None:
+    """After the first zero block: one more, then nothing but zeros, as tar writes it.
+
+    `tar --ignore-zeros` (and -i) reads on past zero blocks; a second archive or other
+    data there would be extracted by it and never seen here, so it is refused.
+    """
+    # tarfile has consumed the first zero block; what it buffered is read through it.
+    rest: _Readable | None = archive.fileobj
+    assert rest is not None
+    start = archive.offset + _BLOCK
+    position = start
+    first_data: int | None = None
+    header_after = False
+    while chunk := _read_rest(rest, collector.source):
+        if first_data is None and chunk.count(0) != len(chunk):
+            first_data = position + len(chunk) - len(chunk.lstrip(b"\0"))
+            block_start = first_data - first_data % _BLOCK - position
+            header_after = chunk[max(0, block_start) :][_USTAR_MAGIC] == b"ustar"
+        position += len(chunk)
+    if first_data is not None:
+        what = "another tar archive" if header_after else "data"
+        collector.refuse_archive(
+            f"{what} follows the end-of-archive marker (from byte {first_data} of the tar "
+            f"stream, {_count_bytes(position - first_data)}); `tar --ignore-zeros` would read it, "
+            "this reader would not: refused"
+        )
+    elif position - start < _BLOCK:
+        collector.refuse_archive(
+            "the archive ends after a single zero block, not the two of an end-of-archive "
+            "marker: it is truncated"
+        )
+
+
+def _read_rest(stream: _Readable, source: str) -> bytes:
+    try:
+        return stream.read(_CHUNK)
+    except _STREAM_ERRORS as exc:
+        raise _corrupt(source, exc) from None
 
 
 # --- directories ---------------------------------------------------------------------

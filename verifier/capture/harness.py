@@ -246,7 +246,11 @@ class _Run:
                 "config_file": None,
             },
             "request_body": config.request_body,
-            "conditions": [{"id": c.id, "settings": dict(c.settings)} for c in config.conditions],
+            "conditions": [
+                {"id": c.id, "settings": dict(c.settings)}
+                | ({"server_args": list(c.server_args)} if c.server_args else {})
+                for c in config.conditions
+            ],
             "protocol": self._protocol_doc(),
             "profile_rules": profile.rules.to_json(),
         }
@@ -362,7 +366,7 @@ class _Run:
             port=config.port,
             cache_disabled=step.cache_disabled,
             scratch_dir=state.scratch / f"server-{instance}",
-            extra_args=config.extra_server_args,
+            extra_args=(*config.extra_server_args, *condition.server_args),
         )
         launch.scratch_dir.mkdir(mode=0o700)
         argv = self.profile.start_argv(launch)

@@ -77,16 +77,23 @@ def _the_named_server(
                 break
 
 
-def _normalized(server: ServerDeclaration, rules: ProfileRules) -> tuple[str, ...]:
+def _without(argv: list[str], part: tuple[str, ...]) -> None:
+    for i in range(len(argv) - len(part) + 1):
+        if part and tuple(argv[i : i + len(part)]) == part:
+            del argv[i : i + len(part)]
+            return
+
+
+def _normalized(
+    server: ServerDeclaration, rules: ProfileRules, condition_args: tuple[str, ...]
+) -> tuple[str, ...]:
     """A command line without what may differ between the servers of an experiment: the
-    cache-off flag of a cache-off server and the per-server scratch values."""
+    cache-off flag of a cache-off server, the condition's declared server arguments and the
+    per-server scratch values."""
     argv = list(server.argv)
-    off = list(rules.cache_off_args)
-    if server.cache_disabled and off:
-        for i in range(len(argv) - len(off) + 1):
-            if argv[i : i + len(off)] == off:
-                del argv[i : i + len(off)]
-                break
+    if server.cache_disabled:
+        _without(argv, rules.cache_off_args)
+    _without(argv, condition_args)
     out: list[str] = []
     skip = False
     for arg in argv:
@@ -114,7 +121,7 @@ def _command_lines(experiment: Experiment, rules: ProfileRules) -> Iterator[Find
             if not server.argv:
                 yield _error("a server declared without its command line", pointer=pointer)
                 continue
-            argv = _normalized(server, rules)
+            argv = _normalized(server, rules, condition.server_args)
             if reference is None:
                 reference = argv
             elif argv != reference:

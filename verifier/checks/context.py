@@ -11,8 +11,8 @@ from typing import Any
 
 from verifier import layout, schemas
 from verifier.bundle.reader import Limits, LoadedBundle
-from verifier.errors import InvalidDocument, SchemaVersionError
-from verifier.jsonio import MAX_DEPTH, loads_strict
+from verifier.errors import InvalidDocument, SchemaVersionError, UnsafeInput
+from verifier.jsonio import ValueBudget, loads_strict
 from verifier.model import Arm
 from verifier.profiles import current_rules, known_rules
 from verifier.profiles.rules import ProfileRules
@@ -84,7 +84,6 @@ class VerifyOptions:
     public_key: Path | None = None
     model_dir: Path | None = None
     limits: Limits = field(default_factory=Limits)
-    max_json_depth: int = MAX_DEPTH
     progress: ProgressCallback | None = None
     profile_rules: ProfileRules | None = None  # a reviewer's --profile FILE: trusted
     profile_file: str | None = None
@@ -105,13 +104,23 @@ class BundleContext:
     def _parsed(self) -> tuple[dict[str, Any], dict[str, str]]:
         documents: dict[str, Any] = {}
         errors: dict[str, str] = {}
+        limits = self.options.limits
+        # One budget for the whole bundle: its cost is bounded, not each file's.
+        budget = ValueBudget(limits.max_json_values)
+        spent: str | None = None
         for path, data in sorted(self.files.items()):
             if not path.endswith(".json"):
                 continue
+            if spent is not None:  # past the limit nothing more is parsed, and each says so
+                errors[path] = f"not read: {spent}"
+                continue
             try:
-                documents[path] = loads_strict(data, max_depth=self.options.max_json_depth)
+                documents[path] = loads_strict(data, max_depth=limits.max_json_depth, budget=budget)
             except InvalidDocument as exc:
                 errors[path] = exc.message
+            except UnsafeInput as exc:  # the value budget: a finding, said once per document
+                errors[path] = exc.message
+                spent = f"the limit of {limits.max_json_values} JSON values was reached before it"
         return documents, errors
 
     @property

@@ -31,7 +31,7 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
         if cid in ids[:ci]:
             yield error(f"condition {cid!r} is declared twice", "conditions", ci, "id")
     for ci, condition in enumerate(experiment.conditions):
-        derived = settings_label(condition.settings)
+        derived = settings_label(condition.settings, condition.server_args)
         if condition.declared_label is not None and condition.declared_label != derived:
             # Reports name a condition by its settings, never by this free text.
             yield Finding(
@@ -72,6 +72,12 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                         f"a cache-on server's command line has {flag}", *where, "argv",
                         expected=f"argv without {flag}",
                     )  # fmt: skip
+            if condition.server_args and not has_args(server.argv, condition.server_args):
+                yield error(
+                    f"the condition's server arguments {' '.join(condition.server_args)!r} are "
+                    f"not in server {server.instance}'s command line",
+                    *where, "argv", expected=" ".join(condition.server_args),
+                )  # fmt: skip
             for name, value in condition.settings.items():
                 ran = server.environment.get(name)
                 if ran != value:

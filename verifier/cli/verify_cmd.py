@@ -171,6 +171,16 @@ def verify(
             metavar="RATIO", help="Highest compression ratio accepted (1.0 or more).", min=1.0
         ),
     ] = _DEFAULTS.max_ratio,
+    max_json_depth: Annotated[
+        int,
+        typer.Option(metavar="N", help="Deepest nesting of a JSON document (1 or more).", min=1),
+    ] = _DEFAULTS.max_json_depth,
+    max_json_values: Annotated[
+        int,
+        typer.Option(
+            metavar="N", help="Most JSON values in all documents of a bundle (1 or more).", min=1
+        ),
+    ] = _DEFAULTS.max_json_values,
 ) -> None:
     """Verify evidence bundles offline and classify what they prove.
 
@@ -199,7 +209,14 @@ def verify(
     from verifier.report.document import BundleOutcome, build_report
     from verifier.verify import VerifyOptions, load_profile_rules, verify_path
 
-    limits = Limits(max_members, max_member_bytes, max_total_bytes, max_ratio)
+    limits = Limits(
+        max_members,
+        max_member_bytes,
+        max_total_bytes,
+        max_ratio,
+        max_json_depth=max_json_depth,
+        max_json_values=max_json_values,
+    )
     key_info = _key_info(key) if key is not None else None
     profile_rules = load_profile_rules(profile) if profile is not None else None
     outcomes = []

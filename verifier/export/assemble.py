@@ -125,6 +125,8 @@ FIELDS: tuple[Field, ...] = (
     Field("run:/conditions/*/label", T, "experiment:/conditions/*/label", "part"),
     Field("run:/conditions/*/settings", E, "experiment:/conditions/*/settings", "part"),
     Field("run:/conditions/*/settings/*", E, "experiment:/conditions/*/settings/*", "part"),
+    Field("run:/conditions/*/server_args", E, "experiment:/conditions/*/server_args", "part"),
+    Field("run:/conditions/*/server_args/*", E, "experiment:/conditions/*/server_args/*", "part"),
     Field(None, E, "experiment:/conditions", "conditions"),
     Field(None, E, "experiment:/conditions/*/servers", "part"),
     Field("run:/protocol", E, "experiment:/protocol"),
@@ -436,6 +438,8 @@ def _conditions(raw: RawCapture, keep_env: Sequence[str]) -> list[dict[str, Any]
         if condition.label is not None:
             item["label"] = condition.label
         item["settings"] = dict(condition.settings)
+        if condition.server_args:
+            item["server_args"] = list(condition.server_args)
         item["servers"] = [
             _server(server, condition, raw.run.experiment_env_prefixes, keep_env)
             for server in raw.servers.get(condition.id, ())

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from verifier import layout, schemas, signing
+from verifier.bundle.reader import Limits
 from verifier.checksums import format_sums
 from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
@@ -95,6 +96,15 @@ def _check_files(files: Mapping[str, bytes]) -> None:
             )
 
 
+_OWN_OUTPUT = Limits(
+    max_members=10**7,
+    max_member_bytes=2**40,
+    max_total_bytes=2**40,
+    max_ratio=float("inf"),
+    max_json_values=10**10,
+)
+
+
 def _verify(path: Path, public_key: bytes | None) -> str:
     """Run the real verifier over what was written; refuse to publish on any error finding."""
     with tempfile.TemporaryDirectory(prefix="evidence-export-key-") as keys:
@@ -103,7 +113,9 @@ def _verify(path: Path, public_key: bytes | None) -> str:
             key_path = Path(keys) / "public.pem"
             key_path.write_bytes(public_key)
         try:
-            result = verify_path(path, VerifyOptions(public_key=key_path))
+            # Export wrote these files itself: only the reading limits for strangers' bundles
+            # are lifted, every check still runs.
+            result = verify_path(path, VerifyOptions(public_key=key_path, limits=_OWN_OUTPUT))
         except EvidenceError as exc:
             raise ExportError(f"the exported bundle cannot be read back: {exc.message}") from None
     errors: list[Finding] = [f for f in result.findings if f.is_error]

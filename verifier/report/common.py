@@ -125,7 +125,48 @@ def experiment_lines(experiment: dict[str, Any] | None) -> list[tuple[str, str]]
     hardware = ", ".join(f"{k} {v}" for k, v in experiment["hardware"].items() if v)
     if hardware:
         lines.append(("hardware", hardware))
+    gpu = [
+        f"{_library_stem(lib['name'])} {lib.get('version') or 'version not recorded'}"
+        for lib in experiment.get("runtime_libraries", [])
+        if isinstance(lib, dict) and _GPU_LIBRARY.match(str(lib.get("name", "")))
+    ]
+    if gpu:
+        lines.append(("GPU runtime", ", ".join(gpu)))
     return lines
+
+
+# The accelerator libraries a server had loaded: driver, runtime, BLAS, DNN, collectives.
+_GPU_LIBRARY = re.compile(
+    r"^lib(?:cuda|cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc|nvJitLink|cufft|curand|cusparse"
+    r"|amdhip64|hipblas\w*|rocblas|MIOpen|rccl|ze_loader|sycl)\.(?:so|dylib|dll)",
+)
+
+
+def divergence_sides(diagnosis: dict[str, Any], quote: Any = repr) -> list[str]:
+    """Each side at the first divergent token: its choice, both tokens' logprobs, its gap."""
+    sides = []
+    for arm, other in (("cold", "warm"), ("warm", "cold")):
+        side, theirs = diagnosis.get(arm), diagnosis.get(other)
+        if side is None or theirs is None:
+            continue
+        if side["other_token_logprob"] is not None:
+            other_lp = f"{side['other_token_logprob']:.6f}"
+        elif side["other_token_logprob_at_most"] is not None:
+            other_lp = f"at most {side['other_token_logprob_at_most']:.6f} (not in the top-k)"
+        else:
+            other_lp = "not listed"
+        gap = side["top1_top2_gap"]
+        sides.append(
+            f"{arm} chose {quote(side['token'])} (logprob {side['logprob']:.6f}; "
+            f"{quote(theirs['token'])} {other_lp}; top-1/top-2 gap "
+            f"{'unknown' if gap is None else f'{gap:.3g}'})"
+        )
+    return sides
+
+
+def _library_stem(name: str) -> str:
+    """`libcublas.so.13.1.0.3` -> `libcublas` (its version is shown beside it)."""
+    return name.split(".so", 1)[0].split(".dylib", 1)[0]
 
 
 def excerpt_sides(diff: dict[str, Any], room: int) -> tuple[str, str, str]:

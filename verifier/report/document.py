@@ -245,6 +245,7 @@ def _experiment(result: VerificationResult) -> dict[str, Any] | None:
         "server": doc["server"],
         "model": doc["model"],
         "hardware": doc["hardware"],
+        "runtime_libraries": doc.get("runtime_libraries", []),
         "protocol": doc["protocol"],
         "conditions": [c["id"] for c in doc["conditions"]],
     }

@@ -21,6 +21,7 @@ from verifier.report.common import (
     ARMS,
     arm_cell,
     class_telemetry_rows,
+    divergence_sides,
     excerpt_sides,
     experiment_lines,
 )
@@ -197,12 +198,8 @@ def _diagnoses(classification: dict[str, Any]) -> list[str]:
             continue
         line = f"- first divergent token ({code(c['id'])}; diagnostic, not the verdict): "
         if diagnosis["token_index"] is not None:
-            sides = [
-                f"{arm} {code(side['token'])} (logprob {side['logprob']:.3f})"
-                for arm in ("cold", "warm")
-                if (side := diagnosis[arm]) is not None
-            ]
-            line += f"zero-based token {diagnosis['token_index']}, " + ", ".join(sides) + "; "
+            sides = divergence_sides(diagnosis, quote=code)
+            line += f"zero-based token {diagnosis['token_index']}: " + "; ".join(sides) + ". "
         lines.append(line + plain(diagnosis["note"]))
     return ["", *lines] if lines else []
 

@@ -25,6 +25,7 @@ from verifier.report.common import (
     ARMS,
     arm_cell,
     class_telemetry_rows,
+    divergence_sides,
     excerpt_sides,
     experiment_lines,
 )
@@ -237,13 +238,8 @@ def _diagnoses(classification: dict[str, Any]) -> list[RenderableType]:
         head = Text(f"first divergent token ({condition['id']}; diagnostic, not the verdict)")
         parts += [Text(""), Text.assemble((head.plain, "bold"))]
         if diagnosis["token_index"] is not None:
-            sides = [
-                f"{arm} {side['token']!r} (logprob {side['logprob']:.3f})"
-                for arm in ("cold", "warm")
-                if (side := diagnosis[arm]) is not None
-            ]
-            line = f"zero-based token {diagnosis['token_index']}: " + ", ".join(sides)
-            parts.append(_indent(Text(line)))
+            parts.append(_indent(Text(f"zero-based token {diagnosis['token_index']}:")))
+            parts += [_indent(Text(f"  {side}")) for side in divergence_sides(diagnosis)]
         parts.append(_indent(Text(diagnosis["note"], style="dim")))
     return parts
 

@@ -1,19 +1,34 @@
-"""Benchmarks: time and peak memory of export and verify as bundles grow.
+"""Benchmarks: every heavy path of evidence against its floor and the tool people use today.
 
-`make bench` (or `python tools/bench.py`) prints a Markdown table; the README keeps the
-latest one. Each case runs in a fresh subprocess so peak RSS (ru_maxrss) is its own.
-Bundles are the seed-shaped sample with the condition count scaled up: 14 requests
-per condition, as in the protocol with 2 cycles.
+`make bench` (or `python tools/bench.py`) generates its inputs under a temporary folder
+(a model folder of several files, one large file, a bundle of --records request records,
+a raw capture with 100 MB of server logs), then runs each case, its floor and its peer
+tool interleaved, --repeat times, each in its own process, and prints one Markdown table
+of medians: wall seconds, the ratio to the floor, and peak RSS from the OS (wait4).
+The README keeps the latest table with the machine it came from.
+
+Floors are measured in the same run, so a busy machine slows both sides alike:
+- hashing: OpenSSL itself (`openssl dgst -sha256`), one process per core for a folder;
+- start-up: `python -c "import typer, rich"`;
+- verify: a plain script that decompresses the same archive, `json.loads` and validates
+  every document with the same jsonschema validators, and nothing else;
+- export: records per second, and raw logs in MB/s (absolute targets of issue 10).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parent
@@ -21,6 +36,135 @@ REPO = TOOLS.parent
 sys.path.insert(0, str(TOOLS))
 
 from seed_sample import write_seed_raw  # noqa: E402
+
+PYTHON = sys.executable
+CHECKOUT = [REPO]  # where `python -m verifier` runs: --repo measures another checkout
+EVIDENCE = [PYTHON, "-m", "verifier"]
+SEED = REPO / "sample_bundles" / "seed-mlxcel"
+REQUESTS_PER_CONDITION = 14
+# Export verifies what it wrote with the reader's default limits (10,000 members,
+# directories included): 9,324 records (333 x 28, 667 folders) is the largest capture of
+# this shape it can export today.
+RECORDS_HELP = "records of the bundle and of the capture (default: the most export takes)"
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    peak_mib: float
+
+
+def run_procs(
+    commands: Sequence[Sequence[str]],
+    stdout: int | None = subprocess.DEVNULL,
+    ok: tuple[int, ...] = (0,),
+) -> Run:
+    """Start every command at once, wait for all: wall time, and the largest peak RSS."""
+    # files, not pipes: a pipe could fill and block the command
+    errs = [tempfile.TemporaryFile() for _ in commands]  # noqa: SIM115
+    start = time.perf_counter()
+    procs = [
+        subprocess.Popen(list(c), cwd=CHECKOUT[0], stdout=stdout, stderr=err)
+        for c, err in zip(commands, errs, strict=True)
+    ]
+    peak_kib = 0
+    for proc in procs:
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        peak_kib = max(peak_kib, usage.ru_maxrss)
+    elapsed = time.perf_counter() - start
+    for proc, command, err in zip(procs, commands, errs, strict=True):
+        err.seek(0)
+        text = err.read().decode(errors="replace")
+        err.close()
+        if proc.returncode not in ok:
+            raise SystemExit(f"bench: {' '.join(command)} exited {proc.returncode}:\n{text}")
+    return Run(elapsed, peak_kib / 1024)
+
+
+def run_shell(script: str) -> Run:
+    return run_procs([["bash", "-c", script]])
+
+
+def run_inside(command: Sequence[str]) -> Run:
+    """A Python command that prints its own seconds (interpreter start excluded)."""
+    with tempfile.TemporaryFile() as out:
+        outcome = run_procs([command], stdout=out.fileno())
+        out.seek(0)
+        seconds = float(out.read().decode().split()[-1])
+    return Run(seconds, outcome.peak_mib)
+
+
+@dataclass
+class Case:
+    """One measured command, run `repeat` times; medians of its runs."""
+
+    name: str
+    run: Callable[[], Run]
+    before: Callable[[], None] | None = None
+    runs: list[Run] | None = None
+
+    @property
+    def seconds(self) -> float:
+        assert self.runs
+        return statistics.median(r.seconds for r in self.runs)
+
+    @property
+    def peak_mib(self) -> float:
+        assert self.runs
+        return statistics.median(r.peak_mib for r in self.runs)
+
+
+def measure(cases: Sequence[Case], repeat: int) -> None:
+    """Interleave the cases (ours, floor, peer, ours, ...) so noise falls on all alike."""
+    for case in cases:
+        case.runs = []
+    for _ in range(repeat):
+        for case in cases:
+            if case.before is not None:
+                case.before()
+            assert case.runs is not None
+            case.runs.append(case.run())
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def write_model(folder: Path, shards: int, shard_bytes: int) -> list[Path]:
+    """A safetensors-shaped folder: `shards` weight files of random bytes and small JSONs."""
+    folder.mkdir(parents=True)
+    block = os.urandom(MiB)
+    paths = []
+    for index in range(1, shards + 1):
+        path = folder / f"model-{index:05d}-of-{shards:05d}.safetensors"
+        with path.open("wb") as handle:
+            for offset in range(0, shard_bytes, MiB):
+                # a different first byte per MiB keeps every block distinct
+                handle.write(bytes([(offset // MiB + index) % 256]) + block[1:])
+        paths.append(path)
+    for name in ("config.json", "tokenizer.json", "generation_config.json"):
+        (folder / name).write_text(json.dumps({"name": name, "pad": "x" * 5000}))
+    return paths
+
+
+def warm(paths: Sequence[Path]) -> None:
+    """Read every file once, so each run sees the page cache (as a rehash usually does)."""
+    for path in paths:
+        with path.open("rb") as handle:
+            while handle.read(8 * MiB):
+                pass
+
+
+def split_two(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """Two lists of near-equal total size (largest first, to the lighter side)."""
+    sides: tuple[list[Path], list[Path]] = ([], [])
+    sizes = [0, 0]
+    for path in sorted(paths, key=lambda p: -p.stat().st_size):
+        side = 0 if sizes[0] <= sizes[1] else 1
+        sides[side].append(path)
+        sizes[side] += path.stat().st_size
+    return sides
 
 
 def scale_raw(raw: Path, copies: int) -> None:
@@ -34,61 +178,460 @@ def scale_raw(raw: Path, copies: int) -> None:
             for path in (raw / "conditions" / new_id).rglob("*.json"):
                 doc = json.loads(path.read_text())
                 doc["condition"] = new_id
+                response = doc.get("response") or {}
+                body = response.get("body")
+                if isinstance(body, dict) and isinstance(body.get("id"), str):
+                    # one answer per record: each copy has its own response id
+                    old_id, body["id"] = body["id"], f"{body['id']}-x{n}"
+                    if isinstance(response.get("text"), str):
+                        response["text"] = response["text"].replace(old_id, body["id"])
                 path.write_text(json.dumps(doc, indent=2))
             run["conditions"].append({**condition, "id": new_id})
     (raw / "run.json").write_text(json.dumps(run, indent=2))
 
 
-# Runs `python -m verifier ARGS` and prints its own peak RSS (KiB) on stderr at exit.
-_MEASURED = (
-    "import atexit, resource, runpy, sys\n"
-    "atexit.register(lambda: sys.stderr.write("
-    "f'\\nMAXRSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'))\n"
-    "sys.argv = ['evidence', *sys.argv[1:]]\n"
-    "runpy.run_module('verifier', run_name='__main__')\n"
+def scale_public(public: Path, copies: int) -> None:
+    """Duplicate the conditions of an exported bundle `copies` times; rewrite SHA256SUMS.
+
+    What export would write for a capture `copies` times as long (less ledger entries for
+    the copies), made in seconds, so verify can be measured on a large bundle.
+    """
+    from verifier.checksums import format_sums
+
+    experiment = json.loads((public / "experiment.json").read_text())
+    base = list(experiment["conditions"])
+    for n in range(1, copies):
+        for condition in base:
+            new_id = f"{condition['id']}-x{n}"
+            target = public / "records" / new_id
+            target.mkdir()
+            for record in sorted((public / "records" / condition["id"]).glob("*.json")):
+                doc = json.loads(record.read_text())
+                doc["condition"] = new_id
+                if isinstance(doc.get("response"), dict) and "id" in doc["response"]:
+                    doc["response"]["id"] = f"{doc['response']['id']}-x{n}"  # one answer each
+                (target / record.name).write_text(json.dumps(doc, indent=2) + "\n")
+            experiment["conditions"].append({**condition, "id": new_id})
+    (public / "experiment.json").write_text(json.dumps(experiment, indent=2) + "\n")
+    (public / "SHA256SUMS.sig").unlink(missing_ok=True)
+    files = {
+        p.relative_to(public).as_posix(): p.read_bytes()
+        for p in public.rglob("*")
+        if p.is_file() and p.name != "SHA256SUMS"
+    }
+    (public / "SHA256SUMS").write_bytes(format_sums(files))
+
+
+_LOG_LINES = (
+    "[INFO] slot update_slots: id  0 | task {n} | prompt processing progress, n_past = {p}, "
+    "n_tokens = 512, progress = 0.{p}\n"
+    "[INFO] slot print_timing: id  0 | task {n} | prompt eval time = 41.52 ms / 512 tokens "
+    "(0.08 ms per token, 12331.21 tokens per second)\n"
+    "[DEBUG] cache: block {p} reused, {n} blocks resident, hit ratio 0.{p}\n"
 )
 
 
-def timed(args: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one `evidence` run in its own process."""
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", _MEASURED, *args], check=False, cwd=REPO, capture_output=True
-    )
-    elapsed = time.perf_counter() - start
-    peak_kib = int(done.stderr.decode().rsplit("MAXRSS ", 1)[1].split()[0])
-    return elapsed, peak_kib / 1024
+def pad_logs(raw: Path, total_bytes: int) -> int:
+    """Grow the raw capture's server logs to about `total_bytes` of realistic lines."""
+    logs = sorted(raw.glob("conditions/*/servers/*.log"))
+    per_log = total_bytes // len(logs)
+    written = 0
+    for index, log in enumerate(logs):
+        chunk = "".join(_LOG_LINES.format(n=index * 1000 + i, p=i % 97) for i in range(2000))
+        data = chunk.encode()
+        with log.open("ab") as handle:
+            for _ in range(per_log // len(data)):
+                handle.write(data)
+                written += len(data)
+    return written
 
 
-def main() -> None:
-    evidence: list[str] = []
-    rows = []
-    for copies in (1, 10, 50):
-        with tempfile.TemporaryDirectory() as scratch:
-            root = Path(scratch)
-            raw = root / "raw"
-            write_seed_raw(raw)
-            scale_raw(raw, copies)
-            public, archive = root / "public", root / "public.tar.gz"
-            export_s, export_mb = timed(
-                [*evidence, "export", str(raw), "--out", str(public), "--archive", str(archive)]
-            )
-            verify_dir_s, verify_dir_mb = timed([*evidence, "verify", str(public), "-f", "json"])
-            verify_tar_s, verify_tar_mb = timed([*evidence, "verify", str(archive), "-f", "json"])
-            size = sum(p.stat().st_size for p in public.rglob("*") if p.is_file())
-            rows.append(
-                (copies * 28, size / 1e6, archive.stat().st_size / 1e6, export_s, export_mb,
-                 verify_dir_s, verify_dir_mb, verify_tar_s, verify_tar_mb)
-            )  # fmt: skip
-    print("| requests | bundle MB | archive MB | export s | export MiB | verify dir s "
-          "| verify dir MiB | verify .tar.gz s | verify .tar.gz MiB |")  # fmt: skip
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+# Decompress, json.loads and validate every document of one archive with the validators
+# verify uses (schemas.validate: the compiled fast path, jsonschema for what it refuses):
+# the least any verify of this archive has to do.
+_VERIFY_FLOOR = """
+import json, sys, tarfile
+from verifier import schemas
+with tarfile.open(sys.argv[1], "r:gz") as archive:
+    for member in archive:
+        if member.isfile() and member.name.endswith(".json"):
+            document = json.loads(archive.extractfile(member).read())
+            errors = schemas.validate(document, schemas.KIND_TO_SCHEMA[document["kind"]])
+            assert not errors, (member.name, errors[0].message)
+"""
+
+# The engine alone: what `evidence manifest` and `verify --model-dir` run once started.
+_ENGINE = """
+import sys, time
+from pathlib import Path
+from verifier.modelfiles import hash_model
+start = time.perf_counter()
+hash_model(Path(sys.argv[1]))
+print(time.perf_counter() - start)
+"""
+
+_HASH_CEILING = """
+import hashlib, time, sys
+block = bytes(64 << 20)
+digest = hashlib.sha256()
+start = time.perf_counter()
+for _ in range(int(sys.argv[1])):
+    digest.update(block)
+print(time.perf_counter() - start)
+"""
+
+# ---------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Row:
+    what: str
+    ours: Case
+    floor: Case | None  # the target is a ratio to it, or an absolute rate when None
+    target: str
+    met: bool
+    ratio: str
+    peer: Case | None = None
+    peer_ratio: str = ""
+
+
+def rate(nbytes: int, seconds: float) -> str:
+    return f"{nbytes / seconds / 1e9:.2f} GB/s"
+
+
+def fmt_case(case: Case | None) -> str:
+    if case is None:
+        return ""
+    return f"{case.name}: {case.seconds:.3f} s"
+
+
+def print_table(rows: Sequence[Row], header: str) -> None:
+    print(header)
+    print()
+    print("| what | evidence (median) | floor (median) | ratio | target | met | peer (median) "
+          "| vs peer | evidence peak MiB |")  # fmt: skip
+    print("|---|---|---|---:|---|:-:|---|---:|---:|")
     for row in rows:
         print(
-            "| {} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.2f} | {:.0f} | {:.2f} | {:.0f} |".format(
-                *row
-            )
+            f"| {row.what} | {fmt_case(row.ours)} | {fmt_case(row.floor)} | {row.ratio} "
+            f"| {row.target} | {'yes' if row.met else '**no**'} | {fmt_case(row.peer)} "
+            f"| {row.peer_ratio} | {row.ours.peak_mib:.0f} |"
         )
+
+
+# ---------------------------------------------------------------- the cases
+
+
+def bench_hashing(scratch: Path, repeat: int, shards: int, shard_mib: int) -> list[Row]:
+    folder = scratch / "model"
+    shard_paths = write_model(folder, shards, shard_mib * MiB)
+    every = sorted(p for p in folder.iterdir() if p.is_file())
+    total = sum(p.stat().st_size for p in every)
+    left, right = split_two(every)
+    sums = scratch / "SHA256SUMS"
+    sums.write_text(
+        subprocess.run(
+            ["sha256sum", *[p.name for p in every]], cwd=folder, capture_output=True, text=True,
+            check=True,
+        ).stdout
+    )  # fmt: skip
+    out = scratch / "manifest.json"
+
+    def drop_out() -> None:
+        out.unlink(missing_ok=True)
+
+    warm(every)
+    ours = Case(
+        "evidence manifest",
+        lambda: run_procs([[*EVIDENCE, "manifest", str(folder), "-o", str(out)]]),
+        before=drop_out,
+    )
+    floor = Case(
+        "openssl dgst x2 processes",
+        lambda: run_procs(
+            [["openssl", "dgst", "-sha256", *map(str, side)] for side in (left, right)]
+        ),
+    )
+    peer = Case("sha256sum -c", lambda: run_shell(f"cd {folder} && sha256sum -c --quiet {sums}"))
+    engine = Case("hash_model()", lambda: run_inside([PYTHON, "-c", _ENGINE, str(folder)]))
+    measure([ours, engine, floor, peer], repeat)
+    folder_row = Row(
+        f"hash a model folder: {len(every)} files, {total / 2**30:.2f} GiB "
+        f"({rate(total, ours.seconds)})",
+        ours,
+        floor,
+        ">= 90% of two-core OpenSSL; >= 5x sha256sum",
+        met=floor.seconds / ours.seconds >= 0.9 and peer.seconds / ours.seconds >= 5,
+        ratio=f"{floor.seconds / ours.seconds:.0%} of OpenSSL's rate",
+        peer=peer,
+        peer_ratio=f"{peer.seconds / ours.seconds:.1f}x faster",
+    )
+    engine_row = Row(
+        f"the same, the engine once started ({rate(total, engine.seconds)})",
+        engine,
+        floor,
+        ">= 90% of two-core OpenSSL; >= 5x sha256sum",
+        met=floor.seconds / engine.seconds >= 0.9 and peer.seconds / engine.seconds >= 5,
+        ratio=f"{floor.seconds / engine.seconds:.0%} of OpenSSL's rate",
+        peer=peer,
+        peer_ratio=f"{peer.seconds / engine.seconds:.1f}x faster",
+    )
+
+    big = shard_paths[0]
+    size = big.stat().st_size
+    one_out = scratch / "one.json"
+
+    def drop_one() -> None:
+        one_out.unlink(missing_ok=True)
+
+    warm([big])
+    ours_one = Case(
+        "evidence manifest",
+        lambda: run_procs([[*EVIDENCE, "manifest", str(big), "-o", str(one_out)]]),
+        before=drop_one,
+    )
+    floor_one = Case("openssl dgst", lambda: run_procs([["openssl", "dgst", "-sha256", str(big)]]))
+    peer_one = Case("sha256sum", lambda: run_procs([["sha256sum", str(big)]]))
+    blocks = max(1, size // (64 * MiB))
+    engine_one = Case("hash_model()", lambda: run_inside([PYTHON, "-c", _ENGINE, str(big)]))
+    ceiling = Case(
+        "hashlib over RAM",
+        lambda: run_inside([PYTHON, "-c", _HASH_CEILING, str(blocks)]),
+    )
+    measure([ours_one, engine_one, floor_one, peer_one, ceiling], repeat)
+    one_row = Row(
+        f"hash one file: {size / 2**30:.2f} GiB ({rate(size, ours_one.seconds)})",
+        ours_one,
+        floor_one,
+        ">= 90% of one core's OpenSSL",
+        met=floor_one.seconds / ours_one.seconds >= 0.9,
+        ratio=f"{floor_one.seconds / ours_one.seconds:.0%} of OpenSSL's rate",
+        peer=peer_one,
+        peer_ratio=f"{peer_one.seconds / ours_one.seconds:.1f}x faster",
+    )
+    engine_one_row = Row(
+        f"the same, the engine once started ({rate(size, engine_one.seconds)})",
+        engine_one,
+        floor_one,
+        ">= 90% of one core's OpenSSL",
+        met=floor_one.seconds / engine_one.seconds >= 0.9,
+        ratio=f"{floor_one.seconds / engine_one.seconds:.0%} of OpenSSL's rate",
+        peer=peer_one,
+        peer_ratio=f"{peer_one.seconds / engine_one.seconds:.1f}x faster",
+    )
+    ram = blocks * 64 * MiB
+    ceiling_row = Row(
+        f"for reference: one core hashing RAM, no file ({rate(ram, ceiling.seconds)})",
+        ceiling,
+        floor_one,
+        "",
+        met=True,
+        ratio=f"{(ram / ceiling.seconds) / (size / floor_one.seconds):.0%} of OpenSSL on a file",
+    )
+    shutil.rmtree(folder)
+    return [folder_row, engine_row, one_row, engine_one_row, ceiling_row]
+
+
+def bench_startup(repeat: int) -> list[Row]:
+    floor = Case(
+        'python -c "import typer, rich"', lambda: run_procs([[PYTHON, "-c", "import typer, rich"]])
+    )
+    bare = Case("python -c pass", lambda: run_procs([[PYTHON, "-c", "pass"]]))
+    helps = Case("evidence --help", lambda: run_procs([[*EVIDENCE, "--help"]]))
+    verify = Case(
+        "evidence verify seed-mlxcel",
+        lambda: run_procs([[*EVIDENCE, "verify", str(SEED)]], ok=(0, 1)),  # timed either way
+    )
+    tiny_help = Case(
+        "a 2-command typer app --help", lambda: run_procs([[PYTHON, "-c", _TINY_TYPER, "--help"]])
+    )
+    tiny_run = Case(
+        "its command, doing nothing", lambda: run_procs([[PYTHON, "-c", _TINY_TYPER, "a"]])
+    )
+    measure([floor, bare, helps, verify, tiny_help, tiny_run], repeat)
+    return [
+        Row(
+            "`evidence --help`", helps, floor, "<= 1.5x",
+            met=helps.seconds <= 1.5 * floor.seconds,
+            ratio=f"{helps.seconds / floor.seconds:.2f}x",
+            peer=tiny_help, peer_ratio=f"{helps.seconds / tiny_help.seconds:.2f}x",
+        ),
+        Row(
+            "`evidence verify` of the seed-shaped sample", verify, floor, "<= 2x",
+            met=verify.seconds <= 2 * floor.seconds,
+            ratio=f"{verify.seconds / floor.seconds:.2f}x",
+            peer=tiny_run, peer_ratio=f"{verify.seconds / tiny_run.seconds:.2f}x",
+        ),
+        Row(
+            "the bare interpreter (for reference)", bare, floor, "", met=True,
+            ratio=f"{bare.seconds / floor.seconds:.2f}x",
+        ),
+    ]  # fmt: skip
+
+
+# The least a typer command line with rich help costs: the peer of the start-up rows.
+_TINY_TYPER = """
+import typer
+app = typer.Typer(add_completion=False, rich_markup_mode="rich")
+@app.command()
+def a(x: int = 1) -> None:
+    "Do a."
+@app.command()
+def b(x: int = 1) -> None:
+    "Do b."
+app()
+"""
+
+
+def bench_bundles(
+    scratch: Path, repeat: int, export_repeat: int, records: int, log_mb: int
+) -> list[Row]:
+    copies = max(1, round(records / (2 * REQUESTS_PER_CONDITION)))
+    count = copies * 2 * REQUESTS_PER_CONDITION
+
+    # verify: the seed capture exported once, then scaled to `count` records
+    seed_raw, public, archive = scratch / "seed-raw", scratch / "public", scratch / "public.tar.gz"
+    write_seed_raw(seed_raw)
+    run_procs([[*EVIDENCE, "export", str(seed_raw), "--out", str(public)]])
+    scale_public(public, copies)
+    run_shell(f"cd {public} && tar --sort=name --owner=0 --group=0 -czf {archive} *")
+    limits = ["--max-members", str(4 * count + 1000)]  # the default stops at 10,000 members
+    verify_tar = Case(
+        "evidence verify .tar.gz",
+        lambda: run_procs([[*EVIDENCE, "verify", str(archive), "-f", "json", *limits]]),
+    )
+    verify_dir = Case(
+        "evidence verify dir",
+        lambda: run_procs([[*EVIDENCE, "verify", str(public), "-f", "json", *limits]]),
+    )
+    floor = Case(
+        "decompress+loads+validate",
+        lambda: run_procs([[PYTHON, "-c", _VERIFY_FLOOR, str(archive)]]),
+    )
+    tar_peer = Case("tar -xzOf", lambda: run_shell(f"tar -xzOf {archive} > /dev/null"))
+    gzip_peer = Case("gzip -dc", lambda: run_shell(f"gzip -dc {archive} > /dev/null"))
+    sums_peer = Case(
+        "sha256sum -c", lambda: run_shell(f"cd {public} && sha256sum -c --quiet SHA256SUMS")
+    )
+    measure([verify_tar, verify_dir, floor, tar_peer, gzip_peer, sums_peer], repeat)
+    size_mb = sum(p.stat().st_size for p in public.rglob("*") if p.is_file()) / 1e6
+    archive_mb = archive.stat().st_size / 1e6
+    shutil.rmtree(public)
+
+    # export: a raw capture of `count` records, then the seed's with `log_mb` of logs
+    raw = scratch / "raw"
+    write_seed_raw(raw)
+    scale_raw(raw, copies)
+    out, out_archive = scratch / "exported", scratch / "exported.tar.gz"
+
+    def fresh_outputs() -> None:
+        shutil.rmtree(out, ignore_errors=True)
+        out_archive.unlink(missing_ok=True)
+
+    export = Case(
+        "evidence export --archive",
+        lambda: run_procs(
+            [[*EVIDENCE, "export", str(raw), "--out", str(out), "--archive", str(out_archive)]]
+        ),
+        before=fresh_outputs,
+    )
+    logged = scratch / "raw-logs"
+    write_seed_raw(logged)
+    log_bytes = pad_logs(logged, log_mb * 10**6)
+    export_logs = Case(
+        "evidence export --archive",
+        lambda: run_procs(
+            [[*EVIDENCE, "export", str(logged), "--out", str(out), "--archive", str(out_archive)]]
+        ),
+        before=fresh_outputs,
+    )
+    measure([export, export_logs], export_repeat)
+    fresh_outputs()
+    records_per_s = count / export.seconds
+    log_rate = log_bytes / 1e6 / export_logs.seconds
+    return [
+        Row(
+            f"verify a {count:,}-record bundle ({size_mb:.0f} MB, archive {archive_mb:.1f} MB), "
+            ".tar.gz",
+            verify_tar, floor, "<= 1.5x the floor; peak < 300 MB",
+            met=verify_tar.seconds <= 1.5 * floor.seconds and verify_tar.peak_mib * MiB < 300e6,
+            ratio=f"{verify_tar.seconds / floor.seconds:.2f}x",
+            peer=tar_peer, peer_ratio=f"gzip -dc {gzip_peer.seconds:.3f} s",
+        ),
+        Row(
+            "the same bundle, as a directory", verify_dir, floor, "<= 1.5x the floor",
+            met=verify_dir.seconds <= 1.5 * floor.seconds,
+            ratio=f"{verify_dir.seconds / floor.seconds:.2f}x",
+            peer=sums_peer, peer_ratio="",
+        ),
+        Row(
+            f"export {count:,} records ({records_per_s:,.0f} records/s)", export, None,
+            ">= 1,000 records/s", met=records_per_s >= 1000, ratio=f"{records_per_s:,.0f}/s",
+        ),
+        Row(
+            f"export a capture with {log_bytes / 1e6:.0f} MB of raw logs ({log_rate:.0f} MB/s)",
+            export_logs, None, ">= 50 MB/s", met=log_rate >= 50, ratio=f"{log_rate:.0f} MB/s",
+        ),
+    ]  # fmt: skip
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    openssl = subprocess.run(["openssl", "version"], capture_output=True, text=True, check=False)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (
+        f"{cores} cores ({cpu}), Python {platform.python_version()}, "
+        f"{openssl.stdout.strip()}, {platform.system()} {platform.release()}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="runs per case (medians)")
+    parser.add_argument("--records", type=int, default=9_324, help=RECORDS_HELP)
+    parser.add_argument(
+        "--export-repeat", type=int, default=None, help="runs per export case (default --repeat)"
+    )
+    parser.add_argument("--shards", type=int, default=4, help="weight files of the model")
+    parser.add_argument("--shard-mib", type=int, default=640, help="size of each weight file")
+    parser.add_argument("--log-mb", type=int, default=100, help="raw logs of the export case")
+    parser.add_argument(
+        "--only", choices=("hash", "startup", "bundles"), action="append", help="run only these"
+    )
+    parser.add_argument("--tmp", type=Path, default=None, help="where the inputs go (/tmp)")
+    parser.add_argument(
+        "--repo", type=Path, default=REPO, help="checkout to measure (e.g. main, for a before)"
+    )
+    args = parser.parse_args(argv)
+    only = set(args.only or ("hash", "startup", "bundles"))
+    CHECKOUT[0] = args.repo.resolve()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="evidence-bench-", dir=args.tmp) as scratch:
+        if "hash" in only:
+            rows += bench_hashing(Path(scratch), args.repeat, args.shards, args.shard_mib)
+        if "startup" in only:
+            rows += bench_startup(args.repeat)
+        if "bundles" in only:
+            export_repeat = args.export_repeat or args.repeat
+            rows += bench_bundles(
+                Path(scratch), args.repeat, export_repeat, args.records, args.log_mb
+            )
+    runs = f"medians of {args.repeat} runs each"
+    if "bundles" in only and (args.export_repeat or args.repeat) != args.repeat:
+        runs += f" ({args.export_repeat} of each export)"
+    print_table(rows, f"{runs}, interleaved; {machine()}")
+    failed = [row.what for row in rows if not row.met]
+    print()
+    print(f"{len(rows) - len(failed)} of {len(rows)} targets met" + (
+        "; not met: " + "; ".join(failed) if failed else ""
+    ))  # fmt: skip
 
 
 if __name__ == "__main__":

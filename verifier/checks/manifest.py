@@ -9,7 +9,7 @@ from typing import Any
 from verifier import layout
 from verifier.checks.context import BundleContext
 from verifier.model import Finding, Severity
-from verifier.modelfiles import ModelFilesError, model_files, sha256_file
+from verifier.modelfiles import ModelFilesError, hash_files, model_files
 
 CHECK = "manifest"
 
@@ -68,41 +68,36 @@ def _rehash(ctx: BundleContext, root: Path, entries: list[dict[str, Any]]) -> It
     except ModelFilesError as exc:
         yield Finding(CHECK, Severity.ERROR, f"--model-dir: {exc.message}")
         return
-    total = sum(entry["size"] for entry in entries if entry["path"] in local)
-    done = 0
+    wanted = {entry["path"]: local[entry["path"]] for entry in entries if entry["path"] in local}
     progress = ctx.options.progress
+    on_bytes = None
+    if progress is not None:
+        description = f"hashing {len(wanted)} model file(s)"
 
-    def advance(count: int) -> None:
-        nonlocal done
-        done += count
-        if progress is not None:
-            progress(f"hashing {name}", done, total)
+        def on_bytes(done: int, total: int) -> None:
+            progress(description, done, total)
 
+    hashed = hash_files(wanted, on_bytes)
     for index, entry in enumerate(entries):
         pointer = f"/files/{index}"
         name = entry["path"]
-        path = local.get(name)
-        if path is None:
+        result = hashed.get(name)
+        if result is None:
             yield Finding(
                 CHECK, Severity.ERROR, f"{name} is in the manifest but not in --model-dir",
                 file=layout.MODEL_MANIFEST, pointer=pointer,
             )  # fmt: skip
-            continue
-        try:
-            size = path.stat().st_size
-            digest = sha256_file(path, advance)
-        except OSError as exc:
+        elif result.sha256 is None:
             yield Finding(
-                CHECK, Severity.ERROR, f"cannot read {name}: {exc.strerror}",
+                CHECK, Severity.ERROR, f"cannot read {name}: {result.error}",
                 file=layout.MODEL_MANIFEST, pointer=pointer,
             )  # fmt: skip
-            continue
-        if size != entry["size"] or digest != entry["sha256"]:
+        elif result.size != entry["size"] or result.sha256 != entry["sha256"]:
             yield Finding(
                 CHECK, Severity.ERROR, f"{name} in --model-dir does not match the manifest",
                 file=layout.MODEL_MANIFEST, pointer=pointer,
                 expected=f"{entry['sha256']} ({entry['size']} bytes)",
-                actual=f"{digest} ({size} bytes)",
+                actual=f"{result.sha256} ({result.size} bytes)",
             )  # fmt: skip
     listed = {entry["path"] for entry in entries}
     for extra in sorted(set(local) - listed):

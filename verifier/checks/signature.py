@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from verifier import layout, signing
+from verifier import layout
 from verifier.checks.context import BundleContext
 from verifier.errors import UsageError
 from verifier.model import Finding, Severity
@@ -13,6 +13,8 @@ CHECK = "signature"
 
 
 def check_signature(ctx: BundleContext) -> Iterator[Finding]:
+    from verifier import signing  # cryptography: not for `evidence --help`
+
     signature = ctx.files.get(layout.SIGNATURE)
     key_path = ctx.options.public_key
     size = len(signature) if signature is not None else 0

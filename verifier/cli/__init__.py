@@ -1,11 +1,25 @@
-"""The `evidence` command line: thin typer commands over the pure core."""
+"""The `evidence` command line: thin typer commands over the pure core.
+
+Each `*_cmd` module imports at its top only what its options need (typer and small
+enums); the core it drives, rich's widgets, jsonschema and cryptography are imported in
+the command's body, so `evidence --help` and each command load only what they use
+(tests/test_startup.py checks it).
+"""
 
 from __future__ import annotations
 
 import typer
 
 from verifier import __version__
-from verifier.cli import capture_cmd, diff_cmd, export_cmd, keys_cmd, schema_cmd, verify_cmd
+from verifier.cli import (
+    capture_cmd,
+    diff_cmd,
+    export_cmd,
+    keys_cmd,
+    manifest_cmd,
+    schema_cmd,
+    verify_cmd,
+)
 from verifier.cli.common import Group
 
 app = typer.Typer(
@@ -40,7 +54,7 @@ def _root(
     """Capture, export and verify cache-state evidence bundles."""
 
 
-for _module in (capture_cmd, export_cmd, verify_cmd, diff_cmd, keys_cmd, schema_cmd):
+for _module in (capture_cmd, export_cmd, verify_cmd, diff_cmd, manifest_cmd, keys_cmd, schema_cmd):
     _module.register(app)
 
 

@@ -7,24 +7,15 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
-from verifier.capture import (
-    CaptureConfig,
-    CaptureFailed,
-    CaptureSummary,
-    ProtocolSpec,
-    RequestEvent,
-    get_profile,
-    parse_conditions,
-    prepare_request_body,
-    run_capture,
-)
+if TYPE_CHECKING:  # the harness and rich.progress load only when a capture runs
+    from rich.progress import Progress
+
+    from verifier.capture import CaptureSummary, RequestEvent
 from verifier.cli.common import Command, boundary, program, stderr
 from verifier.errors import InvalidDocument, UsageError
 from verifier.jsonio import loads_strict
@@ -120,6 +111,8 @@ def _read_request(path: Path | None) -> dict[str, Any] | None:
 
 
 def _print_summary(summary: CaptureSummary) -> None:
+    from rich.table import Table
+
     table = Table(title=f"capture {summary.outcome}", title_justify="left")
     for column in ("condition", "arm", "requests", "output hashes"):
         table.add_column(column)
@@ -321,6 +314,24 @@ def capture(
     publish only what [bold]evidence export[/] makes of it. Terms, protocol and
     verdicts: docs/EVIDENCE.md.
     """
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from verifier.capture import (
+        CaptureConfig,
+        CaptureFailed,
+        ProtocolSpec,
+        get_profile,
+        parse_conditions,
+        prepare_request_body,
+        run_capture,
+    )
+
     profile = get_profile(server_profile.value)
     body = prepare_request_body(
         _read_request(request),

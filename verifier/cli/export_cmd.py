@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from verifier import layout
 from verifier.cli.common import Command, boundary, program, stderr
 from verifier.errors import UsageError
-from verifier.export import ExportOptions, ExportSummary, export_bundle
+
+if TYPE_CHECKING:  # the exporter loads only when an export runs
+    from verifier.export import ExportSummary
 
 
 def _print_summary(summary: ExportSummary) -> None:
+    from rich.table import Table
+
     table = Table("redacted, by category (values never shown)", "occurrences", box=None)
     for category, count in summary.redactions.items():
         table.add_row(category, str(count))
@@ -121,6 +124,8 @@ def export(
       evidence export raw --out bundle --archive bundle.tar.gz
         --sign-key keys/evidence-signing-key.pem
     """
+    from verifier.export import ExportOptions, export_bundle
+
     if (raw / layout.SHA256SUMS).is_file() and not (raw / layout.RAW_RUN).exists():
         raise UsageError(
             f"{raw} is a public bundle, not a raw capture: check it with `{program()} verify {raw}`"

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from verifier import signing
 from verifier.cli.common import Command, boundary, stderr
 
 
@@ -32,6 +31,8 @@ def keygen(
       openssl pkey -pubin -in keys/evidence-signing-key.pub.pem -outform DER
         | sha256sum
     """
+    from verifier import signing  # cryptography loads only here
+
     paths = signing.generate_key_pair(out)
     stderr.print(f"private key: {paths.private} (keep it secret)")
     stderr.print(f"public key:  {paths.public} (publish it)")

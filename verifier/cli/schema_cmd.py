@@ -7,8 +7,6 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from verifier import schemas
 from verifier.cli.common import Command, Group, boundary
@@ -26,6 +24,9 @@ def list_schemas() -> None:
 
     Example: evidence schema list
     """
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table("name", "describes", box=None)
     table.columns[0].no_wrap = True
     for name, schema in schemas.load_all().items():

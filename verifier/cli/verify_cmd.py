@@ -5,11 +5,10 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
 from verifier import layout
@@ -19,8 +18,9 @@ from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
 from verifier.report import OutputFormat, render
 from verifier.report.common import printable
-from verifier.report.document import BundleOutcome, KeyInfo, build_report
-from verifier.verify import VerifyOptions, load_profile_rules, verify_path
+
+if TYPE_CHECKING:  # the checks, jsonschema and the report builder load only when verifying
+    from verifier.report.document import KeyInfo
 
 _DEFAULTS = Limits()
 
@@ -41,6 +41,7 @@ def _key_info(path: Path) -> KeyInfo:
     from cryptography.hazmat.primitives import serialization
 
     from verifier import signing
+    from verifier.report.document import KeyInfo
 
     try:
         head = path.read_bytes()[:4096]
@@ -203,6 +204,11 @@ def verify(
         raise UsageError(f"--key {key}: no such file")
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from verifier.report.document import BundleOutcome, build_report
+    from verifier.verify import VerifyOptions, load_profile_rules, verify_path
+
     limits = Limits(
         max_members,
         max_member_bytes,

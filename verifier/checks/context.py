@@ -40,7 +40,7 @@ def expected_kind(path: str) -> str | None:
     }
     if path in fixed:
         return fixed[path]
-    return "evidence.record" if _RECORD_NAME.match(path) else None
+    return "evidence.record" if _RECORD_NAME.fullmatch(path) else None
 
 
 @dataclass(frozen=True)

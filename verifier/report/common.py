@@ -194,3 +194,8 @@ def excerpt_sides(diff: dict[str, Any], room: int) -> tuple[str, str, str]:
         return tail if len(tail) <= limit else tail[: limit - 1] + "…"
 
     return before, rest(left), rest(right)
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """`1 error`, `2 errors`: counts in reports always agree with their noun."""
+    return f"{count} {noun if count == 1 else (many or noun + 's')}"

@@ -11,6 +11,7 @@ from verifier.checks import CHECKS
 from verifier.classify import Classification, ConditionResult, FiniteSampleBound
 from verifier.localize import NEAR_TIE_NATS, Diagnosis, Side
 from verifier.model import Arm, Finding, Severity, Verdict
+from verifier.report.common import plural
 from verifier.schemas import SCHEMA_VERSION
 from verifier.verify import VerificationResult
 
@@ -256,11 +257,6 @@ def _named(result: ConditionResult) -> str:
     what its servers were checked to have run with."""
     label = result.condition.label
     return f"{result.condition.id}: {label}" if label else result.condition.id
-
-
-def plural(count: int, noun: str, many: str | None = None) -> str:
-    """`1 error`, `2 errors`: counts in reports always agree with their noun."""
-    return f"{count} {noun if count == 1 else (many or noun + 's')}"
 
 
 # What each check establishes when it passes, in the words a reviewer needs.

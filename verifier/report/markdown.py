@@ -24,8 +24,8 @@ from verifier.report.common import (
     divergence_sides,
     excerpt_sides,
     experiment_lines,
+    plural,
 )
-from verifier.report.document import plural
 
 MAX_FINDINGS = 20
 _BACKTICKS = re.compile(r"`+")

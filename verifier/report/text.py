@@ -28,8 +28,8 @@ from verifier.report.common import (
     divergence_sides,
     excerpt_sides,
     experiment_lines,
+    plural,
 )
-from verifier.report.document import plural
 
 VERDICT_STYLE = {
     "cache-state-dependent": "bold yellow",

@@ -28,7 +28,6 @@ RULES = ProfileRules(
     cache_entries_pointer="/entries",
     opt_out_fields=OPT_OUT,
 )
-TELEMETRY = RULES
 
 
 def condition(cid: str = "c") -> Condition:

@@ -159,6 +159,8 @@ def test_every_profile_has_a_cli_choice_and_valid_versioned_rules() -> None:
         # the rules survive the round trip a reviewer's --profile FILE takes
         assert ProfileRules.from_json(profile.rules.to_json()) == profile.rules
         assert known_rules(profile.name, profile.version) is profile.rules
+        # what verify expects of the evidence is what capture records
+        assert (profile.stats_path is not None) == profile.rules.has_stats, profile.name
         # a cache-off server shows it in its command line: the flag verify looks for
         spec = LaunchSpec(Path("/bin/srv"), Path("/m"), "a", 1, True, Path("/s"))
         argv = tuple(profile.start_argv(spec)) if profile.name != "llama.cpp" else ()

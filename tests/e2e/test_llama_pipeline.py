@@ -102,7 +102,6 @@ def test_flip_prompt_is_cache_state_dependent(
     diagnosis = condition["diagnosis"]
     assert diagnosis["token_index"] is not None and diagnosis["near_tie"] is not None, diagnosis
     assert diagnosis["cold"]["token"] != diagnosis["warm"]["token"]
-    print("divergence:", diagnosis)
     # What the raw capture knew privately is gone from the public archive.
     plain = gzip.decompress(run.archive.read_bytes())
     for private in (str(workdir), str(server_binary), os.environ.get("USER", "root")):

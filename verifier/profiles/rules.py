@@ -62,10 +62,6 @@ class CacheSignals:
         return self.hits + self.reuse + self.lookups + self.inserts
 
     @property
-    def proof_counters(self) -> tuple[str, ...]:
-        return self.store_access
-
-    @property
     def all(self) -> tuple[str, ...]:
         return self.store_access + self.paths
 

@@ -135,8 +135,10 @@ class RawExchange:
 
 @dataclass(frozen=True)
 class RawLog:
+    """A log of the capture: private, never published; only its size is known to export."""
+
     file: str
-    text: str
+    size: int
 
 
 @dataclass(frozen=True)
@@ -152,9 +154,23 @@ class RawCapture:
     logs: tuple[RawLog, ...]
 
 
-def _read_document(root: Path, relative: str, schema: str) -> dict[str, Any]:
+def _inside(root: Path, relative: str) -> Path:
+    """The path of `relative` under the raw directory; a link anywhere on the way out of it
+    is refused, so that export never reads (or publishes) a file from elsewhere."""
     path = root / relative
-    if not path.is_file() or path.is_symlink():
+    current = root
+    for part in Path(relative).parts:
+        current = current / part
+        if current.is_symlink():
+            raise ExportError(f"{relative}: a symbolic link in the raw directory; refused")
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise ExportError(f"{relative}: outside the raw directory; refused")
+    return path
+
+
+def _read_document(root: Path, relative: str, schema: str) -> dict[str, Any]:
+    path = _inside(root, relative)
+    if not path.is_file():
         raise ExportError(f"{relative}: missing (or not a regular file) in the raw directory")
     try:
         document = loads_strict(path.read_bytes())
@@ -300,10 +316,12 @@ def _numbered_files(directory: Path, where: str) -> list[tuple[int, str]]:
 
 
 def _read_log(root: Path, relative: str) -> RawLog | None:
-    path = root / relative
+    """A log is never published (see the field table): it is noted, not read, whatever
+    its size or encoding."""
+    path = _inside(root, relative)
     if not path.is_file():
         return None
-    return RawLog(relative, path.read_bytes().decode("utf-8", errors="replace"))
+    return RawLog(relative, path.stat().st_size)
 
 
 def _check(condition: bool, where: str, message: str) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from verifier.errors import ExportError
 from verifier.export import ExportOptions, export_bundle
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,3 +96,32 @@ def test_sigkill_leaves_no_output_and_the_next_export_clears_the_leftover(
     marker.unlink()
     export_bundle(ExportOptions(factory_raw, tmp_path / "public"))
     assert _left(tmp_path) == ["public"]
+
+
+def test_sigterm_mid_export_cleans_up(factory_raw: Path, tmp_path: Path) -> None:
+    child, _ = _start(tmp_path, factory_raw)
+    assert any(".partial-" in name for name in _left(tmp_path))
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=30)
+    assert child.returncode == 130, stderr
+    assert _left(tmp_path) == []  # no .partial folder stays
+
+
+def test_links_out_of_the_raw_directory_are_never_followed(
+    factory_raw: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    servers = next(factory_raw.glob("conditions/*/servers"))
+    servers.rename(outside)
+    servers.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ExportError, match="symbolic link"):
+        export_bundle(ExportOptions(factory_raw, tmp_path / "public"))
+    assert not (tmp_path / "public").exists()
+
+
+def test_a_huge_binary_log_is_never_read(factory_raw: Path, tmp_path: Path) -> None:
+    log = next(factory_raw.glob("conditions/*/servers/*.log"))
+    with log.open("wb") as stream:  # 64 MiB of bytes that are not UTF-8
+        stream.write(b"\xff\xfe\x00" * (64 * 1024 * 1024 // 3))
+    summary = export_bundle(ExportOptions(factory_raw, tmp_path / "public"))
+    assert summary.records > 0

@@ -6,13 +6,17 @@ a failure or an interrupt (Ctrl-C included) removes every partial file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
@@ -239,8 +243,30 @@ def _publish_file(temporary: Path, target: Path) -> None:
         temporary.unlink()
 
 
+@contextlib.contextmanager
+def _terminate_cleans_up() -> Iterator[None]:
+    """SIGTERM during an export unwinds like Ctrl-C, so its partial output is removed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def export_bundle(options: ExportOptions, progress: Progress | None = None) -> ExportSummary:
     """Export a raw capture to a public bundle directory (and optionally a .tar.gz)."""
+    with _terminate_cleans_up():
+        return _export_bundle(options, progress)
+
+
+def _export_bundle(options: ExportOptions, progress: Progress | None) -> ExportSummary:
     report = progress or (lambda _message: None)
     _refuse_existing(options)
     for target in (options.out_dir, options.archive):

@@ -191,7 +191,7 @@ def test_changing_any_counter_or_cached_tokens_a_proof_uses_is_caught(
 def _archive_files(name: str) -> dict[str, bytes]:
     from verifier.bundle.reader import read_bundle
 
-    return {k: v for k, v in read_bundle(SAMPLES / name).files.items()}
+    return dict(read_bundle(SAMPLES / name).files)
 
 
 def test_a_conditions_flags_repeated_cannot_hide_them_in_another(tmp_path: Path) -> None:
@@ -232,3 +232,18 @@ def test_a_forged_token_list_gives_no_reading(tmp_path: Path) -> None:
     (condition,) = result.classification.conditions
     assert condition.diagnosis is not None and condition.diagnosis.localization is None
     assert "text is not its bytes" in condition.diagnosis.note
+
+
+def test_a_toggle_one_condition_declares_is_not_run_undeclared_in_another(
+    tmp_path: Path,
+) -> None:
+    experiment = json.loads(SEED_FILES[layout.EXPERIMENT])
+    first, second = experiment["conditions"]
+    first["settings"]["MLXCEL_PREFILL_CHUNK"] = "1"
+    first["label"] += ",MLXCEL_PREFILL_CHUNK=1"
+    for server in first["servers"] + second["servers"]:  # the second ran it too, undeclared
+        server["environment"]["MLXCEL_PREFILL_CHUNK"] = "1"
+    files = {**SEED_FILES, layout.EXPERIMENT: _dump(experiment)}
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert not result.verified
+    assert any("setting of another condition" in f.message for f in result.findings)

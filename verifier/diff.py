@@ -7,7 +7,6 @@ and "cold A, warm A" in the next reads as "the split is gone, cold unchanged".
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from verifier import __version__
 from verifier.canonical import first_difference
 from verifier.classify import ConditionResult, class_label
+from verifier.jsonio import json_key
 from verifier.model import Arm
 from verifier.records import Record
 from verifier.schemas import SCHEMA_VERSION
@@ -51,10 +51,6 @@ def _pointer(document: dict[str, Any], pointer: str) -> Any:
     for part in pointer.strip("/").split("/"):
         node = node.get(part) if isinstance(node, dict) else None
     return node
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _examples(result: VerificationResult) -> dict[str, Record]:
@@ -137,12 +133,10 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
     differences = []
     for name, pointer in _COMPARED:
         values = [_pointer(r.experiment.document, pointer) for _, r in compared if r.experiment]
-        if len({_canonical(v) for v in values}) > 1:
+        if len({json_key(v) for v in values}) > 1:
             differences.append({"what": name, "pointer": pointer, "values": values})
 
-    bodies = {
-        _canonical(r.experiment.document["request_body"]) for _, r in compared if r.experiment
-    }
+    bodies = {json_key(r.experiment.document["request_body"]) for _, r in compared if r.experiment}
     conditions: list[dict[str, Any]] = []
     ids: list[str] = []
     for _, result in compared:
@@ -173,7 +167,7 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
         changes = [
             _describe(present[0]["arms"], other["arms"]) for other in present[1:]
         ] if present else []  # fmt: skip
-        settings_differ = len({_canonical([b["settings"], b["server_args"]]) for b in present}) > 1
+        settings_differ = len({json_key([b["settings"], b["server_args"]]) for b in present}) > 1
         conditions.append(
             {
                 "id": cid,
@@ -214,15 +208,13 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
             all(b is not None for b in c["bundles"])
             and not c["settings_differ"]
             and len(
-                {_canonical([b["verdict"], b["arms"], b["divergent_token"]]) for b in c["bundles"]}
+                {json_key([b["verdict"], b["arms"], b["divergent_token"]]) for b in c["bundles"]}
             )
             == 1
             for c in conditions
         )
     )
-    bodies = {
-        _canonical(r.experiment.document["request_body"]) for _, r in compared if r.experiment
-    }
+    bodies = {json_key(r.experiment.document["request_body"]) for _, r in compared if r.experiment}
     same_request = len(bodies) <= 1
     notes = []
     if not same_request:

@@ -172,6 +172,12 @@ def dumps_stable(document: Any) -> bytes:
     return (text + "\n").encode("utf-8")
 
 
+def json_key(value: Any) -> str:
+    """A comparison key that tells `false` from `0` and `1` from `1.0`, as JSON does (Python's
+    `==` does not)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
 def resolve_pointer(document: Any, pointer: str) -> Any:
     """Resolve an RFC 6901 pointer; raise KeyError when any step is missing."""
     if pointer == "":

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifier.atomic import link_into_place
 from verifier.errors import EvidenceError, UsageError
 from verifier.schemas import SCHEMA_VERSION
 
@@ -303,13 +304,9 @@ def write_new_file(target: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         try:
-            os.link(temporary, target)
+            link_into_place(temporary, target)
         except FileExistsError:
             raise ModelFilesError(f"{target} appeared meanwhile; left it as it was") from None
-        except OSError:  # no hard links on this file system
-            if os.path.lexists(target):
-                raise ModelFilesError(f"{target} appeared meanwhile; left it as it was") from None
-            os.rename(temporary, target)
     except OSError as exc:
         raise ModelFilesError(f"cannot write {target}: {exc.strerror or exc}") from None
     finally:

@@ -8,11 +8,11 @@ contradict itself.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from verifier.jsonio import json_key
 from verifier.model import Arm
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 from verifier.records import Record, Snapshot
@@ -103,12 +103,11 @@ def as_count(value: object) -> int | None:
     return value if 0 <= value <= MAX_COUNT else None
 
 
-def _deltas(refs: Iterable[str], before: Snapshot, after: Snapshot) -> list[CounterDelta]:
-    return [CounterDelta(ref, before.counter(ref), after.counter(ref)) for ref in refs]
-
-
 def counter_deltas(record: Record, refs: Iterable[str]) -> list[CounterDelta]:
-    return _deltas(refs, record.before, record.after)
+    """Each counter across one request, a metric family summed over its samples."""
+    return [
+        CounterDelta(ref, record.before.counter(ref), record.after.counter(ref)) for ref in refs
+    ]
 
 
 def _short(ref: str) -> str:
@@ -378,21 +377,15 @@ def _prove_opt_out(
     if opt_out is None:
         return verdict(False, f"the {rules.key} profile has no per-request opt-out")
     body = record.request_body
-    missing = [k for k, v in opt_out.items() if _json(body.get(k, _ABSENT)) != _json(v)]
+    missing = [k for k, v in opt_out.items() if k not in body or json_key(body[k]) != json_key(v)]
     if missing:
         return verdict(False, "the request lacks the opt-out " + ", ".join(missing))
     if cached is None:
         return verdict(False, "cached_tokens is absent: a miss is unknown, not proven")
     if cached != 0:
         return verdict(False, f"cached_tokens is {cached}, not 0")
-    access = _Readings.of(rules.signals.store_access, record)
-    if access.unread:
-        return verdict(False, f"{_names(access.unread)} not recorded: no store access not shown")
-    if access.moved:
-        return verdict(False, f"{_names(access.moved)} moved: the cache was used")
-    fields = ", ".join(f"{k}: {_json(v)}" for k, v in opt_out.items())
-    still = f"; did not move: {_names(access.still)}" if access.still else ""
-    return verdict(True, f"opted out ({fields}); 0 cached tokens{still}")
+    fields = ", ".join(f"{k}: {json_key(v)}" for k, v in opt_out.items())
+    return _untouched_store(record, rules, verdict, f"opted out ({fields}); 0 cached tokens")
 
 
 def _prove_cache_off(
@@ -418,23 +411,21 @@ def _prove_cache_off(
         how += ", reports its cache disabled"
     if cached not in (None, 0):
         return verdict(False, f"cached_tokens is {cached}")
+    shown = "no cached tokens" if cached is None else "0 cached tokens"
+    return _untouched_store(record, rules, verdict, f"{how}; {shown}")
+
+
+def _untouched_store(
+    record: Record, rules: ProfileRules, verdict: _Verdict, proven: str
+) -> RequestProof:
+    """The rule of both controls: every store signal read, and none moved."""
     access = _Readings.of(rules.signals.store_access, record)
     if access.unread:
         return verdict(False, f"{_names(access.unread)} not recorded: no store access not shown")
     if access.moved:
         return verdict(False, f"{_names(access.moved)} moved: the cache was used")
-    shown = "no cached tokens" if cached is None else "0 cached tokens"
     still = f"; did not move: {_names(access.still)}" if access.still else ""
-    return verdict(True, f"{how}; {shown}{still}")
-
-
-_ABSENT = object()
-
-
-def _json(value: object) -> str:
-    if value is _ABSENT:
-        return "(absent)"
-    return json.dumps(value, sort_keys=True)
+    return verdict(True, proven + still)
 
 
 def prove_all(

@@ -35,7 +35,6 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
     if rules is not None:
         yield from _the_named_server(ctx, experiment, rules)
         yield from _command_lines(experiment, rules)
-    yield from _undeclared_toggles(experiment)
     yield from _one_request_per_record(ctx, experiment)
 
 
@@ -133,19 +132,6 @@ def _command_lines(experiment: Experiment, rules: ProfileRules) -> Iterator[Find
                     "this server's command line differs from the first server's beyond the "
                     "cache-off flag: the servers differ by arguments no condition declares",
                     pointer=pointer, expected=" ".join(reference), actual=" ".join(argv),
-                )  # fmt: skip
-
-
-def _undeclared_toggles(experiment: Experiment) -> Iterator[Finding]:
-    declared = {name for c in experiment.conditions for name in c.settings}
-    for ci, condition in enumerate(experiment.conditions):
-        for si, server in enumerate(condition.servers):
-            for name in sorted((declared - condition.settings.keys()) & server.environment.keys()):
-                yield _error(
-                    f"{name} is a setting of another condition, yet this condition's server ran "
-                    "with it undeclared",
-                    pointer=json_pointer("conditions", ci, "servers", si, "environment", name),
-                    actual=server.environment[name],
                 )  # fmt: skip
 
 

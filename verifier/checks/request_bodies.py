@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from typing import Any
 
 from verifier.checks.context import BundleContext
+from verifier.jsonio import json_key
 from verifier.model import Arm, Finding, Severity
 from verifier.protocol import Phase
 
@@ -32,11 +31,11 @@ def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
             expected.update(opt_out)
         if record.phase == Phase.DIAGNOSTIC:
             expected.update(diagnostic)
-        if _exact(record.request_body) != _exact(expected):
+        if json_key(record.request_body) != json_key(expected):
             differing = sorted(
                 k
                 for k in expected.keys() | record.request_body.keys()
-                if _exact(expected.get(k)) != _exact(record.request_body.get(k))
+                if json_key(expected.get(k)) != json_key(record.request_body.get(k))
             )
             yield Finding(
                 CHECK,
@@ -45,8 +44,3 @@ def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
                 file=record.file,
                 pointer="/request_body",
             )
-
-
-def _exact(value: Any) -> str:
-    """A comparison key that tells `false` from `0` and `1` from `1.0`, as JSON does."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)

@@ -87,6 +87,18 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                         *where, "environment", name, expected=value,
                         actual="absent" if ran is None else ran,
                     )  # fmt: skip
+    # A toggle no condition declares must be the same everywhere, and one that another
+    # condition declares must not be run here undeclared.
+    elsewhere = {name for c in experiment.conditions for name in c.settings}
+    for ci, condition in enumerate(experiment.conditions):
+        for si, server in enumerate(condition.servers):
+            for name in sorted((elsewhere - condition.settings.keys()) & server.environment.keys()):
+                yield error(
+                    f"{name} is a setting of another condition, yet this condition's server ran "
+                    "with it undeclared",
+                    "conditions", ci, "servers", si, "environment", name,
+                    actual=server.environment[name],
+                )  # fmt: skip
     servers = [(c, s) for c in experiment.conditions for s in c.servers]
     for name in sorted({n for _, s in servers for n in s.environment}):
         toggles[name] = {s.environment.get(name) for c, s in servers if name not in c.settings}

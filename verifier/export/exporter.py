@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from verifier import layout, schemas, signing
+from verifier.atomic import link_into_place
 from verifier.bundle.reader import Limits
 from verifier.checksums import format_sums
 from verifier.errors import EvidenceError, ExportError, UsageError
@@ -232,15 +233,9 @@ def _remove_stale_partials(target: Path) -> None:
 def _publish_file(temporary: Path, target: Path) -> None:
     """Move into place without ever replacing a file that appeared meanwhile."""
     try:
-        os.link(temporary, target)
+        link_into_place(temporary, target)
     except FileExistsError:
         raise UsageError(f"{target} appeared during the export; nothing was published") from None
-    except OSError:  # no hard links on this file system
-        if os.path.lexists(target):
-            raise UsageError(f"{target} appeared during the export") from None
-        os.rename(temporary, target)
-    else:
-        temporary.unlink()
 
 
 @contextlib.contextmanager

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from verifier.report.common import printable
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~@])")
+from verifier.report.common import ARMS, printable
+from verifier.report.markdown import plain
 
 
 def _md(text: object) -> str:
-    """Bundle text inside Markdown: every character that could format, link or ping escaped."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    """Bundle text in a Markdown table cell or line, made inert as verify's report does."""
+    return plain(" ".join(str(text).split()), in_table=True)
 
 
 def _arms(arms: dict[str, list[str]]) -> str:
-    order = ("cold", "warm", "request-disabled", "server-disabled")
-    return ", ".join(f"{arm} {'/'.join(arms[arm])}" for arm in order if arm in arms) or "none"
+    return ", ".join(f"{arm} {'/'.join(arms[arm])}" for arm in ARMS if arm in arms) or "none"
 
 
 def _value(value: Any) -> str:

@@ -108,3 +108,9 @@ def test_help_markup_is_shown_as_plain_text() -> None:
     text = _help(["keygen"])
     assert "[bold]" not in text and "[/]" not in text
     assert "--sign-key" in text
+
+
+def test_no_arguments_prints_the_help_and_exits_2() -> None:
+    result = CliRunner().invoke(app, [], env={"COLUMNS": "80"})
+    assert result.exit_code == 2
+    assert "Usage: evidence [OPTIONS] COMMAND" in result.stdout and "Commands" in result.stdout

@@ -107,6 +107,17 @@ def test_verify_loads_neither_capture_nor_export() -> None:
     assert [m for m in COMMAND_MODULES if m in modules] == ["verifier.cli.verify_cmd"]
 
 
+def test_verify_without_a_key_loads_no_cryptography() -> None:
+    """A signed bundle verified without --key: the signature's size is checked, and
+    cryptography (about 10 ms) is not needed; with --key it is, and the check runs."""
+    modules, printed = _run(_cli("verify", str(SAMPLE), "-q"))
+    assert printed.startswith("cache-state-dependent ")
+    assert _top(modules, ("cryptography",)) == []
+    key = REPO / "sample_bundles" / "keys" / "evidence-signing-key.pub.pem"
+    modules, printed = _run(_cli("verify", str(SAMPLE), "-q", "--key", str(key)))
+    assert printed.startswith("cache-state-dependent ") and "cryptography" in modules
+
+
 def test_verify_text_loads_only_the_text_renderer() -> None:
     modules, printed = _run(_cli("verify", str(SAMPLE)))
     assert "verifier.report.text" in modules and "cache-state-dependent" in printed

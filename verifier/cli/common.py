@@ -60,6 +60,14 @@ def _plain_labels(params: list[Any]) -> list[Any]:
     return params
 
 
+def _help_if_no_args(command: Any, ctx: Any, args: list[str]) -> None:
+    """`no_args_is_help`: the help on stdout, exit 2 (typer's error panel would print
+    nothing: it expects its own formatter to have printed the help already)."""
+    if not args and command.no_args_is_help and not ctx.resilient_parsing:
+        typer.echo(ctx.get_help())
+        ctx.exit(2)
+
+
 def _params(params: list[Any]) -> list[Any]:
     coerce.install(params)
     return _plain_labels(params)
@@ -75,6 +83,10 @@ class Command(typer.core.TyperCommand):
     def format_help(self, ctx: Any, formatter: Any) -> None:
         formatter.write(helptext.render(self, ctx))
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        _help_if_no_args(self, ctx, args)
+        return super().parse_args(ctx, args)
+
 
 class Group(typer.core.TyperGroup):
     """A command group, like `Command`; its list of commands comes from `command_rows`."""
@@ -87,6 +99,10 @@ class Group(typer.core.TyperGroup):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         formatter.write(helptext.render(self, ctx, self.command_rows(ctx)))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        _help_if_no_args(self, ctx, args)
+        return super().parse_args(ctx, args)
 
 
 def program() -> str:

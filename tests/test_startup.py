@@ -105,6 +105,7 @@ def test_verify_loads_neither_capture_nor_export() -> None:
     assert _top(modules, ("verifier.report.text", "verifier.report.markdown")) == []
     assert _top(modules, ("rich.progress", "rich.live", "rich.table")) == []
     assert [m for m in COMMAND_MODULES if m in modules] == ["verifier.cli.verify_cmd"]
+    assert "verifier.cli.helptext" not in modules  # --help's formatter: for --help only
 
 
 def test_verify_without_a_key_loads_no_cryptography() -> None:

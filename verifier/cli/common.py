@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import typer
 import typer.core
 
-from verifier.cli import coerce, helptext
+from verifier.cli import coerce
 from verifier.errors import EvidenceError
 
 if TYPE_CHECKING:
@@ -81,6 +81,8 @@ class Command(typer.core.TyperCommand):
         return _params(super().get_params(ctx))
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
+        from verifier.cli import helptext
+
         formatter.write(helptext.render(self, ctx))
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
@@ -95,9 +97,13 @@ class Group(typer.core.TyperGroup):
         return _params(super().get_params(ctx))
 
     def command_rows(self, ctx: Any) -> list[list[str]]:
+        from verifier.cli import helptext
+
         return helptext.command_rows(self, ctx)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
+        from verifier.cli import helptext
+
         formatter.write(helptext.render(self, ctx, self.command_rows(ctx)))
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:

@@ -114,3 +114,23 @@ def test_no_arguments_prints_the_help_and_exits_2() -> None:
     result = CliRunner().invoke(app, [], env={"COLUMNS": "80"})
     assert result.exit_code == 2
     assert "Usage: evidence [OPTIONS] COMMAND" in result.stdout and "Commands" in result.stdout
+
+
+def test_every_command_module_is_in_the_registry() -> None:
+    """A `*_cmd` module left out of verifier.cli.COMMANDS would never load: each is there,
+    and registers exactly the commands listed for it."""
+    import pkgutil
+
+    import verifier.cli
+
+    modules = {
+        f"verifier.cli.{info.name}"
+        for info in pkgutil.iter_modules(verifier.cli.__path__)
+        if info.name.endswith("_cmd")
+    }
+    assert modules == {module for module, _ in REGISTRY.values()}
+    for module in modules:
+        holder = typer.Typer()
+        __import__(module, fromlist=["register"]).register(holder)
+        names = set(typer.main.get_group(holder).commands)
+        assert names == {name for name, (m, _) in REGISTRY.items() if m == module}, module

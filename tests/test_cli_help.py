@@ -11,7 +11,9 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from verifier.cli import app
+from verifier.cli import COMMANDS as REGISTRY
+from verifier.cli import app, load_command
+from verifier.cli.helptext import short_help
 from verifier.model import Verdict
 
 COMMANDS = [
@@ -31,7 +33,11 @@ def _commands() -> list[tuple[str, Any]]:
     stack = [("evidence", root)]
     while stack:
         name, command = stack.pop()
-        for sub_name, sub in getattr(command, "commands", {}).items():
+        if name == "evidence":  # the root loads its commands on demand
+            subs = {sub: load_command(sub) for sub in REGISTRY}
+        else:
+            subs = getattr(command, "commands", {})
+        for sub_name, sub in subs.items():
             found.append((f"{name} {sub_name}", sub))
             stack.append((f"{name} {sub_name}", sub))
     return found
@@ -74,3 +80,57 @@ def test_capture_help_shows_full_syntax_and_a_llama_cpp_example() -> None:
 def test_verify_help_lists_every_verdict_whole() -> None:
     words = set(re.split(r"[\s,│()]+", _help(["verify"])))
     assert {str(v) for v in Verdict} <= words
+
+
+def test_the_root_lists_every_command_with_its_own_first_paragraph() -> None:
+    """`evidence --help` lists the registry without importing them: each line must be the
+    command's own (its docstring's first paragraph), in the order of the list."""
+    for name, (_, line) in REGISTRY.items():
+        command = load_command(name)
+        assert line == short_help(command.help or ""), name
+    text = _help([])
+    flat = " ".join(text.replace("│", " ").split())
+    positions = [flat.index(f" {name} {line.split()[0]}") for name, (_, line) in REGISTRY.items()]
+    assert positions == sorted(positions)
+
+
+def test_help_keeps_examples_and_paragraph_lines() -> None:
+    """Example lines are printed as written (not joined into a paragraph), and a long line
+    wraps at a space, never inside a word."""
+    text = _help(["verify"], columns=60)
+    assert "   evidence verify bundle.tar.gz --key signer.pub.pem\n" in text
+    assert all(len(line) <= 60 for line in text.splitlines())
+    words = set(re.split(r"[\s,│()]+", text))
+    assert {str(v) for v in Verdict} <= words
+
+
+def test_help_markup_is_shown_as_plain_text() -> None:
+    text = _help(["keygen"])
+    assert "[bold]" not in text and "[/]" not in text
+    assert "--sign-key" in text
+
+
+def test_no_arguments_prints_the_help_and_exits_2() -> None:
+    result = CliRunner().invoke(app, [], env={"COLUMNS": "80"})
+    assert result.exit_code == 2
+    assert "Usage: evidence [OPTIONS] COMMAND" in result.stdout and "Commands" in result.stdout
+
+
+def test_every_command_module_is_in_the_registry() -> None:
+    """A `*_cmd` module left out of verifier.cli.COMMANDS would never load: each is there,
+    and registers exactly the commands listed for it."""
+    import pkgutil
+
+    import verifier.cli
+
+    modules = {
+        f"verifier.cli.{info.name}"
+        for info in pkgutil.iter_modules(verifier.cli.__path__)
+        if info.name.endswith("_cmd")
+    }
+    assert modules == {module for module, _ in REGISTRY.values()}
+    for module in modules:
+        holder = typer.Typer()
+        __import__(module, fromlist=["register"]).register(holder)
+        names = set(typer.main.get_group(holder).commands)
+        assert names == {name for name, (m, _) in REGISTRY.items() if m == module}, module

@@ -11,16 +11,21 @@ from pathlib import Path
 import pytest
 
 import verifier
+from verifier.cli import COMMANDS
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_bundles" / "seed-mlxcel"
 # The presentation layer: the only modules allowed to import typer and rich.
 PRESENTATION = ("verifier.cli", "verifier.report", "verifier.__main__")
 HEAVY = ("jsonschema", "cryptography", "verifier.capture.harness", "verifier.export")
+# What typer would load for help and option values, and this tool does without:
+# typer's rich help formatter (rich.markdown, markdown-it, rich.traceback) and pydantic.
+TYPER_EXTRAS = ("typer.rich_utils", "markdown_it", "rich.markdown", "rich.traceback", "pydantic")
+COMMAND_MODULES = sorted(module for module, _ in COMMANDS.values())
 
 
-def _modules_after(code: str) -> set[str]:
-    """The modules loaded by running `code` in a fresh interpreter."""
+def _run(code: str) -> tuple[set[str], str]:
+    """The modules loaded by running `code` in a fresh interpreter, and what it printed."""
     report = (
         "import json, sys\nsys.__stdout__.write('\\nMODULES ' + json.dumps(sorted(sys.modules)))"
     )
@@ -29,7 +34,12 @@ def _modules_after(code: str) -> set[str]:
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=False
     )
     assert "MODULES " in done.stdout, done.stderr
-    return set(json.loads(done.stdout.rsplit("MODULES ", 1)[1]))
+    printed, modules = done.stdout.rsplit("MODULES ", 1)
+    return set(json.loads(modules)), printed
+
+
+def _modules_after(code: str) -> set[str]:
+    return _run(code)[0]
 
 
 def _cli(*args: str) -> str:
@@ -63,21 +73,66 @@ def test_core_modules_import_neither_typer_nor_rich(module: str) -> None:
     assert _top(_modules_after(f"import {module}"), ("typer", "rich")) == []
 
 
-def test_top_level_help_loads_no_core_engine() -> None:
-    modules = _modules_after(_cli("--help"))
-    assert "verifier.cli.manifest_cmd" in modules  # the probe did run the CLI
+def test_top_level_help_loads_no_command_and_no_rich() -> None:
+    modules, printed = _run(_cli("--help"))
+    assert "Usage: evidence" in printed and "manifest" in printed  # the probe did run the CLI
     assert _top(modules, HEAVY) == []
+    assert _top(modules, (*TYPER_EXTRAS, *COMMAND_MODULES, "rich.console")) == []
 
 
-@pytest.mark.parametrize("command", ["verify", "export", "capture", "manifest", "keygen"])
+@pytest.mark.parametrize("command", ["verify", "export", "capture", "manifest", "keygen", "diff"])
 def test_command_help_loads_no_core_engine(command: str) -> None:
-    assert _top(_modules_after(_cli(command, "--help")), HEAVY) == []
+    modules, printed = _run(_cli(command, "--help"))
+    assert f"Usage: evidence {command}" in printed
+    assert _top(modules, HEAVY) == []
+    assert _top(modules, TYPER_EXTRAS) == []
+    own = COMMANDS[command][0]
+    assert [m for m in COMMAND_MODULES if m in modules] == [own]  # its own module only
+
+
+def test_schema_help_loads_no_core_engine() -> None:
+    modules, printed = _run(_cli("schema", "show", "--help"))
+    assert "Usage: evidence schema show" in printed
+    assert _top(modules, (*HEAVY, *TYPER_EXTRAS)) == []
 
 
 def test_verify_loads_neither_capture_nor_export() -> None:
-    modules = _modules_after(_cli("verify", str(SAMPLE), "--format", "json"))
-    assert "verifier.verify" in modules and "jsonschema" in modules  # it did verify
+    modules, printed = _run(_cli("verify", str(SAMPLE), "--format", "json"))
+    assert "verifier.verify" in modules and '"verdict"' in printed  # it did verify
     assert _top(modules, ("verifier.capture.harness", "verifier.export")) == []
+    assert _top(modules, TYPER_EXTRAS) == []  # nor typer's help formatter, nor pydantic
+    # JSON output: neither the text nor the Markdown renderer; no progress bar (no --model-dir)
+    assert _top(modules, ("verifier.report.text", "verifier.report.markdown")) == []
+    assert _top(modules, ("rich.progress", "rich.live", "rich.table")) == []
+    assert [m for m in COMMAND_MODULES if m in modules] == ["verifier.cli.verify_cmd"]
+    assert "verifier.cli.helptext" not in modules  # --help's formatter: for --help only
+
+
+def test_verify_without_a_key_loads_no_cryptography() -> None:
+    """A signed bundle verified without --key: the signature's size is checked, and
+    cryptography (about 10 ms) is not needed; with --key it is, and the check runs."""
+    modules, printed = _run(_cli("verify", str(SAMPLE), "-q"))
+    assert printed.startswith("cache-state-dependent ")
+    assert _top(modules, ("cryptography",)) == []
+    key = REPO / "sample_bundles" / "keys" / "evidence-signing-key.pub.pem"
+    modules, printed = _run(_cli("verify", str(SAMPLE), "-q", "--key", str(key)))
+    assert printed.startswith("cache-state-dependent ") and "cryptography" in modules
+
+
+def test_verify_text_loads_only_the_text_renderer() -> None:
+    modules, printed = _run(_cli("verify", str(SAMPLE)))
+    assert "verifier.report.text" in modules and "cache-state-dependent" in printed
+    assert _top(modules, ("verifier.report.markdown", "rich.progress", *TYPER_EXTRAS)) == []
+
+
+def test_a_usage_error_loads_typers_error_panel_not_pydantic_for_good_values() -> None:
+    """The error path may load typer's formatter (it words the error); a good value of a
+    number option does not load pydantic."""
+    modules, _ = _run(_cli("verify", str(SAMPLE), "-q", "--max-members", "5", "--max-ratio", "9"))
+    assert "verifier.verify" in modules
+    assert _top(modules, ("pydantic", "typer.rich_utils")) == []
+    modules, _ = _run(_cli("verify", str(SAMPLE), "--max-members", "0"))
+    assert "typer.rich_utils" in modules and "verifier.verify" not in modules
 
 
 def test_manifest_loads_neither_jsonschema_nor_the_pipeline(tmp_path: Path) -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING
 
 from verifier.errors import UsageError
+
+if TYPE_CHECKING:  # cryptography loads where a key is used, not to check a signature's size
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 PRIVATE_KEY_FILE = "evidence-signing-key.pem"
 PUBLIC_KEY_FILE = "evidence-signing-key.pub.pem"
@@ -30,6 +33,9 @@ def generate_key_pair(out_dir: Path) -> KeyPairPaths:
     for path in (private_path, public_path):
         if path.exists():
             raise UsageError(f"{path} already exists; refusing to overwrite a key")
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     key = Ed25519PrivateKey.generate()
     private_pem = key.private_bytes(
         serialization.Encoding.PEM,
@@ -48,6 +54,9 @@ def generate_key_pair(out_dir: Path) -> KeyPairPaths:
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     try:
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     except OSError as exc:
@@ -81,6 +90,9 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
             f"{path} is an OpenSSH public key; give it as PEM "
             "(ssh-keygen -e -m PKCS8 -f KEY.pub > KEY.pub.pem)"
         )
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
@@ -96,6 +108,8 @@ def sign(data: bytes, key: Ed25519PrivateKey) -> bytes:
 
 
 def signature_is_valid(data: bytes, signature: bytes, key: Ed25519PublicKey) -> bool:
+    from cryptography.exceptions import InvalidSignature
+
     if len(signature) != SIGNATURE_LENGTH:
         return False
     try:

@@ -1,26 +1,83 @@
 """The `evidence` command line: thin typer commands over the pure core.
 
-Each `*_cmd` module imports at its top only what its options need (typer and small
-enums); the core it drives, rich's widgets, jsonschema and cryptography are imported in
-the command's body, so `evidence --help` and each command load only what they use
+A command's module is imported when that command runs (or its --help is asked for), not
+before: `evidence --help` lists the commands from `COMMANDS` without importing one, and
+`evidence verify` imports the verify command alone. Each `*_cmd` module imports at its
+top only what its options need (typer and small enums); the core it drives, rich's
+widgets, jsonschema and cryptography are imported in the command's body
 (tests/test_startup.py checks it).
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import typer
+import typer.main
 
 from verifier import __version__
-from verifier.cli import (
-    capture_cmd,
-    diff_cmd,
-    export_cmd,
-    keys_cmd,
-    manifest_cmd,
-    schema_cmd,
-    verify_cmd,
-)
 from verifier.cli.common import Group
+
+# name -> (module, the line `evidence --help` shows for it: the first paragraph of the
+# command's docstring, which tests/test_cli_help.py checks it is).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "capture": (
+        "verifier.cli.capture_cmd",
+        "Capture cold, warm and cache-disabled replies of one server into a private raw dir.",
+    ),
+    "export": (
+        "verifier.cli.export_cmd",
+        "Export a raw capture as a public evidence bundle, with private data removed.",
+    ),
+    "verify": (
+        "verifier.cli.verify_cmd",
+        "Verify evidence bundles offline and classify what they prove.",
+    ),
+    "diff": ("verifier.cli.diff_cmd", "Compare bundles of the same request, each verified first."),
+    "manifest": (
+        "verifier.cli.manifest_cmd",
+        "Hash every file of a model into a model manifest (JSON), as verify reads it.",
+    ),
+    "keygen": (
+        "verifier.cli.keys_cmd",
+        "Make an Ed25519 key pair: a PKCS#8 private key (mode 0600) and its public key.",
+    ),
+    "schema": (
+        "verifier.cli.schema_cmd",
+        "List and print the JSON Schemas (Draft 2020-12) of the formats.",
+    ),
+}
+
+_SETTINGS: dict[str, Any] = {
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": "rich",  # typer's error panels; --help is drawn by cli.helptext
+}
+
+
+def load_command(name: str) -> Any:
+    """The click command `name`, built from its module's `register` (imported now)."""
+    module = importlib.import_module(COMMANDS[name][0])
+    holder = typer.Typer(**_SETTINGS)
+    module.register(holder)
+    return typer.main.get_group(holder).commands[name]
+
+
+class Root(Group):
+    """The top-level group: commands load on first use; its --help lists `COMMANDS`."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = load_command(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def command_rows(self, ctx: Any) -> list[list[str]]:
+        return [[name, line] for name, (_, line) in COMMANDS.items()]
+
 
 app = typer.Typer(
     name="evidence",
@@ -32,10 +89,8 @@ app = typer.Typer(
         "verdicts and exit codes: docs/EVIDENCE.md."
     ),
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
-    cls=Group,
+    cls=Root,
+    **_SETTINGS,
 )
 
 
@@ -52,10 +107,6 @@ def _root(
     ),
 ) -> None:
     """Capture, export and verify cache-state evidence bundles."""
-
-
-for _module in (capture_cmd, export_cmd, verify_cmd, diff_cmd, manifest_cmd, keys_cmd, schema_cmd):
-    _module.register(app)
 
 
 def main() -> None:

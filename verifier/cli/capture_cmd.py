@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the harness and rich.progress load only when a capture runs
     from rich.progress import Progress
 
     from verifier.capture import CaptureSummary, RequestEvent
-from verifier.cli.common import Command, boundary, program, stderr
+from verifier.cli.common import Command, boundary, program, stderr, stderr_console
 from verifier.errors import InvalidDocument, UsageError
 from verifier.jsonio import loads_strict
 
@@ -367,7 +367,7 @@ def capture(
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                console=stderr,
+                console=stderr_console(),
                 transient=True,
             ) as bar:
                 summary = run_capture(config, RichProgress(bar))

@@ -1,4 +1,4 @@
-"""What every command shares: the stderr console and the one exception boundary."""
+"""What every command shares: the stderr console, --help, and the one exception boundary."""
 
 from __future__ import annotations
 
@@ -6,19 +6,41 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import typer
 import typer.core
-from rich.console import Console
-from rich.markup import escape
 
+from verifier.cli import coerce
 from verifier.errors import EvidenceError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-stderr = Console(stderr=True, highlight=False)
+
+@functools.cache
+def stderr_console() -> Console:
+    """rich's Console on stderr, made on first use: `--help` never pays for importing
+    rich.console. Give this (not `stderr`) where rich wants a Console object."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+class _LazyConsole:
+    """`stderr.print(...)` and the like, forwarded to `stderr_console()`."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(stderr_console(), name)
+
+
+if TYPE_CHECKING:
+    stderr: Console
+else:
+    stderr = _LazyConsole()
 
 
 def _plain_labels(params: list[Any]) -> list[Any]:
@@ -38,18 +60,55 @@ def _plain_labels(params: list[Any]) -> list[Any]:
     return params
 
 
+def _help_if_no_args(command: Any, ctx: Any, args: list[str]) -> None:
+    """`no_args_is_help`: the help on stdout, exit 2 (typer's error panel would print
+    nothing: it expects its own formatter to have printed the help already)."""
+    if not args and command.no_args_is_help and not ctx.resilient_parsing:
+        typer.echo(ctx.get_help())
+        ctx.exit(2)
+
+
+def _params(params: list[Any]) -> list[Any]:
+    coerce.install(params)
+    return _plain_labels(params)
+
+
 class Command(typer.core.TyperCommand):
-    """A command whose --help uses one style of labels (see `_plain_labels`)."""
+    """A command whose --help uses one style of labels (see `_plain_labels`), drawn by
+    `helptext`, and whose values convert without pydantic (see `coerce`)."""
 
     def get_params(self, ctx: Any) -> list[Any]:
-        return _plain_labels(super().get_params(ctx))
+        return _params(super().get_params(ctx))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from verifier.cli import helptext
+
+        formatter.write(helptext.render(self, ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        _help_if_no_args(self, ctx, args)
+        return super().parse_args(ctx, args)
 
 
 class Group(typer.core.TyperGroup):
-    """A command group whose --help uses one style of labels (see `_plain_labels`)."""
+    """A command group, like `Command`; its list of commands comes from `command_rows`."""
 
     def get_params(self, ctx: Any) -> list[Any]:
-        return _plain_labels(super().get_params(ctx))
+        return _params(super().get_params(ctx))
+
+    def command_rows(self, ctx: Any) -> list[list[str]]:
+        from verifier.cli import helptext
+
+        return helptext.command_rows(self, ctx)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from verifier.cli import helptext
+
+        formatter.write(helptext.render(self, ctx, self.command_rows(ctx)))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        _help_if_no_args(self, ctx, args)
+        return super().parse_args(ctx, args)
 
 
 def program() -> str:
@@ -80,6 +139,8 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
         except EvidenceError as exc:
             if debug_enabled():
                 raise
+            from rich.markup import escape
+
             stderr.print(f"[bold red]error:[/] {escape(exc.message)}", markup=True, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
@@ -88,6 +149,8 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
         except Exception as exc:  # the last line of defence: no traceback reaches the user
             if debug_enabled():
                 raise
+            from rich.markup import escape
+
             stderr.print(
                 f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}\n"
                 "This is a bug in evidence; run again with EVIDENCE_DEBUG=1 for a traceback.",

@@ -10,7 +10,7 @@ import typer
 
 from verifier.cli.common import Command, boundary, stderr
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
-from verifier.report import OutputFormat
+from verifier.report.formats import OutputFormat
 
 
 def diff(

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from verifier.cli.common import Command, boundary, stderr
+from verifier.cli.common import Command, boundary, stderr, stderr_console
 
 
 def manifest(
@@ -67,7 +67,7 @@ def manifest(
         DownloadColumn(),
         TransferSpeedColumn(),
         TimeRemainingColumn(),
-        console=stderr,
+        console=stderr_console(),
         transient=True,
     ) as bar:
         task = bar.add_task("hashing", total=None)

@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from verifier import layout
 from verifier.bundle.reader import Limits
-from verifier.cli.common import Command, boundary, program, stderr
+from verifier.cli.common import Command, boundary, program, stderr, stderr_console
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
-from verifier.report import OutputFormat, render
 from verifier.report.common import printable
+from verifier.report.formats import OutputFormat
 
-if TYPE_CHECKING:  # the checks, jsonschema and the report builder load only when verifying
+if TYPE_CHECKING:  # the checks, jsonschema, rich and the report builder load only when verifying
     from verifier.report.document import KeyInfo
 
 _DEFAULTS = Limits()
@@ -204,7 +204,7 @@ def verify(
         raise UsageError(f"--key {key}: no such file")
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.text import Text
 
     from verifier.report.document import BundleOutcome, build_report
     from verifier.verify import VerifyOptions, load_profile_rules, verify_path
@@ -220,22 +220,9 @@ def verify(
     key_info = _key_info(key) if key is not None else None
     profile_rules = load_profile_rules(profile) if profile is not None else None
     outcomes = []
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        console=stderr,
-        transient=True,
-        disable=quiet or not stderr.is_terminal,  # a bar only where one can be drawn
-    ) as progress:
-        task = progress.add_task("hashing model", total=None, visible=False)
-
-        def on_progress(description: str, done: int, total: int) -> None:
-            progress.update(
-                task, description=description, completed=done, total=total, visible=True
-            )
-
+    # A bar only where one can be drawn, and only for what reports progress: the rehash of
+    # --model-dir.
+    with _model_progress(model_dir is not None and not quiet and stderr.is_terminal) as on_progress:
         options = VerifyOptions(
             public_key=key,
             model_dir=model_dir,
@@ -283,10 +270,42 @@ def verify(
     raise typer.Exit(report["exit_code"])
 
 
+@contextlib.contextmanager
+def _model_progress(shown: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """The progress callback of the model rehash, drawn as a transient bar on stderr; none
+    (and rich.progress not loaded) where no bar is shown."""
+    if not shown:
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=stderr_console(),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("hashing model", total=None, visible=False)
+
+        def on_progress(description: str, done: int, total: int) -> None:
+            progress.update(
+                task, description=description, completed=done, total=total, visible=True
+            )
+
+        yield on_progress
+
+
 def _write(
     report: dict[str, Any], output_format: OutputFormat, *, quiet: bool, output: Path | None
 ) -> None:
     """The report to stdout, or to --output once it is complete (never a half-written file)."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from verifier.report import render
+
     soft_wrap = output_format is not OutputFormat.TEXT
     if quiet:
         lines = "".join(f"{b['verdict']} {printable(b['source'])}\n" for b in report["bundles"])

@@ -1,23 +1,21 @@
-"""Output formats of `evidence verify`; each renders the same report document."""
+"""Output formats of `evidence verify`; each renders the same report document.
+
+A renderer's module loads when that format is asked for: `--format json` loads neither
+the text nor the Markdown renderer.
+"""
 
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from verifier.report.formats import OutputFormat
 
-from verifier.report.common import printable
-from verifier.report.markdown import render_markdown
-from verifier.report.text import render_text
+if TYPE_CHECKING:
+    from rich.console import Console
 
-
-class OutputFormat(enum.StrEnum):
-    TEXT = "text"
-    JSON = "json"
-    MARKDOWN = "markdown"
+__all__ = ["RENDERERS", "OutputFormat", "render"]
 
 
 def _json(report: dict[str, Any], console: Console) -> None:
@@ -25,10 +23,16 @@ def _json(report: dict[str, Any], console: Console) -> None:
 
 
 def _markdown(report: dict[str, Any], console: Console) -> None:
+    from verifier.report.common import printable
+    from verifier.report.markdown import render_markdown
+
     console.file.write(render_markdown(printable(report)))
 
 
 def _text(report: dict[str, Any], console: Console) -> None:
+    from verifier.report.common import printable
+    from verifier.report.text import render_text
+
     render_text(printable(report), console)
 
 

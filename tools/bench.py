@@ -47,6 +47,12 @@ RECORDS_HELP = "request records of the bundle and of the capture (at least this 
 MiB = 1 << 20
 
 
+# Commands run as a user's do: with their compiled modules (.pyc) written on first use and
+# read after, even where this shell says PYTHONDONTWRITEBYTECODE (every start-up would
+# otherwise recompile the tool's own modules: about 80 ms of a `verify`).
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 @dataclass(frozen=True)
 class Run:
     seconds: float
@@ -63,7 +69,7 @@ def run_procs(
     errs = [tempfile.TemporaryFile() for _ in commands]  # noqa: SIM115
     start = time.perf_counter()
     procs = [
-        subprocess.Popen(list(c), cwd=CHECKOUT[0], stdout=stdout, stderr=err)
+        subprocess.Popen(list(c), cwd=CHECKOUT[0], stdout=stdout, stderr=err, env=_ENV)
         for c, err in zip(commands, errs, strict=True)
     ]
     peak_kib = 0
@@ -115,8 +121,13 @@ class Case:
 
 
 def measure(cases: Sequence[Case], repeat: int) -> None:
-    """Interleave the cases (ours, floor, peer, ours, ...) so noise falls on all alike."""
+    """Interleave the cases (ours, floor, peer, ours, ...) so noise falls on all alike.
+
+    One round first that is not counted: modules compiled, files in the page cache."""
     for case in cases:
+        if case.before is not None:
+            case.before()
+        case.run()
         case.runs = []
     for _ in range(repeat):
         for case in cases:

@@ -23,7 +23,7 @@ class Snapshot:
             metrics = self.metrics
             if metrics is None:
                 return None
-            keys = self._keys(name)
+            keys = self._families.get(name, ()) if "{" not in name else self._keys(name)
             return float(sum([metrics[k] for k in keys])) if keys else None
         if source == "stats":
             value = (self.cache_stats or {}).get(name)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from verifier.errors import SchemaVersionError
 
@@ -174,6 +174,17 @@ def validator_source(name: str) -> str:
 
         def exc(self, msg: str, *args: Any, append_to_msg: Any = None, rule: Any = None) -> None:
             self.l('raise JsonSchemaValueException("invalid")')
+
+        def generate_ref(self) -> None:
+            # fastjsonschema's own, less the name of the value for messages no one reads
+            # (formatting it cost more than validating a telemetry sample)
+            definition = cast(dict[str, Any], self._definition)
+            with self._resolver.in_scope(definition["$ref"]):
+                name = self._resolver.get_scope_name()
+                uri = self._resolver.get_uri()
+                if uri not in self._validation_functions_done:
+                    self._needed_validation_functions[uri] = name
+                self.l("{}({variable}, custom_formats, None)", name)
 
     definition = bundled_schema(name)
     resolver = RefResolver.from_schema(definition, handlers={}, store={})

@@ -26,7 +26,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "schema_version" in data_keys:
             data_keys.remove("schema_version")
             data__schemaversion = data["schema_version"]
-            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, (name_prefix or "data") + ".schema_version")
+            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, None)
         if "kind" in data_keys:
             data_keys.remove("kind")
             data__kind = data["kind"]
@@ -140,7 +140,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                         if "output_hash" in data__classes_item_keys:
                             data__classes_item_keys.remove("output_hash")
                             data__classes_item__outputhash = data__classes_item["output_hash"]
-                            validate____defs___schema__common__defs_sha256(data__classes_item__outputhash, custom_formats, (name_prefix or "data") + ".classes[{data__classes_x}].output_hash".format(**locals()))
+                            validate____defs___schema__common__defs_sha256(data__classes_item__outputhash, custom_formats, None)
                         if "bundles" in data__classes_item_keys:
                             data__classes_item_keys.remove("bundles")
                             data__classes_item__bundles = data__classes_item["bundles"]

@@ -29,7 +29,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "schema_version" in data_keys:
             data_keys.remove("schema_version")
             data__schemaversion = data["schema_version"]
-            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, (name_prefix or "data") + ".schema_version")
+            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, None)
         if "kind" in data_keys:
             data_keys.remove("kind")
             data__kind = data["kind"]
@@ -116,7 +116,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                     data__server__binarysha256_one_of_count1 = 0
                     if data__server__binarysha256_one_of_count1 < 2:
                         try:
-                            validate____defs___schema__common__defs_sha256(data__server__binarysha256, custom_formats, (name_prefix or "data") + ".server.binary_sha256")
+                            validate____defs___schema__common__defs_sha256(data__server__binarysha256, custom_formats, None)
                             data__server__binarysha256_one_of_count1 += 1
                         except (JsonSchemaValueException, JsonSchemaValuesException): pass
                     if data__server__binarysha256_one_of_count1 < 2:
@@ -186,7 +186,7 @@ def validate(data, custom_formats={}, name_prefix=None):
             if data__runtimelibraries_is_list:
                 data__runtimelibraries_len = len(data__runtimelibraries)
                 for data__runtimelibraries_x, data__runtimelibraries_item in enumerate(data__runtimelibraries):
-                    validate____defs___schema__common__defs_library(data__runtimelibraries_item, custom_formats, (name_prefix or "data") + ".runtime_libraries[{data__runtimelibraries_x}]".format(**locals()))
+                    validate____defs___schema__common__defs_library(data__runtimelibraries_item, custom_formats, None)
         if "model" in data_keys:
             data_keys.remove("model")
             data__model = data["model"]
@@ -221,14 +221,14 @@ def validate(data, custom_formats={}, name_prefix=None):
                 if "model_sha256" in data__model_keys:
                     data__model_keys.remove("model_sha256")
                     data__model__modelsha256 = data__model["model_sha256"]
-                    validate____defs___schema__common__defs_sha256(data__model__modelsha256, custom_formats, (name_prefix or "data") + ".model.model_sha256")
+                    validate____defs___schema__common__defs_sha256(data__model__modelsha256, custom_formats, None)
                 if "config_sha256" in data__model_keys:
                     data__model_keys.remove("config_sha256")
                     data__model__configsha256 = data__model["config_sha256"]
                     data__model__configsha256_one_of_count2 = 0
                     if data__model__configsha256_one_of_count2 < 2:
                         try:
-                            validate____defs___schema__common__defs_sha256(data__model__configsha256, custom_formats, (name_prefix or "data") + ".model.config_sha256")
+                            validate____defs___schema__common__defs_sha256(data__model__configsha256, custom_formats, None)
                             data__model__configsha256_one_of_count2 += 1
                         except (JsonSchemaValueException, JsonSchemaValuesException): pass
                     if data__model__configsha256_one_of_count2 < 2:
@@ -273,7 +273,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                         if "id" in data__conditions_item_keys:
                             data__conditions_item_keys.remove("id")
                             data__conditions_item__id = data__conditions_item["id"]
-                            validate____defs___schema__common__defs_condition_id(data__conditions_item__id, custom_formats, (name_prefix or "data") + ".conditions[{data__conditions_x}].id".format(**locals()))
+                            validate____defs___schema__common__defs_condition_id(data__conditions_item__id, custom_formats, None)
                         if "label" in data__conditions_item_keys:
                             data__conditions_item_keys.remove("label")
                             data__conditions_item__label = data__conditions_item["label"]
@@ -541,11 +541,11 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "telemetry" in data_keys:
             data_keys.remove("telemetry")
             data__telemetry = data["telemetry"]
-            validate____defs___schema__common__defs_telemetry_map(data__telemetry, custom_formats, (name_prefix or "data") + ".telemetry")
+            validate____defs___schema__common__defs_telemetry_map(data__telemetry, custom_formats, None)
         if "profile_rules" in data_keys:
             data_keys.remove("profile_rules")
             data__profilerules = data["profile_rules"]
-            validate____defs___schema__common__defs_profile_rules(data__profilerules, custom_formats, (name_prefix or "data") + ".profile_rules")
+            validate____defs___schema__common__defs_profile_rules(data__profilerules, custom_formats, None)
         if "synthetic" in data_keys:
             data_keys.remove("synthetic")
             data__synthetic = data["synthetic"]
@@ -591,7 +591,7 @@ def validate____defs___schema__common__defs_profile_rules(data, custom_formats={
                     if data__signals__hits_is_list:
                         data__signals__hits_len = len(data__signals__hits)
                         for data__signals__hits_x, data__signals__hits_item in enumerate(data__signals__hits):
-                            validate____defs___schema__common__defs_counter_ref(data__signals__hits_item, custom_formats, (name_prefix or "data") + ".signals.hits[{data__signals__hits_x}]".format(**locals()))
+                            validate____defs___schema__common__defs_counter_ref(data__signals__hits_item, custom_formats, None)
                 if "reuse" in data__signals_keys:
                     data__signals_keys.remove("reuse")
                     data__signals__reuse = data__signals["reuse"]
@@ -601,7 +601,7 @@ def validate____defs___schema__common__defs_profile_rules(data, custom_formats={
                     if data__signals__reuse_is_list:
                         data__signals__reuse_len = len(data__signals__reuse)
                         for data__signals__reuse_x, data__signals__reuse_item in enumerate(data__signals__reuse):
-                            validate____defs___schema__common__defs_counter_ref(data__signals__reuse_item, custom_formats, (name_prefix or "data") + ".signals.reuse[{data__signals__reuse_x}]".format(**locals()))
+                            validate____defs___schema__common__defs_counter_ref(data__signals__reuse_item, custom_formats, None)
                 if "lookups" in data__signals_keys:
                     data__signals_keys.remove("lookups")
                     data__signals__lookups = data__signals["lookups"]
@@ -611,7 +611,7 @@ def validate____defs___schema__common__defs_profile_rules(data, custom_formats={
                     if data__signals__lookups_is_list:
                         data__signals__lookups_len = len(data__signals__lookups)
                         for data__signals__lookups_x, data__signals__lookups_item in enumerate(data__signals__lookups):
-                            validate____defs___schema__common__defs_counter_ref(data__signals__lookups_item, custom_formats, (name_prefix or "data") + ".signals.lookups[{data__signals__lookups_x}]".format(**locals()))
+                            validate____defs___schema__common__defs_counter_ref(data__signals__lookups_item, custom_formats, None)
                 if "inserts" in data__signals_keys:
                     data__signals_keys.remove("inserts")
                     data__signals__inserts = data__signals["inserts"]
@@ -621,7 +621,7 @@ def validate____defs___schema__common__defs_profile_rules(data, custom_formats={
                     if data__signals__inserts_is_list:
                         data__signals__inserts_len = len(data__signals__inserts)
                         for data__signals__inserts_x, data__signals__inserts_item in enumerate(data__signals__inserts):
-                            validate____defs___schema__common__defs_counter_ref(data__signals__inserts_item, custom_formats, (name_prefix or "data") + ".signals.inserts[{data__signals__inserts_x}]".format(**locals()))
+                            validate____defs___schema__common__defs_counter_ref(data__signals__inserts_item, custom_formats, None)
                 if "paths" in data__signals_keys:
                     data__signals_keys.remove("paths")
                     data__signals__paths = data__signals["paths"]
@@ -631,7 +631,7 @@ def validate____defs___schema__common__defs_profile_rules(data, custom_formats={
                     if data__signals__paths_is_list:
                         data__signals__paths_len = len(data__signals__paths)
                         for data__signals__paths_x, data__signals__paths_item in enumerate(data__signals__paths):
-                            validate____defs___schema__common__defs_counter_ref(data__signals__paths_item, custom_formats, (name_prefix or "data") + ".signals.paths[{data__signals__paths_x}]".format(**locals()))
+                            validate____defs___schema__common__defs_counter_ref(data__signals__paths_item, custom_formats, None)
                 if data__signals_keys:
                     raise JsonSchemaValueException("invalid")
         if "reset_proof" in data_keys:
@@ -777,7 +777,7 @@ def validate____defs___schema__common__defs_telemetry_map(data, custom_formats={
             if data__hitcounters_is_list:
                 data__hitcounters_len = len(data__hitcounters)
                 for data__hitcounters_x, data__hitcounters_item in enumerate(data__hitcounters):
-                    validate____defs___schema__common__defs_counter_ref(data__hitcounters_item, custom_formats, (name_prefix or "data") + ".hit_counters[{data__hitcounters_x}]".format(**locals()))
+                    validate____defs___schema__common__defs_counter_ref(data__hitcounters_item, custom_formats, None)
         if "reuse_counters" in data_keys:
             data_keys.remove("reuse_counters")
             data__reusecounters = data["reuse_counters"]
@@ -787,7 +787,7 @@ def validate____defs___schema__common__defs_telemetry_map(data, custom_formats={
             if data__reusecounters_is_list:
                 data__reusecounters_len = len(data__reusecounters)
                 for data__reusecounters_x, data__reusecounters_item in enumerate(data__reusecounters):
-                    validate____defs___schema__common__defs_counter_ref(data__reusecounters_item, custom_formats, (name_prefix or "data") + ".reuse_counters[{data__reusecounters_x}]".format(**locals()))
+                    validate____defs___schema__common__defs_counter_ref(data__reusecounters_item, custom_formats, None)
         if "store_counters" in data_keys:
             data_keys.remove("store_counters")
             data__storecounters = data["store_counters"]
@@ -797,7 +797,7 @@ def validate____defs___schema__common__defs_telemetry_map(data, custom_formats={
             if data__storecounters_is_list:
                 data__storecounters_len = len(data__storecounters)
                 for data__storecounters_x, data__storecounters_item in enumerate(data__storecounters):
-                    validate____defs___schema__common__defs_counter_ref(data__storecounters_item, custom_formats, (name_prefix or "data") + ".store_counters[{data__storecounters_x}]".format(**locals()))
+                    validate____defs___schema__common__defs_counter_ref(data__storecounters_item, custom_formats, None)
         if "path_counters" in data_keys:
             data_keys.remove("path_counters")
             data__pathcounters = data["path_counters"]
@@ -807,7 +807,7 @@ def validate____defs___schema__common__defs_telemetry_map(data, custom_formats={
             if data__pathcounters_is_list:
                 data__pathcounters_len = len(data__pathcounters)
                 for data__pathcounters_x, data__pathcounters_item in enumerate(data__pathcounters):
-                    validate____defs___schema__common__defs_counter_ref(data__pathcounters_item, custom_formats, (name_prefix or "data") + ".path_counters[{data__pathcounters_x}]".format(**locals()))
+                    validate____defs___schema__common__defs_counter_ref(data__pathcounters_item, custom_formats, None)
         if "cache_enabled_pointer" in data_keys:
             data_keys.remove("cache_enabled_pointer")
             data__cacheenabledpointer = data["cache_enabled_pointer"]
@@ -855,7 +855,7 @@ def validate____defs___schema__common__defs_library(data, custom_formats={}, nam
             data__sha256_one_of_count3 = 0
             if data__sha256_one_of_count3 < 2:
                 try:
-                    validate____defs___schema__common__defs_sha256(data__sha256, custom_formats, (name_prefix or "data") + ".sha256")
+                    validate____defs___schema__common__defs_sha256(data__sha256, custom_formats, None)
                     data__sha256_one_of_count3 += 1
                 except (JsonSchemaValueException, JsonSchemaValuesException): pass
             if data__sha256_one_of_count3 < 2:

@@ -27,7 +27,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "schema_version" in data_keys:
             data_keys.remove("schema_version")
             data__schemaversion = data["schema_version"]
-            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, (name_prefix or "data") + ".schema_version")
+            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, None)
         if "kind" in data_keys:
             data_keys.remove("kind")
             data__kind = data["kind"]
@@ -36,7 +36,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "condition" in data_keys:
             data_keys.remove("condition")
             data__condition = data["condition"]
-            validate____defs___schema__common__defs_condition_id(data__condition, custom_formats, (name_prefix or "data") + ".condition")
+            validate____defs___schema__common__defs_condition_id(data__condition, custom_formats, None)
         if "sequence" in data_keys:
             data_keys.remove("sequence")
             data__sequence = data["sequence"]
@@ -48,7 +48,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "phase" in data_keys:
             data_keys.remove("phase")
             data__phase = data["phase"]
-            validate____defs___schema__common__defs_phase(data__phase, custom_formats, (name_prefix or "data") + ".phase")
+            validate____defs___schema__common__defs_phase(data__phase, custom_formats, None)
         if "server_instance" in data_keys:
             data_keys.remove("server_instance")
             data__serverinstance = data["server_instance"]
@@ -60,11 +60,11 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "claimed_arm" in data_keys:
             data_keys.remove("claimed_arm")
             data__claimedarm = data["claimed_arm"]
-            validate____defs___schema__common__defs_arm(data__claimedarm, custom_formats, (name_prefix or "data") + ".claimed_arm")
+            validate____defs___schema__common__defs_arm(data__claimedarm, custom_formats, None)
         if "preceded_by" in data_keys:
             data_keys.remove("preceded_by")
             data__precededby = data["preceded_by"]
-            validate____defs___schema__common__defs_preceded_by(data__precededby, custom_formats, (name_prefix or "data") + ".preceded_by")
+            validate____defs___schema__common__defs_preceded_by(data__precededby, custom_formats, None)
         if "reset" in data_keys:
             data_keys.remove("reset")
             data__reset = data["reset"]
@@ -202,11 +202,11 @@ def validate(data, custom_formats={}, name_prefix=None):
                 if "before" in data__telemetry_keys:
                     data__telemetry_keys.remove("before")
                     data__telemetry__before = data__telemetry["before"]
-                    validate____defs_raw_snapshot(data__telemetry__before, custom_formats, (name_prefix or "data") + ".telemetry.before")
+                    validate____defs_raw_snapshot(data__telemetry__before, custom_formats, None)
                 if "after" in data__telemetry_keys:
                     data__telemetry_keys.remove("after")
                     data__telemetry__after = data__telemetry["after"]
-                    validate____defs_raw_snapshot(data__telemetry__after, custom_formats, (name_prefix or "data") + ".telemetry.after")
+                    validate____defs_raw_snapshot(data__telemetry__after, custom_formats, None)
                 if data__telemetry_keys:
                     raise JsonSchemaValueException("invalid")
         if data_keys:
@@ -243,7 +243,7 @@ def validate____defs_raw_snapshot(data, custom_formats={}, name_prefix=None):
             data__metrics_one_of_count1 = 0
             if data__metrics_one_of_count1 < 2:
                 try:
-                    validate____defs___schema__common__defs_metrics(data__metrics, custom_formats, (name_prefix or "data") + ".metrics")
+                    validate____defs___schema__common__defs_metrics(data__metrics, custom_formats, None)
                     data__metrics_one_of_count1 += 1
                 except (JsonSchemaValueException, JsonSchemaValuesException): pass
             if data__metrics_one_of_count1 < 2:
@@ -277,7 +277,7 @@ def validate____defs___schema__common__defs_metrics(data, custom_formats={}, nam
         for data_key in data_keys:
             if data_key not in []:
                 data_value = data.get(data_key)
-                validate____defs___schema__common__defs_sample_value(data_value, custom_formats, (name_prefix or "data") + ".{data_key}".format(**locals()))
+                validate____defs___schema__common__defs_sample_value(data_value, custom_formats, None)
     return data
 
 def validate____defs___schema__common__defs_sample_value(data, custom_formats={}, name_prefix=None):

@@ -26,7 +26,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "schema_version" in data_keys:
             data_keys.remove("schema_version")
             data__schemaversion = data["schema_version"]
-            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, (name_prefix or "data") + ".schema_version")
+            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, None)
         if "kind" in data_keys:
             data_keys.remove("kind")
             data__kind = data["kind"]
@@ -58,7 +58,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                 if data__files_len < 1:
                     raise JsonSchemaValueException("invalid")
                 for data__files_x, data__files_item in enumerate(data__files):
-                    validate____defs___schema__common__defs_manifest_file(data__files_item, custom_formats, (name_prefix or "data") + ".files[{data__files_x}]".format(**locals()))
+                    validate____defs___schema__common__defs_manifest_file(data__files_item, custom_formats, None)
         if data_keys:
             raise JsonSchemaValueException("invalid")
     return data
@@ -92,7 +92,7 @@ def validate____defs___schema__common__defs_manifest_file(data, custom_formats={
         if "sha256" in data_keys:
             data_keys.remove("sha256")
             data__sha256 = data["sha256"]
-            validate____defs___schema__common__defs_sha256(data__sha256, custom_formats, (name_prefix or "data") + ".sha256")
+            validate____defs___schema__common__defs_sha256(data__sha256, custom_formats, None)
         if data_keys:
             raise JsonSchemaValueException("invalid")
     return data

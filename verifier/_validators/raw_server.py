@@ -27,7 +27,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "schema_version" in data_keys:
             data_keys.remove("schema_version")
             data__schemaversion = data["schema_version"]
-            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, (name_prefix or "data") + ".schema_version")
+            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, None)
         if "kind" in data_keys:
             data_keys.remove("kind")
             data__kind = data["kind"]
@@ -36,7 +36,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "condition" in data_keys:
             data_keys.remove("condition")
             data__condition = data["condition"]
-            validate____defs___schema__common__defs_condition_id(data__condition, custom_formats, (name_prefix or "data") + ".condition")
+            validate____defs___schema__common__defs_condition_id(data__condition, custom_formats, None)
         if "instance" in data_keys:
             data_keys.remove("instance")
             data__instance = data["instance"]
@@ -142,7 +142,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                             data__libraries_item__sha256_one_of_count1 = 0
                             if data__libraries_item__sha256_one_of_count1 < 2:
                                 try:
-                                    validate____defs___schema__common__defs_sha256(data__libraries_item__sha256, custom_formats, (name_prefix or "data") + ".libraries[{data__libraries_x}].sha256".format(**locals()))
+                                    validate____defs___schema__common__defs_sha256(data__libraries_item__sha256, custom_formats, None)
                                     data__libraries_item__sha256_one_of_count1 += 1
                                 except (JsonSchemaValueException, JsonSchemaValuesException): pass
                             if data__libraries_item__sha256_one_of_count1 < 2:

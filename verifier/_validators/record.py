@@ -28,7 +28,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "schema_version" in data_keys:
             data_keys.remove("schema_version")
             data__schemaversion = data["schema_version"]
-            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, (name_prefix or "data") + ".schema_version")
+            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, None)
         if "kind" in data_keys:
             data_keys.remove("kind")
             data__kind = data["kind"]
@@ -37,7 +37,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "condition" in data_keys:
             data_keys.remove("condition")
             data__condition = data["condition"]
-            validate____defs___schema__common__defs_condition_id(data__condition, custom_formats, (name_prefix or "data") + ".condition")
+            validate____defs___schema__common__defs_condition_id(data__condition, custom_formats, None)
         if "sequence" in data_keys:
             data_keys.remove("sequence")
             data__sequence = data["sequence"]
@@ -51,7 +51,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "phase" in data_keys:
             data_keys.remove("phase")
             data__phase = data["phase"]
-            validate____defs___schema__common__defs_phase(data__phase, custom_formats, (name_prefix or "data") + ".phase")
+            validate____defs___schema__common__defs_phase(data__phase, custom_formats, None)
         if "server_instance" in data_keys:
             data_keys.remove("server_instance")
             data__serverinstance = data["server_instance"]
@@ -65,11 +65,11 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "claimed_arm" in data_keys:
             data_keys.remove("claimed_arm")
             data__claimedarm = data["claimed_arm"]
-            validate____defs___schema__common__defs_arm(data__claimedarm, custom_formats, (name_prefix or "data") + ".claimed_arm")
+            validate____defs___schema__common__defs_arm(data__claimedarm, custom_formats, None)
         if "preceded_by" in data_keys:
             data_keys.remove("preceded_by")
             data__precededby = data["preceded_by"]
-            validate____defs___schema__common__defs_preceded_by(data__precededby, custom_formats, (name_prefix or "data") + ".preceded_by")
+            validate____defs___schema__common__defs_preceded_by(data__precededby, custom_formats, None)
         if "request_body" in data_keys:
             data_keys.remove("request_body")
             data__requestbody = data["request_body"]
@@ -101,7 +101,7 @@ def validate(data, custom_formats={}, name_prefix=None):
             data__outputhash_one_of_count1 = 0
             if data__outputhash_one_of_count1 < 2:
                 try:
-                    validate____defs___schema__common__defs_sha256(data__outputhash, custom_formats, (name_prefix or "data") + ".output_hash")
+                    validate____defs___schema__common__defs_sha256(data__outputhash, custom_formats, None)
                     data__outputhash_one_of_count1 += 1
                 except (JsonSchemaValueException, JsonSchemaValuesException): pass
             if data__outputhash_one_of_count1 < 2:
@@ -120,7 +120,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "telemetry" in data_keys:
             data_keys.remove("telemetry")
             data__telemetry = data["telemetry"]
-            validate____defs___schema__common__defs_telemetry_pair(data__telemetry, custom_formats, (name_prefix or "data") + ".telemetry")
+            validate____defs___schema__common__defs_telemetry_pair(data__telemetry, custom_formats, None)
         if "started_at" in data_keys:
             data_keys.remove("started_at")
             data__startedat = data["started_at"]
@@ -150,11 +150,11 @@ def validate____defs___schema__common__defs_telemetry_pair(data, custom_formats=
         if "before" in data_keys:
             data_keys.remove("before")
             data__before = data["before"]
-            validate____defs___schema__common__defs_telemetry_snapshot(data__before, custom_formats, (name_prefix or "data") + ".before")
+            validate____defs___schema__common__defs_telemetry_snapshot(data__before, custom_formats, None)
         if "after" in data_keys:
             data_keys.remove("after")
             data__after = data["after"]
-            validate____defs___schema__common__defs_telemetry_snapshot(data__after, custom_formats, (name_prefix or "data") + ".after")
+            validate____defs___schema__common__defs_telemetry_snapshot(data__after, custom_formats, None)
         if data_keys:
             raise JsonSchemaValueException("invalid")
     return data
@@ -185,14 +185,14 @@ def validate____defs___schema__common__defs_telemetry_snapshot(data, custom_form
                         except (JsonSchemaValueException, JsonSchemaValuesException):
                             pass
                         else:
-                            validate____defs___schema__common__defs_sample_value(data__cachestats_value, custom_formats, (name_prefix or "data") + ".cache_stats.{data__cachestats_key}".format(**locals()))
+                            validate____defs___schema__common__defs_sample_value(data__cachestats_value, custom_formats, None)
         if "metrics" in data_keys:
             data_keys.remove("metrics")
             data__metrics = data["metrics"]
             data__metrics_one_of_count2 = 0
             if data__metrics_one_of_count2 < 2:
                 try:
-                    validate____defs___schema__common__defs_metrics(data__metrics, custom_formats, (name_prefix or "data") + ".metrics")
+                    validate____defs___schema__common__defs_metrics(data__metrics, custom_formats, None)
                     data__metrics_one_of_count2 += 1
                 except (JsonSchemaValueException, JsonSchemaValuesException): pass
             if data__metrics_one_of_count2 < 2:
@@ -216,7 +216,7 @@ def validate____defs___schema__common__defs_metrics(data, custom_formats={}, nam
         for data_key in data_keys:
             if data_key not in []:
                 data_value = data.get(data_key)
-                validate____defs___schema__common__defs_sample_value(data_value, custom_formats, (name_prefix or "data") + ".{data_key}".format(**locals()))
+                validate____defs___schema__common__defs_sample_value(data_value, custom_formats, None)
     return data
 
 def validate____defs___schema__common__defs_sample_value(data, custom_formats={}, name_prefix=None):

@@ -26,7 +26,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "schema_version" in data_keys:
             data_keys.remove("schema_version")
             data__schemaversion = data["schema_version"]
-            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, (name_prefix or "data") + ".schema_version")
+            validate____defs___schema__common__defs_schema_version(data__schemaversion, custom_formats, None)
         if "kind" in data_keys:
             data_keys.remove("kind")
             data__kind = data["kind"]
@@ -67,7 +67,7 @@ def validate(data, custom_formats={}, name_prefix=None):
             if data__bundles_is_list:
                 data__bundles_len = len(data__bundles)
                 for data__bundles_x, data__bundles_item in enumerate(data__bundles):
-                    validate____defs_bundle(data__bundles_item, custom_formats, (name_prefix or "data") + ".bundles[{data__bundles_x}]".format(**locals()))
+                    validate____defs_bundle(data__bundles_item, custom_formats, None)
         if data_keys:
             raise JsonSchemaValueException("invalid")
     return data
@@ -99,7 +99,7 @@ def validate____defs_bundle(data, custom_formats={}, name_prefix=None):
         if "verdict" in data_keys:
             data_keys.remove("verdict")
             data__verdict = data["verdict"]
-            validate____defs_verdict(data__verdict, custom_formats, (name_prefix or "data") + ".verdict")
+            validate____defs_verdict(data__verdict, custom_formats, None)
         if "summary" in data_keys:
             data_keys.remove("summary")
             data__summary = data["summary"]
@@ -114,14 +114,14 @@ def validate____defs_bundle(data, custom_formats={}, name_prefix=None):
             if data__checks_is_list:
                 data__checks_len = len(data__checks)
                 for data__checks_x, data__checks_item in enumerate(data__checks):
-                    validate____defs_check(data__checks_item, custom_formats, (name_prefix or "data") + ".checks[{data__checks_x}]".format(**locals()))
+                    validate____defs_check(data__checks_item, custom_formats, None)
         if "expected" in data_keys:
             data_keys.remove("expected")
             data__expected = data["expected"]
             data__expected_one_of_count1 = 0
             if data__expected_one_of_count1 < 2:
                 try:
-                    validate____defs_verdict(data__expected, custom_formats, (name_prefix or "data") + ".expected")
+                    validate____defs_verdict(data__expected, custom_formats, None)
                     data__expected_one_of_count1 += 1
                 except (JsonSchemaValueException, JsonSchemaValuesException): pass
             if data__expected_one_of_count1 < 2:
@@ -187,7 +187,7 @@ def validate____defs_bundle(data, custom_formats={}, name_prefix=None):
             if data__findings_is_list:
                 data__findings_len = len(data__findings)
                 for data__findings_x, data__findings_item in enumerate(data__findings):
-                    validate____defs_finding(data__findings_item, custom_formats, (name_prefix or "data") + ".findings[{data__findings_x}]".format(**locals()))
+                    validate____defs_finding(data__findings_item, custom_formats, None)
         if "model_dir_findings" in data_keys:
             data_keys.remove("model_dir_findings")
             data__modeldirfindings = data["model_dir_findings"]
@@ -197,7 +197,7 @@ def validate____defs_bundle(data, custom_formats={}, name_prefix=None):
             if data__modeldirfindings_is_list:
                 data__modeldirfindings_len = len(data__modeldirfindings)
                 for data__modeldirfindings_x, data__modeldirfindings_item in enumerate(data__modeldirfindings):
-                    validate____defs_finding(data__modeldirfindings_item, custom_formats, (name_prefix or "data") + ".model_dir_findings[{data__modeldirfindings_x}]".format(**locals()))
+                    validate____defs_finding(data__modeldirfindings_item, custom_formats, None)
         if "experiment" in data_keys:
             data_keys.remove("experiment")
             data__experiment = data["experiment"]
@@ -250,7 +250,7 @@ def validate____defs_bundle(data, custom_formats={}, name_prefix=None):
                                 if "output_hash" in data__classification__classes_item_keys:
                                     data__classification__classes_item_keys.remove("output_hash")
                                     data__classification__classes_item__outputhash = data__classification__classes_item["output_hash"]
-                                    validate____defs___schema__common__defs_sha256(data__classification__classes_item__outputhash, custom_formats, (name_prefix or "data") + ".classification.classes[{data__classification__classes_x}].output_hash".format(**locals()))
+                                    validate____defs___schema__common__defs_sha256(data__classification__classes_item__outputhash, custom_formats, None)
                                 if "count" in data__classification__classes_item_keys:
                                     data__classification__classes_item_keys.remove("count")
                                     data__classification__classes_item__count = data__classification__classes_item["count"]
@@ -267,11 +267,11 @@ def validate____defs_bundle(data, custom_formats={}, name_prefix=None):
                     if data__classification__conditions_is_list:
                         data__classification__conditions_len = len(data__classification__conditions)
                         for data__classification__conditions_x, data__classification__conditions_item in enumerate(data__classification__conditions):
-                            validate____defs_condition(data__classification__conditions_item, custom_formats, (name_prefix or "data") + ".classification.conditions[{data__classification__conditions_x}]".format(**locals()))
+                            validate____defs_condition(data__classification__conditions_item, custom_formats, None)
                 if "bound" in data__classification_keys:
                     data__classification_keys.remove("bound")
                     data__classification__bound = data__classification["bound"]
-                    validate____defs_bound(data__classification__bound, custom_formats, (name_prefix or "data") + ".classification.bound")
+                    validate____defs_bound(data__classification__bound, custom_formats, None)
                 if "requests" in data__classification_keys:
                     data__classification_keys.remove("requests")
                     data__classification__requests = data__classification["requests"]
@@ -363,7 +363,7 @@ def validate____defs_condition(data, custom_formats={}, name_prefix=None):
         if "verdict" in data_keys:
             data_keys.remove("verdict")
             data__verdict = data["verdict"]
-            validate____defs_verdict(data__verdict, custom_formats, (name_prefix or "data") + ".verdict")
+            validate____defs_verdict(data__verdict, custom_formats, None)
         if "reasons" in data_keys:
             data_keys.remove("reasons")
             data__reasons = data["reasons"]
@@ -401,7 +401,7 @@ def validate____defs_condition(data, custom_formats={}, name_prefix=None):
                     data__arms_property_names = True
                     for data__arms_key in data__arms:
                         try:
-                            validate____defs___schema__common__defs_arm(data__arms_key, custom_formats, (name_prefix or "data") + ".arms")
+                            validate____defs___schema__common__defs_arm(data__arms_key, custom_formats, None)
                         except (JsonSchemaValueException, JsonSchemaValuesException):
                             data__arms_property_names = False
                     if not data__arms_property_names:
@@ -527,7 +527,7 @@ def validate____defs_condition(data, custom_formats={}, name_prefix=None):
                         if "arm" in data__classtelemetry_item_keys:
                             data__classtelemetry_item_keys.remove("arm")
                             data__classtelemetry_item__arm = data__classtelemetry_item["arm"]
-                            validate____defs___schema__common__defs_arm(data__classtelemetry_item__arm, custom_formats, (name_prefix or "data") + ".class_telemetry[{data__classtelemetry_x}].arm".format(**locals()))
+                            validate____defs___schema__common__defs_arm(data__classtelemetry_item__arm, custom_formats, None)
                         if "requests" in data__classtelemetry_item_keys:
                             data__classtelemetry_item_keys.remove("requests")
                             data__classtelemetry_item__requests = data__classtelemetry_item["requests"]
@@ -568,7 +568,7 @@ def validate____defs_condition(data, custom_formats={}, name_prefix=None):
         if "bound" in data_keys:
             data_keys.remove("bound")
             data__bound = data["bound"]
-            validate____defs_bound(data__bound, custom_formats, (name_prefix or "data") + ".bound")
+            validate____defs_bound(data__bound, custom_formats, None)
         if "diagnosis" in data_keys:
             data_keys.remove("diagnosis")
             data__diagnosis = data["diagnosis"]
@@ -614,11 +614,11 @@ def validate____defs_condition(data, custom_formats={}, name_prefix=None):
                 if "cold" in data__diagnosis_keys:
                     data__diagnosis_keys.remove("cold")
                     data__diagnosis__cold = data__diagnosis["cold"]
-                    validate____defs_divergence_side(data__diagnosis__cold, custom_formats, (name_prefix or "data") + ".diagnosis.cold")
+                    validate____defs_divergence_side(data__diagnosis__cold, custom_formats, None)
                 if "warm" in data__diagnosis_keys:
                     data__diagnosis_keys.remove("warm")
                     data__diagnosis__warm = data__diagnosis["warm"]
-                    validate____defs_divergence_side(data__diagnosis__warm, custom_formats, (name_prefix or "data") + ".diagnosis.warm")
+                    validate____defs_divergence_side(data__diagnosis__warm, custom_formats, None)
                 if data__diagnosis_keys:
                     raise JsonSchemaValueException("invalid")
         if data_keys:

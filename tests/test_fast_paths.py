@@ -53,3 +53,24 @@ def test_the_fast_paths_change_no_result(bundle: str, monkeypatch: pytest.Monkey
         patched.setattr(schemas, "fast_validator", lambda name: None)
         plain = outcome(bundle)
     assert fast == plain
+
+
+def test_the_collector_pace_is_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from verifier import verify
+
+    before = gc.get_threshold()
+    during: list[int] = []
+    real = verify.read_bundle
+
+    def reading(*args: Any) -> Any:
+        during.append(gc.get_threshold()[0])
+        return real(*args)
+
+    monkeypatch.setattr(verify, "read_bundle", reading)
+    verify_path(SAMPLES / "seed-mlxcel")
+    with pytest.raises(Exception, match="no such file"):
+        verify_path(SAMPLES / "no-such-bundle")
+    assert during == [max(verify._GC_YOUNG, before[0])] * 2
+    assert gc.get_threshold() == before

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.util
 import json
+import subprocess
+import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +23,7 @@ from verifier.verify import verify_path
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_bundles"
 KEY = SAMPLES / "keys" / "evidence-signing-key.pub.pem"
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
 
 
 def _parsed(where: str, data: bytes) -> Iterator[tuple[str, Any]]:
@@ -157,9 +161,9 @@ def _findings(path: Path) -> list[tuple[str, str, str | None, str | None]]:
 def test_verify_findings_are_the_same_on_both_paths(
     sample: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(schemas, "FAST_AFTER", 10**9)
-    plain = _findings(SAMPLES / sample)
-    monkeypatch.setattr(schemas, "FAST_AFTER", 0)
+    with monkeypatch.context() as patched:
+        patched.setattr(schemas, "fast_validator", lambda name: None)  # jsonschema alone
+        plain = _findings(SAMPLES / sample)
     calls: list[str] = []
     real = schemas.fast_validator
 
@@ -172,13 +176,65 @@ def test_verify_findings_are_the_same_on_both_paths(
     assert "record" in calls  # the fast path did run
 
 
-def test_the_fast_path_waits_for_enough_documents(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(schemas, "_validated", schemas.Counter())
-    used: list[str] = []
-    monkeypatch.setattr(schemas, "fast_validator", lambda name: used.append(name))
-    document = DOCUMENTS[0][1]
-    for _ in range(schemas.FAST_AFTER):
-        schemas.validate(document, DOCUMENTS[0][2])
-    assert used == []
-    schemas.validate(document, DOCUMENTS[0][2])
-    assert used == [DOCUMENTS[0][2]]
+# --- the generated validators -----------------------------------------------------------
+
+
+def _make_validators() -> Any:
+    spec = importlib.util.spec_from_file_location("make_validators", TOOLS / "make_validators.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_generated_validators_are_what_the_schemas_give() -> None:
+    """verifier/_validators/ is exactly what tools/make_validators.py writes from schemas/."""
+    expected = _make_validators().generated()
+    folder = Path(schemas.__file__).parent / "_validators"
+    on_disk = {p.name: p.read_text("utf-8") for p in folder.glob("*.py")}
+    assert sorted(on_disk) == sorted(expected)
+    for name, text in expected.items():
+        assert on_disk[name] == text, f"run tools/make_validators.py: {name} is out of date"
+
+
+def test_every_schema_has_its_validator_in_use() -> None:
+    assert schemas._validators_current()
+    for name in schemas.load_all():
+        assert schemas.fast_validator(name) is not None, name
+
+
+def test_validators_of_other_schemas_are_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schema edited without generating the validators again: jsonschema alone decides."""
+    digest = schemas.schemas_digest()
+    monkeypatch.setattr(schemas, "schemas_digest", lambda: digest[::-1])
+    schemas._validators_current.cache_clear()
+    schemas.fast_validator.cache_clear()
+    try:
+        assert schemas.fast_validator("record") is None
+        document = next(d for w, d, n in DOCUMENTS if n == "record" and w.startswith("seed-"))
+        assert schemas.validate(document, "record") == []
+        assert schemas.validate({**document, "unexpected": 1}, "record") != []
+    finally:
+        schemas._validators_current.cache_clear()
+        schemas.fast_validator.cache_clear()
+
+
+def test_valid_documents_never_import_jsonschema() -> None:
+    valid = [(doc, name) for _, doc, name in DOCUMENTS if schemas.validator(name).is_valid(doc)]
+    probe = (
+        "import json, sys\n"
+        "from verifier import schemas\n"
+        "for doc, name in json.loads(sys.stdin.read()):\n"
+        "    assert schemas.validate(doc, name) == []\n"
+        "assert 'jsonschema' not in sys.modules and 'referencing' not in sys.modules\n"
+        "schemas.validate({}, 'record')\n"
+        "assert 'jsonschema' in sys.modules  # an invalid one does\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        input=json.dumps(valid),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr

@@ -539,7 +539,10 @@ def bench_bundles(
     run_procs([[*EVIDENCE, "export", str(seed_raw), "--out", str(public)]])
     scale_public(public, copies)
     run_shell(f"cd {public} && tar --sort=name --owner=0 --group=0 -czf {archive} *")
-    limits = ["--max-members", str(4 * count + 1000)]  # the default stops at 10,000 members
+    # The defaults stop at 10,000 members, 32 MiB and 1,000,000 JSON values in all.
+    size = sum(p.stat().st_size for p in public.rglob("*") if p.is_file())
+    limits = ["--max-members", str(4 * count + 1000), "--max-total-bytes", str(2 * size)]
+    limits += ["--max-json-values", str(1000 * count + 100_000)]
     verify_tar = Case(
         "evidence verify .tar.gz",
         lambda: run_procs([[*EVIDENCE, "verify", str(archive), "-f", "json", *limits]]),

@@ -357,6 +357,14 @@ _PRECEDENCE = (
 )
 
 
+def _by_condition(proofs: Sequence[RequestProof]) -> dict[str, list[RequestProof]]:
+    """The proofs of each condition, in their order (one pass, not one per condition)."""
+    grouped: dict[str, list[RequestProof]] = defaultdict(list)
+    for proof in proofs:
+        grouped[proof.record.condition].append(proof)
+    return grouped
+
+
 def classify(
     conditions: Sequence[Condition],
     proofs: Sequence[RequestProof],
@@ -378,10 +386,12 @@ def classify(
     labels = _labels(proofs, order)
     prompts = {p.prompt_tokens for p in proofs if p.failed is None and p.prompt_tokens is not None}
     prompt_mismatch = len(prompts) > 1
+    by_condition = _by_condition(proofs)
+    diagnostic_by_condition = _by_condition(diagnostic)
     results = tuple(
         classify_condition(
             condition,
-            [p for p in proofs if p.record.condition == condition.id],
+            list(by_condition.get(condition.id, ())),
             labels,
             rules,
             prompt_mismatch,
@@ -394,7 +404,7 @@ def classify(
         replace(
             r,
             diagnosis=diagnose(
-                [p for p in diagnostic if p.record.condition == r.condition.id],
+                list(diagnostic_by_condition.get(r.condition.id, ())),
                 hashes.get(r.baseline_label or ""),
                 hashes.get(r.warm_label or ""),
             ),

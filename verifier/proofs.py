@@ -131,13 +131,29 @@ class _Readings:
     unread: tuple[str, ...]
 
     @classmethod
-    def of(cls, refs: Sequence[str], record: Record) -> _Readings:
-        moves = {ref: _moves(ref, record.before, record.after) for ref in refs}
+    def of(cls, refs: Sequence[str], across: _Moves) -> _Readings:
+        moves = {ref: across(ref) for ref in refs}
         return cls(
             tuple(r for r, m in moves.items() if m is not None and any(x > 0 for x in m)),
             tuple(r for r, m in moves.items() if m is not None and all(x == 0 for x in m)),
             tuple(r for r, m in moves.items() if m is None),
         )
+
+
+class _Moves:
+    """_moves() between two snapshots, each counter worked out once: a request's proof
+    asks for the same counters across it (or since the request before) several times."""
+
+    def __init__(self, before: Snapshot, after: Snapshot) -> None:
+        self.before = before
+        self.after = after
+        self.known: dict[str, list[float] | None] = {}
+
+    def __call__(self, ref: str) -> list[float] | None:
+        known = self.known
+        if ref not in known:
+            known[ref] = _moves(ref, self.before, self.after)
+        return known[ref]
 
 
 def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
@@ -148,8 +164,8 @@ def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
         if not old or not new:
             return None
         return [new.get(k, 0.0) - old.get(k, 0.0) for k in sorted(old.keys() | new.keys())]
-    delta = CounterDelta(ref, before.counter(ref), after.counter(ref)).delta
-    return None if delta is None else [delta]
+    old_value, new_value = before.counter(ref), after.counter(ref)
+    return None if old_value is None or new_value is None else [new_value - old_value]
 
 
 def _contradiction(cached: int | None, hit_evidence: _Readings) -> str | None:
@@ -233,22 +249,18 @@ def prove_request(
             False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
         )
 
-    def fell(ref: str, before: Snapshot, after: Snapshot) -> bool:
-        return any(x < 0 for x in _moves(ref, before, after) or [])
+    def fell(moves: _Moves, ref: str) -> bool:
+        return any(x < 0 for x in moves(ref) or [])
 
-    backwards = [ref for ref in everything if fell(ref, record.before, record.after)]
+    across = _Moves(record.before, record.after)
+    backwards = [ref for ref in everything if fell(across, ref)]
     moved_between: list[str] = []
     if previous is not None:
+        since = _Moves(previous.after, record.before)
         backwards += [
-            f"{ref} (since the previous request)"
-            for ref in everything
-            if fell(ref, previous.after, record.before)
+            f"{ref} (since the previous request)" for ref in everything if fell(since, ref)
         ]
-        moved_between = [
-            ref
-            for ref in signals.store_access
-            if any(_moves(ref, previous.after, record.before) or [])
-        ]
+        moved_between = [ref for ref in signals.store_access if any(since(ref) or [])]
     if backwards:
         return verdict(
             False, "a counter went backwards on the same server: " + ", ".join(backwards)
@@ -274,7 +286,7 @@ def prove_request(
     if prompt is None:
         return verdict(False, "prompt_tokens is absent: the prompt may not have been the same")
 
-    hit_evidence = _Readings.of(signals.hit_evidence, record)
+    hit_evidence = _Readings.of(signals.hit_evidence, across)
     contradiction = _contradiction(cached, hit_evidence)
     if contradiction is not None:
         return verdict(False, contradiction, contradiction)
@@ -282,15 +294,15 @@ def prove_request(
     arm = record.claimed_arm
     if arm is Arm.WARM:
         warm = _prove_warm(
-            record, signals, cached, prompt, verdict, rules.reuse_counts_cached_tokens
+            across, signals, cached, prompt, verdict, rules.reuse_counts_cached_tokens
         )
         why = None if warm.proven else miss_reasons(record, rules)
         return warm if why is None else replace(warm, reason=f"{warm.reason}; {why}")
     if arm is Arm.COLD:
         return _prove_cold(record, rules, hit_evidence, cached, verdict)
     if arm is Arm.REQUEST_DISABLED:
-        return _prove_opt_out(record, rules, cached, verdict)
-    return _prove_cache_off(record, rules, server_disabled, cached, verdict)
+        return _prove_opt_out(record, across, rules, cached, verdict)
+    return _prove_cache_off(record, across, rules, server_disabled, cached, verdict)
 
 
 class _Verdict(Protocol):
@@ -300,7 +312,7 @@ class _Verdict(Protocol):
 
 
 def _prove_warm(
-    record: Record,
+    across: _Moves,
     signals: CacheSignals,
     cached: int | None,
     prompt: int,
@@ -311,9 +323,9 @@ def _prove_warm(
         return verdict(False, "cached_tokens is absent: a hit is unknown, not proven")
     if not 0 < cached < prompt:
         return verdict(False, f"cached_tokens {cached} is not in (0, {prompt})")
-    needed = _Readings.of(signals.hits + signals.reuse + signals.lookups, record)
+    needed = _Readings.of(signals.hits + signals.reuse + signals.lookups, across)
     if reuse_is_tokens and not needed.unread:
-        reused = sum(sum(_moves(ref, record.before, record.after) or []) for ref in signals.reuse)
+        reused = sum(sum(across(ref) or []) for ref in signals.reuse)
         if reused != cached:
             return verdict(
                 False,
@@ -371,7 +383,7 @@ def _prove_cold(
 
 
 def _prove_opt_out(
-    record: Record, rules: ProfileRules, cached: int | None, verdict: _Verdict
+    record: Record, across: _Moves, rules: ProfileRules, cached: int | None, verdict: _Verdict
 ) -> RequestProof:
     opt_out = rules.opt_out_fields
     if opt_out is None:
@@ -385,11 +397,12 @@ def _prove_opt_out(
     if cached != 0:
         return verdict(False, f"cached_tokens is {cached}, not 0")
     fields = ", ".join(f"{k}: {json_key(v)}" for k, v in opt_out.items())
-    return _untouched_store(record, rules, verdict, f"opted out ({fields}); 0 cached tokens")
+    return _untouched_store(across, rules, verdict, f"opted out ({fields}); 0 cached tokens")
 
 
 def _prove_cache_off(
     record: Record,
+    across: _Moves,
     rules: ProfileRules,
     server_disabled: bool,
     cached: int | None,
@@ -412,14 +425,14 @@ def _prove_cache_off(
     if cached not in (None, 0):
         return verdict(False, f"cached_tokens is {cached}")
     shown = "no cached tokens" if cached is None else "0 cached tokens"
-    return _untouched_store(record, rules, verdict, f"{how}; {shown}")
+    return _untouched_store(across, rules, verdict, f"{how}; {shown}")
 
 
 def _untouched_store(
-    record: Record, rules: ProfileRules, verdict: _Verdict, proven: str
+    across: _Moves, rules: ProfileRules, verdict: _Verdict, proven: str
 ) -> RequestProof:
     """The rule of both controls: every store signal read, and none moved."""
-    access = _Readings.of(rules.signals.store_access, record)
+    access = _Readings.of(rules.signals.store_access, across)
     if access.unread:
         return verdict(False, f"{_names(access.unread)} not recorded: no store access not shown")
     if access.moved:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from verifier.jsonio import resolve_pointer
@@ -19,10 +20,11 @@ class Snapshot:
         """The value of a counter reference (`metric:FAMILY` sums the family's samples)."""
         source, _, name = ref.partition(":")
         if source == "metric":
-            if self.metrics is None:
+            metrics = self.metrics
+            if metrics is None:
                 return None
-            values = [v for k, v in self.metrics.items() if k == name or k.startswith(name + "{")]
-            return float(sum(values)) if values else None
+            keys = self._families.get(name, ()) if "{" not in name else self._keys(name)
+            return float(sum([metrics[k] for k in keys])) if keys else None
         if source == "stats":
             value = (self.cache_stats or {}).get(name)
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -33,9 +35,30 @@ class Snapshot:
     def samples(self, ref: str) -> dict[str, float]:
         """Every sample of a `metric:` family by its full key (labels included)."""
         source, _, name = ref.partition(":")
-        if source != "metric" or self.metrics is None:
+        metrics = self.metrics
+        if source != "metric" or metrics is None:
             return {}
-        return {k: v for k, v in self.metrics.items() if k == name or k.startswith(name + "{")}
+        return {k: metrics[k] for k in self._keys(name)}
+
+    def _keys(self, name: str) -> tuple[str, ...]:
+        """The keys `name` or `name{labels}` of the samples, in the snapshot's order."""
+        if "{" in name:  # not a family name the index knows: read every key
+            metrics = self.metrics or {}
+            return tuple(k for k in metrics if k == name or k.startswith(name + "{"))
+        return self._families.get(name, ())
+
+    @cached_property
+    def _families(self) -> dict[str, tuple[str, ...]]:
+        """The keys of every family (a key up to its first `{`), indexed once per snapshot.
+
+        For a name without `{`, `k == name or k.startswith(name + "{")` holds exactly when
+        the key's family is `name`; each family keeps the snapshot's order, so sums add the
+        same numbers in the same order as a scan of every key would.
+        """
+        families: dict[str, list[str]] = {}
+        for key in self.metrics or {}:
+            families.setdefault(key.partition("{")[0], []).append(key)
+        return {family: tuple(keys) for family, keys in families.items()}
 
     def stat(self, pointer: str | None) -> Any:
         if pointer is None or self.cache_stats is None:

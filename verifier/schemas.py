@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from verifier.errors import SchemaVersionError
 
@@ -101,11 +100,13 @@ class SchemaViolation:
 # A compiled validator (fastjsonschema) answers only "valid or not", ~30x faster than
 # jsonschema; every document it does not pass goes through jsonschema, which alone writes
 # the findings, so both paths give the same findings by construction (tests/test_schemas.py
-# checks that it never passes what jsonschema rejects). Compiling costs 20-30 ms a
-# schema, so it is built only once a schema has validated this many documents.
-FAST_AFTER = 64
+# checks that it never passes what jsonschema rejects). The validators are generated
+# ahead of time from the schemas into verifier/_validators/ (tools/make_validators.py; a
+# test checks that generating them again gives the same files), so a valid document never
+# imports jsonschema, and they are used only while the schemas they were generated from
+# are the schemas read here (the digest of every schema file is compared once).
 _EMBEDDED = "__schema__"
-_validated: Counter[str] = Counter()
+VALIDATORS_PACKAGE = "verifier._validators"
 
 
 def _bundle_refs(node: Any, own: str, root: str, names: dict[str, str]) -> Any:
@@ -140,29 +141,85 @@ def bundled_schema(name: str) -> dict[str, Any]:
     return bundle
 
 
-@cache
-def fast_validator(name: str) -> Callable[[Any], bool] | None:
-    """A compiled "is it valid?" test of the named schema, or None without fastjsonschema."""
-    try:
-        from fastjsonschema.draft04 import CodeGeneratorDraft04
-        from fastjsonschema.draft2019 import CodeGeneratorDraft2019
-        from fastjsonschema.ref_resolver import RefResolver
-    except ImportError:
-        return None
+def schemas_digest() -> str:
+    """SHA-256 over every schema file's name and bytes: what the validators were made from."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(schema_dir().glob("*" + SUFFIX)):
+        data = path.read_bytes()
+        digest.update(f"{path.name}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def validator_module(name: str) -> str:
+    """The module of verifier/_validators that holds the named schema's validator."""
+    return name.replace("-", "_")
+
+
+def validator_source(name: str) -> str:
+    """The compiled "is it valid?" test of the named schema, as the source of a module.
+
+    Draft 2019-09 code (fastjsonschema's latest) with draft 4's type test, so that 2.0 is
+    no integer, as for our jsonschema; every failure raises one bare exception (jsonschema
+    writes the findings), which keeps the code small.
+    """
+    from fastjsonschema.draft04 import CodeGeneratorDraft04
+    from fastjsonschema.draft2019 import CodeGeneratorDraft2019
+    from fastjsonschema.ref_resolver import RefResolver
 
     class StrictIntegers(CodeGeneratorDraft2019):
-        """2019-09 code with draft 4's type test: 2.0 is no integer, as for our jsonschema."""
-
         generate_type = CodeGeneratorDraft04.generate_type
+
+        def exc(self, msg: str, *args: Any, append_to_msg: Any = None, rule: Any = None) -> None:
+            self.l('raise JsonSchemaValueException("invalid")')
+
+        def generate_ref(self) -> None:
+            # fastjsonschema's own, less the name of the value for messages no one reads
+            # (formatting it cost more than validating a telemetry sample)
+            definition = cast(dict[str, Any], self._definition)
+            with self._resolver.in_scope(definition["$ref"]):
+                name = self._resolver.get_scope_name()
+                uri = self._resolver.get_uri()
+                if uri not in self._validation_functions_done:
+                    self._needed_validation_functions[uri] = name
+                self.l("{}({variable}, custom_formats, None)", name)
 
     definition = bundled_schema(name)
     resolver = RefResolver.from_schema(definition, handlers={}, store={})
     generator = StrictIntegers(  # type: ignore[no-untyped-call]
         definition, resolver=resolver, formats={}, use_default=False, use_formats=False
     )
-    namespace = generator.global_state
-    exec(generator.func_code, namespace)  # noqa: S102 - code generated from our own schemas
-    compiled = namespace[resolver.get_scope_name()]
+    entry = resolver.get_scope_name()
+    return f"{generator.global_state_code}\n{generator.func_code}\n\nVALIDATE = {entry}\n"
+
+
+@cache
+def _validators_current() -> bool:
+    """Whether verifier/_validators was generated from the schemas this process reads."""
+    import importlib
+
+    try:
+        package = importlib.import_module(VALIDATORS_PACKAGE)
+    except ImportError:
+        return False
+    return bool(getattr(package, "SCHEMAS_SHA256", None) == schemas_digest())
+
+
+@cache
+def fast_validator(name: str) -> Callable[[Any], bool] | None:
+    """The generated "is it valid?" test of the named schema; None if it is out of date."""
+    import importlib
+
+    if not _validators_current():
+        return None
+    try:
+        compiled = importlib.import_module(
+            f"{VALIDATORS_PACKAGE}.{validator_module(name)}"
+        ).VALIDATE
+    except (ImportError, AttributeError):
+        return None
 
     def is_valid(document: Any) -> bool:
         try:
@@ -176,8 +233,7 @@ def fast_validator(name: str) -> Callable[[Any], bool] | None:
 
 def validate(document: Any, name: str) -> list[SchemaViolation]:
     """Every violation of the named schema, sorted by location (not only the first)."""
-    _validated[name] += 1
-    fast = fast_validator(name) if _validated[name] > FAST_AFTER else None
+    fast = fast_validator(name)
     if fast is not None and fast(document):
         return []
     violations = []

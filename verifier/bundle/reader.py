@@ -6,6 +6,7 @@ import contextlib
 import errno
 import io
 import os
+import re
 import stat
 import tarfile
 import unicodedata
@@ -111,6 +112,7 @@ def _escape(char: str) -> str:
 
 
 _SHOWN_CHARS = 200
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a name byte that was not UTF-8, or a lone one
 
 
 def _printable(text: str) -> str:
@@ -127,7 +129,7 @@ def _name_problem(name: str) -> str | None:
     size = len(name.encode("utf-8", "surrogatepass"))
     if size > _MAX_NAME_BYTES:
         return f"has a name of {size} bytes; at most {_MAX_NAME_BYTES} are accepted"
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in name):
+    if _SURROGATE.search(name):
         return "has a name that is not valid UTF-8"
     if not name.isprintable():
         return "has a control or non-printable character in its name"

@@ -12,7 +12,7 @@ from verifier.checks.context import BundleContext
 from verifier.model import Finding, Severity, json_pointer
 from verifier.profiles import KNOWN_RULES
 from verifier.profiles.rules import ProfileRules
-from verifier.records import Experiment, ServerDeclaration
+from verifier.records import Experiment, Record, ServerDeclaration
 
 CHECK = "consistency"
 
@@ -157,10 +157,11 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
                 )  # fmt: skip
             else:
                 seen[response_id] = record.file
+    by_condition: dict[str, list[Record]] = {}
+    for record in ctx.records:
+        by_condition.setdefault(record.condition, []).append(record)
     for condition in experiment.conditions:
-        records = sorted(
-            (r for r in ctx.records if r.condition == condition.id), key=lambda r: r.sequence
-        )
+        records = sorted(by_condition.get(condition.id, ()), key=lambda r: r.sequence)
         last: datetime | None = None
         for record in records:
             when = _time(record.started_at)

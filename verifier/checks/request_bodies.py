@@ -25,13 +25,17 @@ def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
             copy.get("opt_out_fields") or experiment.document.get("opt_out_fields") or {}
         )
     diagnostic = ctx.rules.diagnostic_fields if ctx.rules is not None else {}
+    expected_keys: dict[tuple[bool, bool], str] = {}  # one key per kind of request
     for record in ctx.records:
         expected = dict(body)
-        if record.claimed_arm is Arm.REQUEST_DISABLED:
+        kind = (record.claimed_arm is Arm.REQUEST_DISABLED, record.phase == Phase.DIAGNOSTIC)
+        if kind[0]:
             expected.update(opt_out)
-        if record.phase == Phase.DIAGNOSTIC:
+        if kind[1]:
             expected.update(diagnostic)
-        if json_key(record.request_body) != json_key(expected):
+        if kind not in expected_keys:
+            expected_keys[kind] = json_key(expected)
+        if json_key(record.request_body) != expected_keys[kind]:
             differing = sorted(
                 k
                 for k in expected.keys() | record.request_body.keys()

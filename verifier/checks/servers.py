@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from verifier import layout
 from verifier.checks.context import BundleContext, has_args
 from verifier.model import Finding, Severity, json_pointer
-from verifier.records import settings_label
+from verifier.records import Condition, settings_label
 
 CHECK = "servers"
 
@@ -110,9 +110,12 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                 "conditions",
                 actual=", ".join(sorted("absent" if v is None else v for v in values)),
             )
+    first_by_id: dict[str, Condition] = {}
+    for condition in experiment.conditions:
+        first_by_id.setdefault(condition.id, condition)
     for proof in ctx.proofs:
         record = proof.record
-        condition = next(c for c in experiment.conditions if c.id == record.condition)
+        condition = first_by_id[record.condition]  # a proof's condition is declared
         if experiment.attached and not condition.servers:
             continue
         if condition.server(record.server_instance) is None:

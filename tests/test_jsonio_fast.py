@@ -1,0 +1,252 @@
+"""loads_strict's fast path against the scanner it stands in for (loads_reference).
+
+The fast path reads a document with the standard library's C parser only when it is sure
+that the scanner would read the same values; whenever it is not, the scanner reads it.
+So on every input both must give the same outcome: the same values (types, key order),
+or the same refusal with the same message, and the same value budget left afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from verifier import jsonio
+from verifier.bundle.reader import Limits, read_bundle
+from verifier.errors import InvalidDocument, UnsafeInput
+from verifier.jsonio import ValueBudget, loads_reference, loads_strict
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_bundles"
+_BIG = Limits(max_members=100_000, max_total_bytes=1 << 30, max_json_values=10**8)
+
+Loader = Callable[..., Any]
+
+
+def outcome(load: Loader, data: bytes, *, limit: int, max_depth: int) -> tuple[Any, ...]:
+    budget = ValueBudget(limit)
+    try:
+        value = load(data, max_depth=max_depth, budget=budget)
+    except (InvalidDocument, UnsafeInput) as exc:
+        return ("refused", type(exc).__name__, exc.message, budget.remaining)
+    # json.dumps keeps key order and tells 1 from 1.0 and true from 1
+    return ("read", json.dumps(value), budget.remaining)
+
+
+def assert_same(data: bytes, *, limit: int = jsonio.MAX_VALUES, max_depth: int = 64) -> None:
+    fast = outcome(loads_strict, data, limit=limit, max_depth=max_depth)
+    plain = outcome(loads_reference, data, limit=limit, max_depth=max_depth)
+    assert fast == plain, data[:200]
+
+
+def count_values(data: bytes) -> int | None:
+    """How many values the scanner reads in `data`; None when it refuses it."""
+    budget = ValueBudget(10**9)
+    try:
+        loads_reference(data, budget=budget)
+    except InvalidDocument:
+        return None
+    return budget.limit - budget.remaining
+
+
+def sample_documents() -> Iterator[tuple[str, bytes]]:
+    bundles = sorted(
+        p for p in SAMPLES.rglob("*") if p.suffix == ".gz" or (p / "SHA256SUMS").is_file()
+    )
+    for bundle in bundles:
+        for name, data in read_bundle(bundle, _BIG).files.items():
+            if name.endswith(".json"):
+                yield f"{bundle.relative_to(SAMPLES)}/{name}", data
+
+
+SAMPLE_DOCUMENTS = dict(sample_documents())
+
+
+def test_the_samples_are_found() -> None:
+    assert len(SAMPLE_DOCUMENTS) > 200
+    assert any(name.startswith("negative/duplicate-json-key/") for name in SAMPLE_DOCUMENTS)
+
+
+def test_every_sample_document_reads_the_same() -> None:
+    for data in SAMPLE_DOCUMENTS.values():
+        check_sample(data)
+
+
+def check_sample(data: bytes) -> None:
+    assert_same(data)
+    assert_same(data, max_depth=3)
+    values = count_values(data)
+    if values is not None:
+        assert_same(data, limit=values)  # exactly enough
+        assert_same(data, limit=values - 1)  # one short: refused where the scanner stops
+
+
+# Each of these must be refused, or read, exactly as the scanner does.
+_HOSTILE = [
+    b'{"a": 1, "a": 2}',
+    b'{"a": {"b": 1, "b": 1}}',
+    b'[{"x": 1}, {"y": 2, "y": 3}]',
+    b'{"a": NaN}',
+    b"[Infinity]",
+    b"[-Infinity]",
+    b"NaN",
+    b'{"a": 1e400}',
+    b'{"a": -1e400}',
+    b"[1e308, 1e309]",
+    b"1e999",
+    b'{"a": 1E+0309}',
+    b'{"a": 0.' + b"0" * 5000 + b"1}",
+    b'{"a": ' + b"9" * 4300 + b"}",
+    b'{"a": -' + b"9" * 4300 + b"}",
+    b'{"a": -' + b"9" * 4299 + b"}",
+    b'{"a": ' + b"9" * 4299 + b"}",
+    b'{"a": ' + b"9" * 4301 + b"}",
+    b"9" * 4300,
+    b"-" + b"9" * 4300,
+    b"1." + b"5" * 4299,
+    b'{"a": "\\ud800"}',
+    b'{"\\udc80": 1}',
+    b'{"a": "\\ud83d\\ude00"}',  # a valid pair: read
+    b'{"a": "\\\\ud800"}',  # an escaped backslash, then text: read
+    b'{"a": "\\uDBFF"}',
+    b"[" * 64 + b"]" * 64,
+    b"[" * 65 + b"]" * 65,
+    b'{"a":' * 65 + b"1" + b"}" * 65,
+    b"[" * 5000 + b"]" * 5000,
+    b"[" * 100_000,
+    b'{"a": "' + b"[" * 500 + b'"}',
+    b"\xef\xbb\xbf{}",
+    b'{"a": "\xff"}',
+    b'{"a": "\xed\xa0\x80"}',  # an encoded surrogate: not UTF-8
+    b"{",
+    b"[1,]",
+    b'{"a" 1}',
+    b"[1] [2]",
+    b'  {"a": [1, 2.5, true, false, null, "x"]}\n\t ',
+    b'"a\x01b"',
+    b"-0",
+    b"-0.0",
+    b"[1.0, 1, true]",
+    b"",
+    b"   ",
+    b"[]",
+    b"{}",
+    b'[[], {}, [[]], {"a": {}}]',
+]
+
+
+@pytest.mark.parametrize("data", _HOSTILE, ids=range(len(_HOSTILE)))
+def test_hostile_documents_read_the_same(data: bytes) -> None:
+    assert_same(data)
+    assert_same(data, max_depth=2)
+    for limit in (0, 1, 2, 3, 5, 10):
+        assert_same(data, limit=limit)
+
+
+def test_the_fast_path_is_taken_for_ordinary_documents() -> None:
+    """It must be: otherwise the comparisons above compare the scanner with itself."""
+    text = SAMPLE_DOCUMENTS["seed-mlxcel/experiment.json"].decode()
+    budget = ValueBudget()
+    assert jsonio._loads_fast(text, 64, budget) is not jsonio._NOT_SURE
+    assert budget.remaining < budget.limit
+
+
+def test_integers_of_any_length_are_left_to_the_scanner() -> None:
+    old = sys.get_int_max_str_digits()
+    try:
+        sys.set_int_max_str_digits(0)
+        assert_same(b"[" + b"7" * 6000 + b"]")
+        assert_same(b"[" + b"7" * 100 + b"]")
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+def test_the_budget_is_shared_the_same_way() -> None:
+    documents = [b"[1, 2, 3, [4]]", b'{"a": [null, true]}', b"[1, 2]", b"{}"]
+    for limit in range(14):
+        results = []
+        for load in (loads_strict, loads_reference):
+            budget = ValueBudget(limit)
+            seen = []
+            for data in documents:
+                try:
+                    seen.append(json.dumps(load(data, budget=budget)))
+                except UnsafeInput as exc:
+                    seen.append(exc.message)
+            results.append((seen, budget.remaining))
+        assert results[0] == results[1], limit
+
+
+# --- generated inputs -----------------------------------------------------------------
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**30), 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+# Pieces a hostile writer would splice into an otherwise valid document.
+_SPLICES = st.sampled_from(
+    [
+        "NaN", "Infinity", "-Infinity", "1e400", "-1e309", "9" * 4301, "-" + "9" * 4300,
+        '"\\ud800"', '"\\udfff"', '"\\ud83d\\ude00"', '"\\\\ud800"', "[" * 70 + "]" * 70,
+        '{"k": 1, "k": 2}', '{"k": 1, "K": 2}', "1.5e308", "0.0", "-0", "[]", "{}", '""',
+        '"\\u0000"', '"\\n"', "tru", "[1,]", "{,}",
+    ]
+)  # fmt: skip
+
+
+@given(
+    _VALUES, st.sampled_from([None, 0, 2]), st.booleans(), st.integers(0, 200), st.integers(1, 70)
+)
+def test_generated_documents_read_the_same(
+    value: object, indent: int | None, ascii_only: bool, limit: int, max_depth: int
+) -> None:
+    data = json.dumps(value, indent=indent, ensure_ascii=ascii_only).encode(
+        "utf-8", "surrogatepass"
+    )
+    assert_same(data, limit=limit, max_depth=max_depth)
+    assert_same(data)
+
+
+@given(_VALUES, _SPLICES, st.integers(0, 10**6), st.integers(0, 200))
+def test_spliced_documents_read_the_same(
+    value: object, splice: str, where: int, limit: int
+) -> None:
+    text = json.dumps({"doc": value, "x": None})
+    # the splice replaces a null of the document (or the text "null" in a string)
+    nulls = [i for i in range(len(text)) if text.startswith("null", i)]
+    at = nulls[where % len(nulls)]
+    text = text[:at] + splice + text[at + 4 :]
+    data = text.encode("utf-8", "surrogatepass")
+    assert_same(data)
+    assert_same(data, limit=limit, max_depth=3)
+
+
+@given(
+    st.text(alphabet='{}[],:"\\ 0123456789.eE+-truefalsnNIiyud8\n\t', max_size=80),
+    st.integers(0, 30),
+)
+def test_json_like_text_reads_the_same(text: str, limit: int) -> None:
+    data = text.encode()
+    assert_same(data)
+    assert_same(data, limit=limit, max_depth=2)
+
+
+@given(st.binary(max_size=120))
+def test_any_bytes_read_the_same(data: bytes) -> None:
+    assert_same(data)

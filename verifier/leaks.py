@@ -40,7 +40,7 @@ import enum
 import ipaddress
 import re
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -429,10 +429,219 @@ def _found(category: str, start: int, end: int, excerpt: str, placeholder: str =
     return _Found(category, start, end, excerpt, placeholder or PLACEHOLDERS[category], True, False)
 
 
+# Where a match can start. Each finder below is a necessary condition of its pattern that the
+# regular expression engine checks fast, since it starts with a literal character (an engine
+# pass over a text that starts with a set of characters, or a lookbehind, costs ten times
+# more): a text without it skips the pattern, and a text with it tries the pattern only there.
+_HOME_OR_TEMP = re.compile(r"/(?:home|Users|root|tmp|var|folders|shm)/")
+_IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the first number
+_IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
+_MAC_COLON = re.compile(r":(?=[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){4})")  # the first separator
+_MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")
+# The prefixed tokens: the `_` of hf_, gh?_, github_pat_; the `-` of sk-, xox?-, glpat-; AIza...
+_TOKEN_UNDERSCORE = re.compile(
+    r"_(?:(?<=hf_)|(?<=gh[pousr]_)|(?<=github_pat_))(?=[A-Za-z0-9_]{20})"
+)
+_TOKEN_DASH = re.compile(r"-(?:(?<=sk-)|(?<=xox[abposr]-)|(?<=glpat-))(?=[\w-]{10})", re.ASCII)
+_TOKEN_A = re.compile(r"A(?=Iza|KIA|SIA)")
+# Where `_SECRET_WORD` can match, in the text with its letters in lower case.
+_SECRET_WORDS = tuple(
+    re.compile(word) for word in ("key", "token(?!s|iz)", "secret", "pass", "credential", "auth")
+)
+# The characters of the run that ends at a pattern's anchor (`@`, `://`) or holds its word.
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_EMAIL_LOCAL = frozenset(_LETTERS + "._%+-")
+_ACCOUNT_USER = frozenset(_LETTERS + "._-")
+_URL_SCHEME = frozenset(_LETTERS + "+.-")
+_FLAG_NAME = frozenset(_LETTERS + "_-")
+# An AWS secret is a run of 40 characters or more of its alphabet: each becomes b"a".
+_AWS_RUN = bytes(ord("a") if chr(b) in _LETTERS or chr(b) in "/+" else ord(" ") for b in range(256))
+
+
+def _found_at(finder: re.Pattern[str], text: str, offsets: Sequence[int]) -> set[int]:
+    """The places `offsets` before each place the finder matches."""
+    return {m.start() - d for m in finder.finditer(text) for d in offsets}
+
+
+def _ascending(places: Iterable[int]) -> list[int]:
+    return sorted({p for p in places if p >= 0})
+
+
+def _occurrences(text: str, word: str) -> Iterator[int]:
+    at = text.find(word)
+    while at >= 0:
+        yield at
+        at = text.find(word, at + 1)
+
+
+def _run_starts(text: str, ends: Iterable[int], chars: frozenset[str]) -> list[int]:
+    """Where the run of `chars` that ends at each place (ascending) starts, if not empty.
+
+    A run never crosses an earlier place whose character is not in `chars`; where it reaches
+    an earlier place that is, it is that place's run: each character is looked at once.
+    """
+    starts: list[int] = []
+    previous = previous_start = -1
+    for end in ends:
+        start = end
+        while start > previous + 1 and text[start - 1] in chars:
+            start -= 1
+        if start == previous + 1 and previous >= 0 and text[previous] in chars:
+            start = previous_start
+        previous, previous_start = end, start
+        if start < end:
+            starts.append(start)
+    return sorted(set(starts))
+
+
+class _Places:
+    """Where each generic pattern can match in one text (`starts`), found once per text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._low: str | None = None
+        self._words: list[int] | None = None
+        self._ats: list[int] | None = None
+
+    @property
+    def low(self) -> str:
+        """The text with its ASCII letters in lower case (as `(?i)` under re.ASCII)."""
+        if self._low is None:
+            text = self.text
+            if not text.isascii():  # one character for one: the offsets are the text's
+                text = text.encode("ascii", "replace").decode("ascii")
+            self._low = text.lower()
+        return self._low
+
+    @property
+    def words(self) -> list[int]:
+        """Where `_SECRET_WORD` can match."""
+        if self._words is None:
+            self._words = sorted(m.start() for w in _SECRET_WORDS for m in w.finditer(self.low))
+        return self._words
+
+    @property
+    def ats(self) -> list[int]:
+        if self._ats is None:
+            self._ats = list(_occurrences(self.text, "@"))
+        return self._ats
+
+    def starts(self, pattern: re.Pattern[str]) -> list[int] | None:
+        """Every place (ascending) where `pattern` can match, or None: anywhere."""
+        return _STARTS[pattern](self)
+
+    def _paths(self) -> list[int] | None:
+        text = self.text
+        return None if "~" in text or _HOME_OR_TEMP.search(text) else []
+
+    def _windows_home(self) -> list[int] | None:
+        return None if "Users" in self.text else []
+
+    def _email(self) -> list[int]:
+        return _run_starts(self.text, self.ats, _EMAIL_LOCAL)
+
+    def _account(self) -> list[int]:
+        return _run_starts(self.text, self.ats, _ACCOUNT_USER)
+
+    def _url_host(self) -> list[int]:
+        return _run_starts(self.text, _occurrences(self.text, "://"), _URL_SCHEME)
+
+    def _mac(self) -> list[int]:
+        text = self.text
+        return _ascending(_found_at(_MAC_COLON, text, (2,)) | _found_at(_MAC_DASH, text, (2,)))
+
+    def _ipv4(self) -> list[int]:
+        return _ascending(_found_at(_IPV4_DOT, self.text, (1, 2, 3)))
+
+    def _ipv6(self) -> list[int]:
+        return _ascending(_found_at(_IPV6_COLON, self.text, (0, 1, 2, 3, 4)))
+
+    def _prefixed_tokens(self) -> list[int]:
+        text = self.text
+        return _ascending(
+            _found_at(_TOKEN_UNDERSCORE, text, (2, 3, 10))
+            | _found_at(_TOKEN_DASH, text, (2, 4, 5))
+            | _found_at(_TOKEN_A, text, (0,))
+        )
+
+    def _aws_secret(self) -> list[int]:
+        """The first place of each run of 40 characters or more of the secret's alphabet."""
+        runs = self.text.encode("ascii", "replace").translate(_AWS_RUN)
+        starts: list[int] = []
+        at = runs.find(b"a" * 40)
+        while at >= 0:
+            starts.append(at)  # a run's first place: each search starts outside any run
+            end = runs.find(b" ", at + 40)
+            if end < 0:
+                break
+            at = runs.find(b"a" * 40, end)
+        return starts
+
+    def _auth_tokens(self) -> list[int]:
+        low = self.low
+        if "auth" not in low and "bearer" not in low:
+            return []
+        auth = list(_occurrences(low, "authorization"))  # or proxy-authorization
+        return _ascending([*auth, *(a - 6 for a in auth), *_occurrences(low, "bearer")])
+
+    def _secret_flag(self) -> list[int]:
+        """A flag's dash starts the run of name characters that holds its secret word."""
+        text = self.text
+        return [s for s in _run_starts(text, self.words, _FLAG_NAME) if text[s] == "-"]
+
+    def _secret_member(self) -> list[int]:
+        return self.words
+
+
+_STARTS: dict[re.Pattern[str], Callable[[_Places], list[int] | None]] = {
+    _HOME: _Places._paths,
+    _TEMP: _Places._paths,
+    _WINDOWS_HOME: _Places._windows_home,
+    _EMAIL: _Places._email,
+    _ACCOUNT: _Places._account,
+    _URL_HOST: _Places._url_host,
+    _MAC: _Places._mac,
+    _IPV4: _Places._ipv4,
+    _IPV6: _Places._ipv6,
+    _PREFIXED_TOKENS: _Places._prefixed_tokens,
+    _AWS_SECRET: _Places._aws_secret,
+    _AUTH_TOKENS: _Places._auth_tokens,
+    _SECRET_FLAG: _Places._secret_flag,
+    _SECRET_MEMBER: _Places._secret_member,
+}
+
+
+def _matches_at(
+    pattern: re.Pattern[str],
+    text: str,
+    starts: list[int] | None,
+    accept: Callable[[re.Match[str]], bool],
+) -> Iterator[re.Match[str]]:
+    """`_matches`, trying the pattern only at `starts` (ascending; None: everywhere).
+
+    The same matches as `_matches` when `starts` holds every place where a match can start:
+    a search returns the first place where the pattern matches, and a rejected match only
+    moves the search one place on.
+    """
+    if starts is None:
+        yield from _matches(pattern, text, accept)
+        return
+    position = 0
+    for start in starts:
+        if start < position:
+            continue
+        match = pattern.match(text, start)
+        if match is not None and match.end() > start and accept(match):
+            yield match
+            position = match.end()
+
+
 def _generic(text: str) -> Iterator[_Found]:
     """Every hit of the generic detectors in one view of a text (overlaps included)."""
-    # Each detector needs a character or word; a text without it skips the detector's pass.
+    # Each detector needs a character or word; a text without it skips the detector's pass,
+    # and a text with it tries the detector only where `_Places` says a match can start.
     has = {c: c in text for c in "/~:.@-"}
+    places = _Places(text)
     ends = [m.end() for m in _KEY_END.finditer(text)] if "PRIVATE KEY" in text else []
     for match in _KEY_BEGIN.finditer(text) if ends or "PRIVATE KEY" in text else ():
         end = match.end()
@@ -443,7 +652,7 @@ def _generic(text: str) -> Iterator[_Found]:
     for pattern in (_PREFIXED_TOKENS, _AWS_SECRET, _AUTH_TOKENS, _SECRET_FLAG, _SECRET_MEMBER):
         if pattern is _SECRET_FLAG and not has["-"]:
             continue
-        for match in _matches(pattern, text, _accept_token):
+        for match in _matches_at(pattern, text, places.starts(pattern), _accept_token):
             group = _secret_group(match)
             # A prefixed token goes whole; after a name or a flag, only the value.
             start, end = match.span() if pattern is _PREFIXED_TOKENS else match.span(group)
@@ -472,16 +681,21 @@ def _generic(text: str) -> Iterator[_Found]:
     for category, pattern, accept, needed in simple:
         if not needed:
             continue
-        for match in _matches(pattern, text, accept):
+        for match in _matches_at(pattern, text, places.starts(pattern), accept):
             yield _found(category, match.start(), match.end(), _mask(match.group()))
-    for match in _WINDOWS_HOME.finditer(text) if has[":"] else ():
-        start = match.start() - 1
-        yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
+    if has[":"] and places.starts(_WINDOWS_HOME) is None:
+        for match in _WINDOWS_HOME.finditer(text):
+            start = match.start() - 1
+            yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
     if not has["@"] and "://" not in text:
         return
-    for match in _matches(_ACCOUNT, text, lambda m: _is_machine_name(m.group("host"))):
+    for match in _matches_at(
+        _ACCOUNT, text, places.starts(_ACCOUNT), lambda m: _is_machine_name(m.group("host"))
+    ):
         yield _found(USER_NAME, match.start(), match.end(), _mask(match.group()), "<user>@<host>")
-    for match in _matches(_URL_HOST, text, lambda m: _is_machine_name(m.group("host"))):
+    for match in _matches_at(
+        _URL_HOST, text, places.starts(_URL_HOST), lambda m: _is_machine_name(m.group("host"))
+    ):
         start, end = match.span("host")
         yield _found(HOST_NAME, start, end, _mask(match.group()))
 
@@ -588,9 +802,12 @@ class Detector:
 
     def scan_document(self, document: Any) -> list[DocumentHit]:
         """Every private string of a JSON document (object keys included), by location."""
-        flat = _Flat.of(document)
+        hits = self.scan_text(_Flat.text_of(document))
+        if not hits:
+            return []
+        flat = _Flat.of(document)  # the same text, with where each string starts
         located: list[tuple[int, int, int, LeakHit]] = []
-        for hit in self.scan_text(flat.text):
+        for hit in hits:
             index = bisect.bisect_right(flat.starts, hit.start) - 1
             if index < 0:
                 continue
@@ -666,7 +883,7 @@ class _Decoded:
 
     @classmethod
     def of(cls, text: str, parent: _Decoded | None = None) -> _Decoded | None:
-        if cls._ESCAPE.search(text) is None:
+        if ("\\" not in text and "%" not in text) or cls._ESCAPE.search(text) is None:
             return None
         pieces: list[str] = []
         positions: list[int] = []
@@ -729,6 +946,42 @@ class _Flat:
         flat.text = "".join(flat._chunks)
         flat._pieces, flat._chunks = [], []
         return flat
+
+    @staticmethod
+    def text_of(document: Any) -> str:
+        """`_Flat.of(document).text`, without the offsets: most documents have no hit."""
+        pieces: list[str] = []
+        add = pieces.append
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    add(SEP)
+                    add(key)
+                    if isinstance(value, str):
+                        add(KEY_SEP)
+                        add(value)
+                    elif isinstance(value, dict | list):
+                        walk(value)
+            else:
+                joiner = SEP
+                for value in node:
+                    if isinstance(value, str):
+                        add(joiner)
+                        add(value)
+                        joiner = ITEM_SEP
+                    else:
+                        joiner = SEP
+                        if isinstance(value, dict | list):
+                            walk(value)
+            if len(pieces) >= 65536:  # join as we go: no list of millions of pieces
+                pieces[:] = ["".join(pieces)]
+
+        if isinstance(document, str):
+            return SEP + document
+        if isinstance(document, dict | list):
+            walk(document)
+        return "".join(pieces)
 
     def _add(self, joiner: str, text: str, is_key: bool) -> None:
         self._pieces.append(joiner)

@@ -158,7 +158,13 @@ FRAGMENTS = (
     "\x02",
     "é",
     "İ",
+    "ı",
+    "ſ",
     "K",
+    "ALICE",
+    "Al",
+    "GPU-BOX-01",
+    "alalal",
     "\ud800",
     "0",
     "42",
@@ -193,6 +199,31 @@ def same_text(text: str) -> None:
     assert repr(leaks.scan_text(text)) == repr(reference.scan_text(text))
     fast, plain = detectors()
     assert repr(fast.scan_text(text)) == repr(plain.scan_text(text))
+
+
+# Known values the fast path does not take (empty, not ASCII in any case), or takes oddly.
+ODD_KNOWN = (
+    (Known("josé", "user-name", "<user>", KnownKind.USER),),
+    (Known("", "token", "<token>", KnownKind.SECRET),),
+    (
+        Known("al", "user-name", "<user>", KnownKind.USER),
+        Known("alal", "token", "<token>", KnownKind.SECRET),
+        Known("Ünïcode-sécret", "token", "<token>", KnownKind.SECRET),
+        Known("/ho", "private-path", "/path/to/p", KnownKind.PATH),
+        Known("kk", "host-name", "<host>", KnownKind.HOST),
+        Known("si", "host-name", "<host>", KnownKind.HOST),
+    ),
+)
+
+
+def same_text_odd_known(text: str) -> None:
+    for known in ODD_KNOWN:
+        plain = [
+            reference.Known(k.value, k.category, k.placeholder, reference.KnownKind(k.kind.value))
+            for k in known
+        ]
+        fast = leaks.Detector(known).scan_text(text)
+        assert repr(fast) == repr(reference.Detector(plain).scan_text(text)), known
 
 
 def same_document(document: Any) -> None:
@@ -240,6 +271,7 @@ def test_each_pattern_is_tried_wherever_it_can_match(text: str) -> None:
 @given(texts)
 def test_generated_texts_give_the_same_hits(text: str) -> None:
     same_text(text)
+    same_text_odd_known(text)
     same_bytes(text.encode("utf-8", "surrogatepass"))
 
 
@@ -273,11 +305,14 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "1.2.3.4.5 01.2.3.4 host 8.8.8.8 fe80::1%eth0 ::1 12:34:56",
         "%2Fhome%2Fal%2F \\/home\\/al \\u002ftmp\\u002fx %252Fhome%252Fal",
         "İstanbul Kelvin key=abcdefgh é@x.io",
+        "/home/alİce/x ~alıce ſi@KK josé@x /home/josé/ JOSÉ@x",
+        "alalal@x /home/alal/ /ho/alal ~alal kk@kk ssh://kk:22/",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:
     same_matches(text)
     same_text(text)
+    same_text_odd_known(text)
 
 
 def test_a_run_is_found_once_whatever_the_places_inside_it() -> None:

@@ -436,17 +436,19 @@ def _found(category: str, start: int, end: int, excerpt: str, placeholder: str =
 _HOME_OR_TEMP = re.compile(r"/(?:home|Users|root|tmp|var|folders|shm)/")
 _IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the first number
 _IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
-_MAC_COLON = re.compile(r":(?=[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){4})")  # the first separator
-_MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")
-# The prefixed tokens: the `_` of hf_, gh?_, github_pat_; the `-` of sk-, xox?-, glpat-; AIza...
-_TOKEN_UNDERSCORE = re.compile(
-    r"_(?:(?<=hf_)|(?<=gh[pousr]_)|(?<=github_pat_))(?=[A-Za-z0-9_]{20})"
-)
+_MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")  # the first separator
+# The prefixed tokens: hf_, gh?_ and github_pat_; the `-` of sk-, xox?-, glpat-; AIza...
+_TOKEN_HF = re.compile(r"hf_(?=[A-Za-z0-9]{20})")
+_TOKEN_G = re.compile(r"g(?:h[pousr]|ithub_pat)_(?=[A-Za-z0-9_]{20})")
 _TOKEN_DASH = re.compile(r"-(?:(?<=sk-)|(?<=xox[abposr]-)|(?<=glpat-))(?=[\w-]{10})", re.ASCII)
 _TOKEN_A = re.compile(r"A(?=Iza|KIA|SIA)")
-# Where `_SECRET_WORD` can match, in the text with its letters in lower case.
-_SECRET_WORDS = tuple(
-    re.compile(word) for word in ("key", "token(?!s|iz)", "secret", "pass", "credential", "auth")
+# Where `_SECRET_WORD` can match, in the text with its letters in lower case: each finder
+# starts with a letter that is rare in prose, and the offset back to the word's start.
+_SECRET_WORDS = (
+    (re.compile(r"k(?:ey|(?<=tok)en(?!s|iz))"), {"key": 0, "ken": 2}),
+    (re.compile(r"cre(?:(?<=secre)t|dential)"), {"cret": 2, "credential": 0}),
+    (re.compile(r"pass"), {"pass": 0}),
+    (re.compile(r"auth"), {"auth": 0}),
 )
 # The characters of the run that ends at a pattern's anchor (`@`, `://`) or holds its word.
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -502,6 +504,7 @@ class _Places:
         self._low: str | None = None
         self._words: list[int] | None = None
         self._ats: list[int] | None = None
+        self._colons: set[int] | None = None
 
     @property
     def low(self) -> str:
@@ -517,7 +520,11 @@ class _Places:
     def words(self) -> list[int]:
         """Where `_SECRET_WORD` can match."""
         if self._words is None:
-            self._words = sorted(m.start() for w in _SECRET_WORDS for m in w.finditer(self.low))
+            self._words = sorted(
+                m.start() - back[m.group()]
+                for finder, back in _SECRET_WORDS
+                for m in finder.finditer(self.low)
+            )
         return self._words
 
     @property
@@ -526,6 +533,13 @@ class _Places:
             self._ats = list(_occurrences(self.text, "@"))
         return self._ats
 
+    @property
+    def colons(self) -> set[int]:
+        """The first colon of each place that can start an IPv6 address (or a MAC address)."""
+        if self._colons is None:
+            self._colons = {m.start() for m in _IPV6_COLON.finditer(self.text)}
+        return self._colons
+
     def starts(self, pattern: re.Pattern[str]) -> list[int] | None:
         """Every place (ascending) where `pattern` can match, or None: anywhere."""
         return _STARTS[pattern](self)
@@ -533,9 +547,6 @@ class _Places:
     def _paths(self) -> list[int] | None:
         text = self.text
         return None if "~" in text or _HOME_OR_TEMP.search(text) else []
-
-    def _windows_home(self) -> list[int] | None:
-        return None if "Users" in self.text else []
 
     def _email(self) -> list[int]:
         return _run_starts(self.text, self.ats, _EMAIL_LOCAL)
@@ -547,19 +558,21 @@ class _Places:
         return _run_starts(self.text, _occurrences(self.text, "://"), _URL_SCHEME)
 
     def _mac(self) -> list[int]:
-        text = self.text
-        return _ascending(_found_at(_MAC_COLON, text, (2,)) | _found_at(_MAC_DASH, text, (2,)))
+        # A MAC address with colons has the first colon of an IPv6 address.
+        colons = {at - 2 for at in self.colons}
+        return _ascending(colons | _found_at(_MAC_DASH, self.text, (2,)))
 
     def _ipv4(self) -> list[int]:
         return _ascending(_found_at(_IPV4_DOT, self.text, (1, 2, 3)))
 
     def _ipv6(self) -> list[int]:
-        return _ascending(_found_at(_IPV6_COLON, self.text, (0, 1, 2, 3, 4)))
+        return _ascending(at - back for at in self.colons for back in range(5))
 
     def _prefixed_tokens(self) -> list[int]:
         text = self.text
         return _ascending(
-            _found_at(_TOKEN_UNDERSCORE, text, (2, 3, 10))
+            _found_at(_TOKEN_HF, text, (0,))
+            | _found_at(_TOKEN_G, text, (0,))
             | _found_at(_TOKEN_DASH, text, (2, 4, 5))
             | _found_at(_TOKEN_A, text, (0,))
         )
@@ -579,10 +592,9 @@ class _Places:
 
     def _auth_tokens(self) -> list[int]:
         low = self.low
-        if "auth" not in low and "bearer" not in low:
-            return []
-        auth = list(_occurrences(low, "authorization"))  # or proxy-authorization
-        return _ascending([*auth, *(a - 6 for a in auth), *_occurrences(low, "bearer")])
+        auth = [at for at in self.words if low.startswith("authorization", at)]
+        bearer = _occurrences(low, "bearer")
+        return _ascending([*auth, *(at - 6 for at in auth), *bearer])  # proxy-authorization
 
     def _secret_flag(self) -> list[int]:
         """A flag's dash starts the run of name characters that holds its secret word."""
@@ -596,7 +608,6 @@ class _Places:
 _STARTS: dict[re.Pattern[str], Callable[[_Places], list[int] | None]] = {
     _HOME: _Places._paths,
     _TEMP: _Places._paths,
-    _WINDOWS_HOME: _Places._windows_home,
     _EMAIL: _Places._email,
     _ACCOUNT: _Places._account,
     _URL_HOST: _Places._url_host,
@@ -636,12 +647,12 @@ def _matches_at(
             position = match.end()
 
 
-def _generic(text: str) -> Iterator[_Found]:
+def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
     """Every hit of the generic detectors in one view of a text (overlaps included)."""
     # Each detector needs a character or word; a text without it skips the detector's pass,
     # and a text with it tries the detector only where `_Places` says a match can start.
     has = {c: c in text for c in "/~:.@-"}
-    places = _Places(text)
+    places = _Places(text) if places is None else places
     ends = [m.end() for m in _KEY_END.finditer(text)] if "PRIVATE KEY" in text else []
     for match in _KEY_BEGIN.finditer(text) if ends or "PRIVATE KEY" in text else ():
         end = match.end()
@@ -683,10 +694,9 @@ def _generic(text: str) -> Iterator[_Found]:
             continue
         for match in _matches_at(pattern, text, places.starts(pattern), accept):
             yield _found(category, match.start(), match.end(), _mask(match.group()))
-    if has[":"] and places.starts(_WINDOWS_HOME) is None:
-        for match in _WINDOWS_HOME.finditer(text):
-            start = match.start() - 1
-            yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
+    for match in _WINDOWS_HOME.finditer(text) if has[":"] else ():
+        start = match.start() - 1
+        yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
     if not has["@"] and "://" not in text:
         return
     for match in _matches_at(
@@ -728,35 +738,37 @@ class Detector:
     def __init__(self, known: Sequence[Known] = ()) -> None:
         self.known = tuple(sorted({k.value: k for k in known}.values(), key=_longest_first))
         # Opaque values apart: a long one must not hide a private path inside it.
-        self._regexes = []
+        self._regexes: list[tuple[re.Pattern[str], _KnownPlaces]] = []
         for opaque in (False, True):
-            joined = "|".join(
-                f"(?P<k{i}>{_known_pattern(k)})"
-                for i, k in enumerate(self.known)
-                if (k.kind is KnownKind.OPAQUE) is opaque
-            )
-            if joined:
-                self._regexes.append(re.compile(joined))
+            group = [
+                (i, k) for i, k in enumerate(self.known) if (k.kind is KnownKind.OPAQUE) is opaque
+            ]
+            if group:
+                joined = "|".join(f"(?P<k{i}>{_known_pattern(k)})" for i, k in group)
+                self._regexes.append((re.compile(joined), _KnownPlaces([k for _, k in group])))
 
-    def _known_hits(self, text: str) -> Iterator[_Found]:
-        for match in (m for regex in self._regexes for m in regex.finditer(text)):
-            assert match.lastgroup is not None
-            known = self.known[int(match.lastgroup[1:])]
-            if known.kind is KnownKind.USER and not _names_an_account(text, match.start()):
-                continue
-            yield _Found(
-                known.category,
-                match.start(),
-                match.end(),
-                _mask(match.group()),
-                known.placeholder,
-                known.kind is not KnownKind.OPAQUE,
-                known.kind not in (KnownKind.USER, KnownKind.HOST),
-            )
+    def _known_hits(self, places: _Places) -> Iterator[_Found]:
+        text = places.text
+        for regex, where in self._regexes:
+            for match in _finditer_at(regex, text, where.starts(places)):
+                assert match.lastgroup is not None
+                known = self.known[int(match.lastgroup[1:])]
+                if known.kind is KnownKind.USER and not _names_an_account(text, match.start()):
+                    continue
+                yield _Found(
+                    known.category,
+                    match.start(),
+                    match.end(),
+                    _mask(match.group()),
+                    known.placeholder,
+                    known.kind is not KnownKind.OPAQUE,
+                    known.kind not in (KnownKind.USER, KnownKind.HOST),
+                )
 
     def _view_hits(self, text: str) -> Iterator[_Found]:
-        yield from self._known_hits(text)
-        yield from _generic(text)
+        places = _Places(text)
+        yield from self._known_hits(places)
+        yield from _generic(text, places)
 
     def scan_text(self, text: str) -> list[LeakHit]:
         """Every private string in `text`, in order, without overlaps.
@@ -822,6 +834,63 @@ class Detector:
             DocumentHit(paths[index], bool(flat.keys[index]), start, end, hit)
             for index, start, end, hit in located
         ]
+
+
+# The characters that `(?i)` matches with an ASCII letter, in a pattern without re.ASCII.
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")  # İ ı ſ K (Kelvin)
+
+
+class _KnownPlaces:
+    """Where a match of known values can start: where the first four characters of one are.
+
+    Those of user and host names (matched in any case) are looked for in the lower-cased
+    text; where the text holds a character that `(?i)` matches with an ASCII letter, or a
+    value is empty or not ASCII, the pattern's own search runs (None).
+    """
+
+    def __init__(self, known: Sequence[Known]) -> None:
+        any_case = (KnownKind.USER, KnownKind.HOST)
+        exact = [k.value for k in known if k.kind not in any_case]
+        folded = [k.value.lower() for k in known if k.kind in any_case]
+        self._plain = not all(exact + folded) or not all(v.isascii() for v in folded)
+        self._exact = _prefixes(exact)
+        self._folded = _prefixes(folded)
+
+    def starts(self, places: _Places) -> list[int] | None:
+        if self._plain:
+            return None
+        text = places.text
+        if self._folded and not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII):
+            return None
+        found = {at for prefix in self._exact for at in _occurrences(text, prefix)}
+        if self._folded:
+            low = places.low
+            found.update(at for prefix in self._folded for at in _occurrences(low, prefix))
+        return sorted(found)
+
+
+def _prefixes(values: Sequence[str]) -> list[str]:
+    """The distinct first four characters of the values, none the start of another."""
+    kept: list[str] = []
+    for prefix in sorted({v[:4] for v in values}, key=len):
+        if not any(prefix.startswith(shorter) for shorter in kept):
+            kept.append(prefix)
+    return kept
+
+
+def _finditer_at(
+    regex: re.Pattern[str], text: str, starts: list[int] | None
+) -> Iterator[re.Match[str]]:
+    """`regex.finditer(text)`, trying it only at `starts` (ascending; None: everywhere),
+    for a regex that never matches an empty string."""
+    if starts is None:
+        yield from regex.finditer(text)
+        return
+    position = 0
+    for start in starts:
+        if start >= position and (match := regex.match(text, start)) is not None:
+            yield match
+            position = match.end()
 
 
 _TOKEN_STOP = frozenset(" \t\r\n\"'`=,;()[]{}<>" + _SEPS)
@@ -951,35 +1020,43 @@ class _Flat:
     def text_of(document: Any) -> str:
         """`_Flat.of(document).text`, without the offsets: most documents have no hit."""
         pieces: list[str] = []
-        add = pieces.append
+        add = pieces.extend
+        containers = (dict, list)
 
+        # As `_walk`, with a test of the exact type first: JSON's own types are the usual case.
         def walk(node: Any) -> None:
             if isinstance(node, dict):
                 for key, value in node.items():
-                    add(SEP)
-                    add(key)
-                    if isinstance(value, str):
-                        add(KEY_SEP)
-                        add(value)
-                    elif isinstance(value, dict | list):
+                    kind = type(value)
+                    if kind is str:
+                        add((SEP, key, KEY_SEP, value))
+                    elif kind is dict or kind is list:
+                        add((SEP, key))
                         walk(value)
+                    elif kind is int or kind is float or kind is bool or value is None:
+                        add((SEP, key))
+                    elif isinstance(value, str):
+                        add((SEP, key, KEY_SEP, value))
+                    else:
+                        add((SEP, key))
+                        if isinstance(value, containers):
+                            walk(value)
             else:
                 joiner = SEP
                 for value in node:
-                    if isinstance(value, str):
-                        add(joiner)
-                        add(value)
+                    if type(value) is str or isinstance(value, str):
+                        add((joiner, value))
                         joiner = ITEM_SEP
                     else:
                         joiner = SEP
-                        if isinstance(value, dict | list):
+                        if isinstance(value, containers):
                             walk(value)
             if len(pieces) >= 65536:  # join as we go: no list of millions of pieces
                 pieces[:] = ["".join(pieces)]
 
         if isinstance(document, str):
             return SEP + document
-        if isinstance(document, dict | list):
+        if isinstance(document, containers):
             walk(document)
         return "".join(pieces)
 

@@ -315,12 +315,45 @@ def test_chosen_texts_give_the_same_hits(text: str) -> None:
     same_text_odd_known(text)
 
 
+MANY_PLACES = {
+    leaks._IPV6: ":" * 5000,
+    leaks._MAC: "aa-bb-" * 1000,
+    leaks._IPV4: "1.1.1.1." * 1000,
+    leaks._EMAIL: "a@" * 3000,
+    leaks._ACCOUNT: "ab.c@d " * 1000,
+    leaks._URL_HOST: "a://" * 2000,
+    leaks._PREFIXED_TOKENS: "AKIA" * 2000,
+    leaks._AWS_SECRET: ("A" * 40 + " ") * 300,
+    leaks._SECRET_MEMBER: "auth= " * 1000,
+    leaks._SECRET_FLAG: "-pass " * 1000,
+    leaks._AUTH_TOKENS: "bearer " * 1000,
+}
+
+
+@pytest.mark.parametrize("pattern", list(MANY_PLACES), ids=lambda p: p.pattern[:20])
+def test_a_pattern_with_too_many_places_searches_as_before(pattern: re.Pattern[str]) -> None:
+    text = MANY_PLACES[pattern]
+    assert leaks._Places(text).starts(pattern) is None
+    assert leaks._Places(text[:60]).starts(pattern) is not None
+    same_matches(text)
+    same_text(text)
+    same_text_odd_known(text)
+
+
+def test_known_values_with_too_many_places_search_as_before() -> None:
+    text = "al " * 3000
+    fast, _ = detectors()
+    assert all(where.starts(leaks._Places(text)) is None for _, where in fast._regexes[:1])
+    same_text(text)
+
+
 def test_a_run_is_found_once_whatever_the_places_inside_it() -> None:
     chars = frozenset("ab-")
     assert leaks._run_starts("ab", [0, 1], chars) == [0]
     assert leaks._run_starts("x-ab@", [2, 3], chars) == [1]
     assert leaks._run_starts("-a@b@", [2, 4], chars) == [0, 3]
     assert leaks._run_starts("@@", [0, 1], chars) == []
+    assert leaks._run_starts("@@", None, chars) is None
 
 
 # --- every sample bundle and the hostile corpus --------------------------------------------

@@ -38,11 +38,12 @@ from __future__ import annotations
 import bisect
 import enum
 import ipaddress
+import itertools
 import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from verifier.model import json_pointer
 
@@ -445,11 +446,12 @@ _TOKEN_A = re.compile(r"A(?=Iza|KIA|SIA)")
 # Where `_SECRET_WORD` can match, in the text with its letters in lower case: each finder
 # starts with a letter that is rare in prose, and the offset back to the word's start.
 _SECRET_WORDS = (
-    (re.compile(r"k(?:ey|(?<=tok)en(?!s|iz))"), {"key": 0, "ken": 2}),
-    (re.compile(r"cre(?:(?<=secre)t|dential)"), {"cret": 2, "credential": 0}),
-    (re.compile(r"pass"), {"pass": 0}),
-    (re.compile(r"auth"), {"auth": 0}),
+    re.compile(r"k(?:ey|(?<=tok)en(?!s|iz))"),
+    re.compile(r"cre(?:(?<=secre)t|dential)"),
+    re.compile(r"pass"),
+    re.compile(r"auth"),
 )
+_WORD_BACK = {"key": 0, "ken": 2, "cret": 2, "credential": 0, "pass": 0, "auth": 0}
 # The characters of the run that ends at a pattern's anchor (`@`, `://`) or holds its word.
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _EMAIL_LOCAL = frozenset(_LETTERS + "._%+-")
@@ -460,13 +462,11 @@ _FLAG_NAME = frozenset(_LETTERS + "_-")
 _AWS_RUN = bytes(ord("a") if chr(b) in _LETTERS or chr(b) in "/+" else ord(" ") for b in range(256))
 
 
-def _found_at(finder: re.Pattern[str], text: str, offsets: Sequence[int]) -> set[int]:
-    """The places `offsets` before each place the finder matches."""
-    return {m.start() - d for m in finder.finditer(text) for d in offsets}
-
-
-def _ascending(places: Iterable[int]) -> list[int]:
-    return sorted({p for p in places if p >= 0})
+def _ascending(*groups: list[int] | None) -> list[int] | None:
+    """The places of all groups, ascending and distinct; None (anywhere) if one group is."""
+    if any(group is None for group in groups):
+        return None
+    return sorted({p for group in groups if group is not None for p in group if p >= 0})
 
 
 def _occurrences(text: str, word: str) -> Iterator[int]:
@@ -476,12 +476,14 @@ def _occurrences(text: str, word: str) -> Iterator[int]:
         at = text.find(word, at + 1)
 
 
-def _run_starts(text: str, ends: Iterable[int], chars: frozenset[str]) -> list[int]:
+def _run_starts(text: str, ends: list[int] | None, chars: frozenset[str]) -> list[int] | None:
     """Where the run of `chars` that ends at each place (ascending) starts, if not empty.
 
     A run never crosses an earlier place whose character is not in `chars`; where it reaches
     an earlier place that is, it is that place's run: each character is looked at once.
     """
+    if ends is None:
+        return None
     starts: list[int] = []
     previous = previous_start = -1
     for end in ends:
@@ -496,15 +498,37 @@ def _run_starts(text: str, ends: Iterable[int], chars: frozenset[str]) -> list[i
     return sorted(set(starts))
 
 
+_T = TypeVar("_T")
+
+
 class _Places:
-    """Where each generic pattern can match in one text (`starts`), found once per text."""
+    """Where each generic pattern can match in one text (`starts`), found once per text.
+
+    Past `limit` places for one pattern, trying it place by place would cost more than its
+    own search over the whole text (a text of colons, of `@`...): then it searches (None).
+    """
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self.limit = 64 + len(text) // 64
         self._low: str | None = None
         self._words: list[int] | None = None
+        self._words_done = False
+        self._has_key = True
         self._ats: list[int] | None = None
-        self._colons: set[int] | None = None
+        self._ats_done = False
+        self._colons: list[int] | None = None
+        self._colons_done = False
+
+    def bounded(self, places: Iterable[_T]) -> list[_T] | None:
+        """The places, or None past the limit."""
+        found = list(itertools.islice(places, self.limit + 1))
+        return None if len(found) > self.limit else found
+
+    def _found(self, finder: re.Pattern[str], *offsets: int) -> list[int] | None:
+        """The places `offsets` before each place where the finder matches."""
+        found = self.bounded(m.start() for m in finder.finditer(self.text))
+        return None if found is None else [at - d for at in found for d in offsets]
 
     @property
     def low(self) -> str:
@@ -517,27 +541,35 @@ class _Places:
         return self._low
 
     @property
-    def words(self) -> list[int]:
+    def words(self) -> list[int] | None:
         """Where `_SECRET_WORD` can match."""
-        if self._words is None:
-            self._words = sorted(
-                m.start() - back[m.group()]
-                for finder, back in _SECRET_WORDS
-                for m in finder.finditer(self.low)
-            )
+        if not self._words_done:
+            self._words_done = True
+            found = self.bounded(m for f in _SECRET_WORDS for m in f.finditer(self.low))
+            if found is not None:
+                self._words = sorted(m.start() - _WORD_BACK[m.group()] for m in found)
+                self._has_key = any(m.group() == "key" for m in found)
         return self._words
 
     @property
-    def ats(self) -> list[int]:
-        if self._ats is None:
-            self._ats = list(_occurrences(self.text, "@"))
+    def has_key(self) -> bool:
+        """Whether the word `key` can be in the text, in any case."""
+        self.words  # noqa: B018 - found with the words
+        return self._has_key
+
+    @property
+    def ats(self) -> list[int] | None:
+        if not self._ats_done:
+            self._ats_done = True
+            self._ats = self.bounded(_occurrences(self.text, "@"))
         return self._ats
 
     @property
-    def colons(self) -> set[int]:
+    def colons(self) -> list[int] | None:
         """The first colon of each place that can start an IPv6 address (or a MAC address)."""
-        if self._colons is None:
-            self._colons = {m.start() for m in _IPV6_COLON.finditer(self.text)}
+        if not self._colons_done:
+            self._colons_done = True
+            self._colons = self._found(_IPV6_COLON, 0)
         return self._colons
 
     def starts(self, pattern: re.Pattern[str]) -> list[int] | None:
@@ -548,60 +580,67 @@ class _Places:
         text = self.text
         return None if "~" in text or _HOME_OR_TEMP.search(text) else []
 
-    def _email(self) -> list[int]:
+    def _email(self) -> list[int] | None:
         return _run_starts(self.text, self.ats, _EMAIL_LOCAL)
 
-    def _account(self) -> list[int]:
+    def _account(self) -> list[int] | None:
         return _run_starts(self.text, self.ats, _ACCOUNT_USER)
 
-    def _url_host(self) -> list[int]:
-        return _run_starts(self.text, _occurrences(self.text, "://"), _URL_SCHEME)
+    def _url_host(self) -> list[int] | None:
+        return _run_starts(self.text, self.bounded(_occurrences(self.text, "://")), _URL_SCHEME)
 
-    def _mac(self) -> list[int]:
+    def _mac(self) -> list[int] | None:
         # A MAC address with colons has the first colon of an IPv6 address.
-        colons = {at - 2 for at in self.colons}
-        return _ascending(colons | _found_at(_MAC_DASH, self.text, (2,)))
-
-    def _ipv4(self) -> list[int]:
-        return _ascending(_found_at(_IPV4_DOT, self.text, (1, 2, 3)))
-
-    def _ipv6(self) -> list[int]:
-        return _ascending(at - back for at in self.colons for back in range(5))
-
-    def _prefixed_tokens(self) -> list[int]:
-        text = self.text
+        colons = self.colons
         return _ascending(
-            _found_at(_TOKEN_HF, text, (0,))
-            | _found_at(_TOKEN_G, text, (0,))
-            | _found_at(_TOKEN_DASH, text, (2, 4, 5))
-            | _found_at(_TOKEN_A, text, (0,))
+            None if colons is None else [at - 2 for at in colons], self._found(_MAC_DASH, 2)
         )
 
-    def _aws_secret(self) -> list[int]:
+    def _ipv4(self) -> list[int] | None:
+        return _ascending(self._found(_IPV4_DOT, 1, 2, 3))
+
+    def _ipv6(self) -> list[int] | None:
+        colons = self.colons
+        return _ascending(None if colons is None else [at - b for at in colons for b in range(5)])
+
+    def _prefixed_tokens(self) -> list[int] | None:
+        return _ascending(
+            self._found(_TOKEN_HF, 0),
+            self._found(_TOKEN_G, 0),
+            self._found(_TOKEN_DASH, 2, 4, 5),
+            self._found(_TOKEN_A, 0),
+        )
+
+    def _aws_secret(self) -> list[int] | None:
         """The first place of each run of 40 characters or more of the secret's alphabet."""
         runs = self.text.encode("ascii", "replace").translate(_AWS_RUN)
-        starts: list[int] = []
-        at = runs.find(b"a" * 40)
-        while at >= 0:
-            starts.append(at)  # a run's first place: each search starts outside any run
-            end = runs.find(b" ", at + 40)
-            if end < 0:
-                break
-            at = runs.find(b"a" * 40, end)
-        return starts
 
-    def _auth_tokens(self) -> list[int]:
-        low = self.low
-        auth = [at for at in self.words if low.startswith("authorization", at)]
-        bearer = _occurrences(low, "bearer")
-        return _ascending([*auth, *(at - 6 for at in auth), *bearer])  # proxy-authorization
+        def starts() -> Iterator[int]:
+            at = runs.find(b"a" * 40)
+            while at >= 0:
+                yield at  # a run's first place: each search starts outside any run
+                end = runs.find(b" ", at + 40)
+                if end < 0:
+                    return
+                at = runs.find(b"a" * 40, end)
 
-    def _secret_flag(self) -> list[int]:
+        return self.bounded(starts())
+
+    def _auth_tokens(self) -> list[int] | None:
+        low, words = self.low, self.words
+        if words is None:
+            return None
+        auth = [at for at in words if low.startswith("authorization", at)]
+        bearer = self.bounded(_occurrences(low, "bearer"))
+        return _ascending(auth, [at - 6 for at in auth], bearer)  # or proxy-authorization
+
+    def _secret_flag(self) -> list[int] | None:
         """A flag's dash starts the run of name characters that holds its secret word."""
         text = self.text
-        return [s for s in _run_starts(text, self.words, _FLAG_NAME) if text[s] == "-"]
+        starts = _run_starts(text, self.words, _FLAG_NAME)
+        return None if starts is None else [s for s in starts if text[s] == "-"]
 
-    def _secret_member(self) -> list[int]:
+    def _secret_member(self) -> list[int] | None:
         return self.words
 
 
@@ -653,8 +692,9 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
     # and a text with it tries the detector only where `_Places` says a match can start.
     has = {c: c in text for c in "/~:.@-"}
     places = _Places(text) if places is None else places
-    ends = [m.end() for m in _KEY_END.finditer(text)] if "PRIVATE KEY" in text else []
-    for match in _KEY_BEGIN.finditer(text) if ends or "PRIVATE KEY" in text else ():
+    private_key = places.has_key and "PRIVATE KEY" in text
+    ends = [m.end() for m in _KEY_END.finditer(text)] if private_key else []
+    for match in _KEY_BEGIN.finditer(text) if private_key else ():
         end = match.end()
         following = bisect.bisect_left(ends, end + 1)
         if following < len(ends) and ends[following] - end <= _KEY_MAX_CHARS:
@@ -663,7 +703,10 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
     for pattern in (_PREFIXED_TOKENS, _AWS_SECRET, _AUTH_TOKENS, _SECRET_FLAG, _SECRET_MEMBER):
         if pattern is _SECRET_FLAG and not has["-"]:
             continue
-        for match in _matches_at(pattern, text, places.starts(pattern), _accept_token):
+        starts = places.starts(pattern)
+        if starts == []:
+            continue
+        for match in _matches_at(pattern, text, starts, _accept_token):
             group = _secret_group(match)
             # A prefixed token goes whole; after a name or a flag, only the value.
             start, end = match.span() if pattern is _PREFIXED_TOKENS else match.span(group)
@@ -690,9 +733,10 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
         (IP_ADDRESS, _IPV6, lambda m: _is_public_ipv6(m.group()), has[":"]),
     )
     for category, pattern, accept, needed in simple:
-        if not needed:
+        starts = places.starts(pattern) if needed else []
+        if starts == []:
             continue
-        for match in _matches_at(pattern, text, places.starts(pattern), accept):
+        for match in _matches_at(pattern, text, starts, accept):
             yield _found(category, match.start(), match.end(), _mask(match.group()))
     for match in _WINDOWS_HOME.finditer(text) if has[":"] else ():
         start = match.start() - 1
@@ -779,6 +823,8 @@ class Detector:
         """
         found = list(self._view_hits(text))
         view = _Decoded.of(text)
+        if view is None and not found:
+            return []
         depth = 0
         while view is not None and depth < 2:
             for hit in self._view_hits(view.text):
@@ -862,11 +908,13 @@ class _KnownPlaces:
         text = places.text
         if self._folded and not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII):
             return None
-        found = {at for prefix in self._exact for at in _occurrences(text, prefix)}
-        if self._folded:
-            low = places.low
-            found.update(at for prefix in self._folded for at in _occurrences(low, prefix))
-        return sorted(found)
+        found = places.bounded(
+            itertools.chain(
+                (at for prefix in self._exact for at in _occurrences(text, prefix)),
+                (at for prefix in self._folded for at in _occurrences(places.low, prefix)),
+            )
+        )
+        return None if found is None else sorted(set(found))
 
 
 def _prefixes(values: Sequence[str]) -> list[str]:

@@ -444,7 +444,8 @@ _TOKEN_G = re.compile(r"g(?:h[pousr]|ithub_pat)_(?=[A-Za-z0-9_]{20})")
 _TOKEN_DASH = re.compile(r"-(?:(?<=sk-)|(?<=xox[abposr]-)|(?<=glpat-))(?=[\w-]{10})", re.ASCII)
 _TOKEN_A = re.compile(r"A(?=Iza|KIA|SIA)")
 # Where `_SECRET_WORD` can match, in the text with its letters in lower case: each finder
-# starts with a letter that is rare in prose, and the offset back to the word's start.
+# starts with a letter (rare in prose: k, cre...), and `_WORD_BACK` is the way back from what
+# it matches to the word's start.
 _SECRET_WORDS = (
     re.compile(r"k(?:ey|(?<=tok)en(?!s|iz))"),
     re.compile(r"cre(?:(?<=secre)t|dential)"),
@@ -525,10 +526,16 @@ class _Places:
         found = list(itertools.islice(places, self.limit + 1))
         return None if len(found) > self.limit else found
 
-    def _found(self, finder: re.Pattern[str], *offsets: int) -> list[int] | None:
-        """The places `offsets` before each place where the finder matches."""
-        found = self.bounded(m.start() for m in finder.finditer(self.text))
-        return None if found is None else [at - d for at in found for d in offsets]
+    def _found(self, finder: re.Pattern[str], first: str, *offsets: int) -> list[int] | None:
+        """The places `offsets` before each place where the finder matches (which starts with
+        the character `first`: a text without it is ruled out at once)."""
+        if first not in self.text:
+            return []
+        matches = itertools.islice(finder.finditer(self.text), self.limit + 1)
+        found = [m.start() for m in matches]
+        if len(found) > self.limit:
+            return None
+        return [at - d for at in found for d in offsets]
 
     @property
     def low(self) -> str:
@@ -545,7 +552,10 @@ class _Places:
         """Where `_SECRET_WORD` can match."""
         if not self._words_done:
             self._words_done = True
-            found = self.bounded(m for f in _SECRET_WORDS for m in f.finditer(self.low))
+            low = self.low
+            found = self.bounded(
+                m for f in _SECRET_WORDS if f.pattern[0] in low for m in f.finditer(low)
+            )
             if found is not None:
                 self._words = sorted(m.start() - _WORD_BACK[m.group()] for m in found)
                 self._has_key = any(m.group() == "key" for m in found)
@@ -569,7 +579,7 @@ class _Places:
         """The first colon of each place that can start an IPv6 address (or a MAC address)."""
         if not self._colons_done:
             self._colons_done = True
-            self._colons = self._found(_IPV6_COLON, 0)
+            self._colons = self._found(_IPV6_COLON, ":", 0)
         return self._colons
 
     def starts(self, pattern: re.Pattern[str]) -> list[int] | None:
@@ -593,11 +603,11 @@ class _Places:
         # A MAC address with colons has the first colon of an IPv6 address.
         colons = self.colons
         return _ascending(
-            None if colons is None else [at - 2 for at in colons], self._found(_MAC_DASH, 2)
+            None if colons is None else [at - 2 for at in colons], self._found(_MAC_DASH, "-", 2)
         )
 
     def _ipv4(self) -> list[int] | None:
-        return _ascending(self._found(_IPV4_DOT, 1, 2, 3))
+        return _ascending(self._found(_IPV4_DOT, ".", 1, 2, 3))
 
     def _ipv6(self) -> list[int] | None:
         colons = self.colons
@@ -605,10 +615,10 @@ class _Places:
 
     def _prefixed_tokens(self) -> list[int] | None:
         return _ascending(
-            self._found(_TOKEN_HF, 0),
-            self._found(_TOKEN_G, 0),
-            self._found(_TOKEN_DASH, 2, 4, 5),
-            self._found(_TOKEN_A, 0),
+            self._found(_TOKEN_HF, "_", 0),
+            self._found(_TOKEN_G, "_", 0),
+            self._found(_TOKEN_DASH, "-", 2, 4, 5),
+            self._found(_TOKEN_A, "A", 0),
         )
 
     def _aws_secret(self) -> list[int] | None:

@@ -11,8 +11,12 @@ generic detectors alone. Both scan the same views of a text:
 
 and a JSON document is scanned as one text (`scan_document`): its strings joined with
 separators that keep a key next to its value and an argument next to the one before, so
-`{"api_token": "..."}` and `["--api-key", "..."]` are found too. The cost is one regular
-expression pass per detector over the whole text, whatever the number of strings.
+`{"api_token": "..."}` and `["--api-key", "..."]` are found too. The cost is linear in the
+text, whatever the number of strings: for each detector, a fast pass (a test of one character,
+or a regular expression that starts with a literal) finds where a match can start
+(`_Places`), and the detector's own pattern runs only there: the same matches as a search
+over the whole text, which `tests/leaks_reference.py` (the plain scan) checks. A document's
+table of string offsets is built only when its text has a hit.
 
 What is private, by kind:
 

@@ -11,8 +11,12 @@ generic detectors alone. Both scan the same views of a text:
 
 and a JSON document is scanned as one text (`scan_document`): its strings joined with
 separators that keep a key next to its value and an argument next to the one before, so
-`{"api_token": "..."}` and `["--api-key", "..."]` are found too. The cost is one regular
-expression pass per detector over the whole text, whatever the number of strings.
+`{"api_token": "..."}` and `["--api-key", "..."]` are found too. The cost is linear in the
+text, whatever the number of strings: for each detector, a fast pass (a test of one character,
+or a regular expression that starts with a literal) finds where a match can start
+(`_Places`), and the detector's own pattern runs only there: the same matches as a search
+over the whole text, which `tests/leaks_reference.py` (the plain scan) checks. A document's
+table of string offsets is built only when its text has a hit.
 
 What is private, by kind:
 
@@ -38,11 +42,12 @@ from __future__ import annotations
 import bisect
 import enum
 import ipaddress
+import itertools
 import re
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from verifier.model import json_pointer
 
@@ -429,12 +434,281 @@ def _found(category: str, start: int, end: int, excerpt: str, placeholder: str =
     return _Found(category, start, end, excerpt, placeholder or PLACEHOLDERS[category], True, False)
 
 
-def _generic(text: str) -> Iterator[_Found]:
+# Where a match can start. Each finder below is a necessary condition of its pattern that the
+# regular expression engine checks fast, since it starts with a literal character (an engine
+# pass over a text that starts with a set of characters, or a lookbehind, costs ten times
+# more): a text without it skips the pattern, and a text with it tries the pattern only there.
+_HOME_OR_TEMP = re.compile(r"/(?:home|Users|root|tmp|var|folders|shm)/")
+_IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the first number
+_IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
+_MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")  # the first separator
+# The prefixed tokens: hf_, gh?_ and github_pat_; the `-` of sk-, xox?-, glpat-; AIza...
+_TOKEN_HF = re.compile(r"hf_(?=[A-Za-z0-9]{20})")
+_TOKEN_G = re.compile(r"g(?:h[pousr]|ithub_pat)_(?=[A-Za-z0-9_]{20})")
+_TOKEN_DASH = re.compile(r"-(?:(?<=sk-)|(?<=xox[abposr]-)|(?<=glpat-))(?=[\w-]{10})", re.ASCII)
+_TOKEN_A = re.compile(r"A(?=Iza|KIA|SIA)")
+# Where `_SECRET_WORD` can match, in the text with its letters in lower case: each finder
+# starts with a letter (rare in prose: k, cre...), and `_WORD_BACK` is the way back from what
+# it matches to the word's start.
+_SECRET_WORDS = (
+    re.compile(r"k(?:ey|(?<=tok)en(?!s|iz))"),
+    re.compile(r"cre(?:(?<=secre)t|dential)"),
+    re.compile(r"pass"),
+    re.compile(r"auth"),
+)
+_WORD_BACK = {"key": 0, "ken": 2, "cret": 2, "credential": 0, "pass": 0, "auth": 0}
+# The characters of the run that ends at a pattern's anchor (`@`, `://`) or holds its word.
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_EMAIL_LOCAL = frozenset(_LETTERS + "._%+-")
+_ACCOUNT_USER = frozenset(_LETTERS + "._-")
+_URL_SCHEME = frozenset(_LETTERS + "+.-")
+_FLAG_NAME = frozenset(_LETTERS + "_-")
+# An AWS secret is a run of 40 characters or more of its alphabet: each becomes b"a".
+_AWS_RUN = bytes(ord("a") if chr(b) in _LETTERS or chr(b) in "/+" else ord(" ") for b in range(256))
+
+
+def _ascending(*groups: list[int] | None) -> list[int] | None:
+    """The places of all groups, ascending and distinct; None (anywhere) if one group is."""
+    if any(group is None for group in groups):
+        return None
+    return sorted({p for group in groups if group is not None for p in group if p >= 0})
+
+
+def _occurrences(text: str, word: str) -> Iterator[int]:
+    at = text.find(word)
+    while at >= 0:
+        yield at
+        at = text.find(word, at + 1)
+
+
+def _run_starts(text: str, ends: list[int] | None, chars: frozenset[str]) -> list[int] | None:
+    """Where the run of `chars` that ends at each place (ascending) starts, if not empty.
+
+    A run never crosses an earlier place whose character is not in `chars`; where it reaches
+    an earlier place that is, it is that place's run: each character is looked at once.
+    """
+    if ends is None:
+        return None
+    starts: list[int] = []
+    previous = previous_start = -1
+    for end in ends:
+        start = end
+        while start > previous + 1 and text[start - 1] in chars:
+            start -= 1
+        if start == previous + 1 and previous >= 0 and text[previous] in chars:
+            start = previous_start
+        previous, previous_start = end, start
+        if start < end:
+            starts.append(start)
+    return sorted(set(starts))
+
+
+_T = TypeVar("_T")
+
+
+class _Places:
+    """Where each generic pattern can match in one text (`starts`), found once per text.
+
+    Past `limit` places for one pattern, trying it place by place would cost more than its
+    own search over the whole text (a text of colons, of `@`...): then it searches (None).
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.limit = 64 + len(text) // 64
+        self._low: str | None = None
+        self._words: list[int] | None = None
+        self._words_done = False
+        self._has_key = True
+        self._ats: list[int] | None = None
+        self._ats_done = False
+        self._colons: list[int] | None = None
+        self._colons_done = False
+
+    def bounded(self, places: Iterable[_T]) -> list[_T] | None:
+        """The places, or None past the limit."""
+        found = list(itertools.islice(places, self.limit + 1))
+        return None if len(found) > self.limit else found
+
+    def _found(self, finder: re.Pattern[str], first: str, *offsets: int) -> list[int] | None:
+        """The places `offsets` before each place where the finder matches (which starts with
+        the character `first`: a text without it is ruled out at once)."""
+        if first not in self.text:
+            return []
+        matches = itertools.islice(finder.finditer(self.text), self.limit + 1)
+        found = [m.start() for m in matches]
+        if len(found) > self.limit:
+            return None
+        return [at - d for at in found for d in offsets]
+
+    @property
+    def low(self) -> str:
+        """The text with its ASCII letters in lower case (as `(?i)` under re.ASCII)."""
+        if self._low is None:
+            text = self.text
+            if not text.isascii():  # one character for one: the offsets are the text's
+                text = text.encode("ascii", "replace").decode("ascii")
+            self._low = text.lower()
+        return self._low
+
+    @property
+    def words(self) -> list[int] | None:
+        """Where `_SECRET_WORD` can match."""
+        if not self._words_done:
+            self._words_done = True
+            low = self.low
+            found = self.bounded(
+                m for f in _SECRET_WORDS if f.pattern[0] in low for m in f.finditer(low)
+            )
+            if found is not None:
+                self._words = sorted(m.start() - _WORD_BACK[m.group()] for m in found)
+                self._has_key = any(m.group() == "key" for m in found)
+        return self._words
+
+    @property
+    def has_key(self) -> bool:
+        """Whether the word `key` can be in the text, in any case."""
+        self.words  # noqa: B018 - found with the words
+        return self._has_key
+
+    @property
+    def ats(self) -> list[int] | None:
+        if not self._ats_done:
+            self._ats_done = True
+            self._ats = self.bounded(_occurrences(self.text, "@"))
+        return self._ats
+
+    @property
+    def colons(self) -> list[int] | None:
+        """The first colon of each place that can start an IPv6 address (or a MAC address)."""
+        if not self._colons_done:
+            self._colons_done = True
+            self._colons = self._found(_IPV6_COLON, ":", 0)
+        return self._colons
+
+    def starts(self, pattern: re.Pattern[str]) -> list[int] | None:
+        """Every place (ascending) where `pattern` can match, or None: anywhere."""
+        return _STARTS[pattern](self)
+
+    def _paths(self) -> list[int] | None:
+        text = self.text
+        return None if "~" in text or _HOME_OR_TEMP.search(text) else []
+
+    def _email(self) -> list[int] | None:
+        return _run_starts(self.text, self.ats, _EMAIL_LOCAL)
+
+    def _account(self) -> list[int] | None:
+        return _run_starts(self.text, self.ats, _ACCOUNT_USER)
+
+    def _url_host(self) -> list[int] | None:
+        return _run_starts(self.text, self.bounded(_occurrences(self.text, "://")), _URL_SCHEME)
+
+    def _mac(self) -> list[int] | None:
+        # A MAC address with colons has the first colon of an IPv6 address.
+        colons = self.colons
+        return _ascending(
+            None if colons is None else [at - 2 for at in colons], self._found(_MAC_DASH, "-", 2)
+        )
+
+    def _ipv4(self) -> list[int] | None:
+        return _ascending(self._found(_IPV4_DOT, ".", 1, 2, 3))
+
+    def _ipv6(self) -> list[int] | None:
+        colons = self.colons
+        return _ascending(None if colons is None else [at - b for at in colons for b in range(5)])
+
+    def _prefixed_tokens(self) -> list[int] | None:
+        return _ascending(
+            self._found(_TOKEN_HF, "_", 0),
+            self._found(_TOKEN_G, "_", 0),
+            self._found(_TOKEN_DASH, "-", 2, 4, 5),
+            self._found(_TOKEN_A, "A", 0),
+        )
+
+    def _aws_secret(self) -> list[int] | None:
+        """The first place of each run of 40 characters or more of the secret's alphabet."""
+        runs = self.text.encode("ascii", "replace").translate(_AWS_RUN)
+
+        def starts() -> Iterator[int]:
+            at = runs.find(b"a" * 40)
+            while at >= 0:
+                yield at  # a run's first place: each search starts outside any run
+                end = runs.find(b" ", at + 40)
+                if end < 0:
+                    return
+                at = runs.find(b"a" * 40, end)
+
+        return self.bounded(starts())
+
+    def _auth_tokens(self) -> list[int] | None:
+        low, words = self.low, self.words
+        if words is None:
+            return None
+        auth = [at for at in words if low.startswith("authorization", at)]
+        bearer = self.bounded(_occurrences(low, "bearer"))
+        return _ascending(auth, [at - 6 for at in auth], bearer)  # or proxy-authorization
+
+    def _secret_flag(self) -> list[int] | None:
+        """A flag's dash starts the run of name characters that holds its secret word."""
+        text = self.text
+        starts = _run_starts(text, self.words, _FLAG_NAME)
+        return None if starts is None else [s for s in starts if text[s] == "-"]
+
+    def _secret_member(self) -> list[int] | None:
+        return self.words
+
+
+_STARTS: dict[re.Pattern[str], Callable[[_Places], list[int] | None]] = {
+    _HOME: _Places._paths,
+    _TEMP: _Places._paths,
+    _EMAIL: _Places._email,
+    _ACCOUNT: _Places._account,
+    _URL_HOST: _Places._url_host,
+    _MAC: _Places._mac,
+    _IPV4: _Places._ipv4,
+    _IPV6: _Places._ipv6,
+    _PREFIXED_TOKENS: _Places._prefixed_tokens,
+    _AWS_SECRET: _Places._aws_secret,
+    _AUTH_TOKENS: _Places._auth_tokens,
+    _SECRET_FLAG: _Places._secret_flag,
+    _SECRET_MEMBER: _Places._secret_member,
+}
+
+
+def _matches_at(
+    pattern: re.Pattern[str],
+    text: str,
+    starts: list[int] | None,
+    accept: Callable[[re.Match[str]], bool],
+) -> Iterator[re.Match[str]]:
+    """`_matches`, trying the pattern only at `starts` (ascending; None: everywhere).
+
+    The same matches as `_matches` when `starts` holds every place where a match can start:
+    a search returns the first place where the pattern matches, and a rejected match only
+    moves the search one place on.
+    """
+    if starts is None:
+        yield from _matches(pattern, text, accept)
+        return
+    position = 0
+    for start in starts:
+        if start < position:
+            continue
+        match = pattern.match(text, start)
+        if match is not None and match.end() > start and accept(match):
+            yield match
+            position = match.end()
+
+
+def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
     """Every hit of the generic detectors in one view of a text (overlaps included)."""
-    # Each detector needs a character or word; a text without it skips the detector's pass.
+    # Each detector needs a character or word; a text without it skips the detector's pass,
+    # and a text with it tries the detector only where `_Places` says a match can start.
     has = {c: c in text for c in "/~:.@-"}
-    ends = [m.end() for m in _KEY_END.finditer(text)] if "PRIVATE KEY" in text else []
-    for match in _KEY_BEGIN.finditer(text) if ends or "PRIVATE KEY" in text else ():
+    places = _Places(text) if places is None else places
+    private_key = places.has_key and "PRIVATE KEY" in text
+    ends = [m.end() for m in _KEY_END.finditer(text)] if private_key else []
+    for match in _KEY_BEGIN.finditer(text) if private_key else ():
         end = match.end()
         following = bisect.bisect_left(ends, end + 1)
         if following < len(ends) and ends[following] - end <= _KEY_MAX_CHARS:
@@ -443,7 +717,10 @@ def _generic(text: str) -> Iterator[_Found]:
     for pattern in (_PREFIXED_TOKENS, _AWS_SECRET, _AUTH_TOKENS, _SECRET_FLAG, _SECRET_MEMBER):
         if pattern is _SECRET_FLAG and not has["-"]:
             continue
-        for match in _matches(pattern, text, _accept_token):
+        starts = places.starts(pattern)
+        if starts == []:
+            continue
+        for match in _matches_at(pattern, text, starts, _accept_token):
             group = _secret_group(match)
             # A prefixed token goes whole; after a name or a flag, only the value.
             start, end = match.span() if pattern is _PREFIXED_TOKENS else match.span(group)
@@ -470,18 +747,23 @@ def _generic(text: str) -> Iterator[_Found]:
         (IP_ADDRESS, _IPV6, lambda m: _is_public_ipv6(m.group()), has[":"]),
     )
     for category, pattern, accept, needed in simple:
-        if not needed:
+        starts = places.starts(pattern) if needed else []
+        if starts == []:
             continue
-        for match in _matches(pattern, text, accept):
+        for match in _matches_at(pattern, text, starts, accept):
             yield _found(category, match.start(), match.end(), _mask(match.group()))
     for match in _WINDOWS_HOME.finditer(text) if has[":"] else ():
         start = match.start() - 1
         yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
     if not has["@"] and "://" not in text:
         return
-    for match in _matches(_ACCOUNT, text, lambda m: _is_machine_name(m.group("host"))):
+    for match in _matches_at(
+        _ACCOUNT, text, places.starts(_ACCOUNT), lambda m: _is_machine_name(m.group("host"))
+    ):
         yield _found(USER_NAME, match.start(), match.end(), _mask(match.group()), "<user>@<host>")
-    for match in _matches(_URL_HOST, text, lambda m: _is_machine_name(m.group("host"))):
+    for match in _matches_at(
+        _URL_HOST, text, places.starts(_URL_HOST), lambda m: _is_machine_name(m.group("host"))
+    ):
         start, end = match.span("host")
         yield _found(HOST_NAME, start, end, _mask(match.group()))
 
@@ -514,35 +796,37 @@ class Detector:
     def __init__(self, known: Sequence[Known] = ()) -> None:
         self.known = tuple(sorted({k.value: k for k in known}.values(), key=_longest_first))
         # Opaque values apart: a long one must not hide a private path inside it.
-        self._regexes = []
+        self._regexes: list[tuple[re.Pattern[str], _KnownPlaces]] = []
         for opaque in (False, True):
-            joined = "|".join(
-                f"(?P<k{i}>{_known_pattern(k)})"
-                for i, k in enumerate(self.known)
-                if (k.kind is KnownKind.OPAQUE) is opaque
-            )
-            if joined:
-                self._regexes.append(re.compile(joined))
+            group = [
+                (i, k) for i, k in enumerate(self.known) if (k.kind is KnownKind.OPAQUE) is opaque
+            ]
+            if group:
+                joined = "|".join(f"(?P<k{i}>{_known_pattern(k)})" for i, k in group)
+                self._regexes.append((re.compile(joined), _KnownPlaces([k for _, k in group])))
 
-    def _known_hits(self, text: str) -> Iterator[_Found]:
-        for match in (m for regex in self._regexes for m in regex.finditer(text)):
-            assert match.lastgroup is not None
-            known = self.known[int(match.lastgroup[1:])]
-            if known.kind is KnownKind.USER and not _names_an_account(text, match.start()):
-                continue
-            yield _Found(
-                known.category,
-                match.start(),
-                match.end(),
-                _mask(match.group()),
-                known.placeholder,
-                known.kind is not KnownKind.OPAQUE,
-                known.kind not in (KnownKind.USER, KnownKind.HOST),
-            )
+    def _known_hits(self, places: _Places) -> Iterator[_Found]:
+        text = places.text
+        for regex, where in self._regexes:
+            for match in _finditer_at(regex, text, where.starts(places)):
+                assert match.lastgroup is not None
+                known = self.known[int(match.lastgroup[1:])]
+                if known.kind is KnownKind.USER and not _names_an_account(text, match.start()):
+                    continue
+                yield _Found(
+                    known.category,
+                    match.start(),
+                    match.end(),
+                    _mask(match.group()),
+                    known.placeholder,
+                    known.kind is not KnownKind.OPAQUE,
+                    known.kind not in (KnownKind.USER, KnownKind.HOST),
+                )
 
     def _view_hits(self, text: str) -> Iterator[_Found]:
-        yield from self._known_hits(text)
-        yield from _generic(text)
+        places = _Places(text)
+        yield from self._known_hits(places)
+        yield from _generic(text, places)
 
     def scan_text(self, text: str) -> list[LeakHit]:
         """Every private string in `text`, in order, without overlaps.
@@ -553,6 +837,8 @@ class Detector:
         """
         found = list(self._view_hits(text))
         view = _Decoded.of(text)
+        if view is None and not found:
+            return []
         depth = 0
         while view is not None and depth < 2:
             for hit in self._view_hits(view.text):
@@ -588,9 +874,12 @@ class Detector:
 
     def scan_document(self, document: Any) -> list[DocumentHit]:
         """Every private string of a JSON document (object keys included), by location."""
-        flat = _Flat.of(document)
+        hits = self.scan_text(_Flat.text_of(document))
+        if not hits:
+            return []
+        flat = _Flat.of(document)  # the same text, with where each string starts
         located: list[tuple[int, int, int, LeakHit]] = []
-        for hit in self.scan_text(flat.text):
+        for hit in hits:
             index = bisect.bisect_right(flat.starts, hit.start) - 1
             if index < 0:
                 continue
@@ -605,6 +894,65 @@ class Detector:
             DocumentHit(paths[index], bool(flat.keys[index]), start, end, hit)
             for index, start, end, hit in located
         ]
+
+
+# The characters that `(?i)` matches with an ASCII letter, in a pattern without re.ASCII.
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")  # İ ı ſ K (Kelvin)
+
+
+class _KnownPlaces:
+    """Where a match of known values can start: where the first four characters of one are.
+
+    Those of user and host names (matched in any case) are looked for in the lower-cased
+    text; where the text holds a character that `(?i)` matches with an ASCII letter, or a
+    value is empty or not ASCII, the pattern's own search runs (None).
+    """
+
+    def __init__(self, known: Sequence[Known]) -> None:
+        any_case = (KnownKind.USER, KnownKind.HOST)
+        exact = [k.value for k in known if k.kind not in any_case]
+        folded = [k.value.lower() for k in known if k.kind in any_case]
+        self._plain = not all(exact + folded) or not all(v.isascii() for v in folded)
+        self._exact = _prefixes(exact)
+        self._folded = _prefixes(folded)
+
+    def starts(self, places: _Places) -> list[int] | None:
+        if self._plain:
+            return None
+        text = places.text
+        if self._folded and not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII):
+            return None
+        found = places.bounded(
+            itertools.chain(
+                (at for prefix in self._exact for at in _occurrences(text, prefix)),
+                (at for prefix in self._folded for at in _occurrences(places.low, prefix)),
+            )
+        )
+        return None if found is None else sorted(set(found))
+
+
+def _prefixes(values: Sequence[str]) -> list[str]:
+    """The distinct first four characters of the values, none the start of another."""
+    kept: list[str] = []
+    for prefix in sorted({v[:4] for v in values}, key=len):
+        if not any(prefix.startswith(shorter) for shorter in kept):
+            kept.append(prefix)
+    return kept
+
+
+def _finditer_at(
+    regex: re.Pattern[str], text: str, starts: list[int] | None
+) -> Iterator[re.Match[str]]:
+    """`regex.finditer(text)`, trying it only at `starts` (ascending; None: everywhere),
+    for a regex that never matches an empty string."""
+    if starts is None:
+        yield from regex.finditer(text)
+        return
+    position = 0
+    for start in starts:
+        if start >= position and (match := regex.match(text, start)) is not None:
+            yield match
+            position = match.end()
 
 
 _TOKEN_STOP = frozenset(" \t\r\n\"'`=,;()[]{}<>" + _SEPS)
@@ -666,7 +1014,7 @@ class _Decoded:
 
     @classmethod
     def of(cls, text: str, parent: _Decoded | None = None) -> _Decoded | None:
-        if cls._ESCAPE.search(text) is None:
+        if ("\\" not in text and "%" not in text) or cls._ESCAPE.search(text) is None:
             return None
         pieces: list[str] = []
         positions: list[int] = []
@@ -729,6 +1077,50 @@ class _Flat:
         flat.text = "".join(flat._chunks)
         flat._pieces, flat._chunks = [], []
         return flat
+
+    @staticmethod
+    def text_of(document: Any) -> str:
+        """`_Flat.of(document).text`, without the offsets: most documents have no hit."""
+        pieces: list[str] = []
+        add = pieces.extend
+        containers = (dict, list)
+
+        # As `_walk`, with a test of the exact type first: JSON's own types are the usual case.
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    kind = type(value)
+                    if kind is str:
+                        add((SEP, key, KEY_SEP, value))
+                    elif kind is dict or kind is list:
+                        add((SEP, key))
+                        walk(value)
+                    elif kind is int or kind is float or kind is bool or value is None:
+                        add((SEP, key))
+                    elif isinstance(value, str):
+                        add((SEP, key, KEY_SEP, value))
+                    else:
+                        add((SEP, key))
+                        if isinstance(value, containers):
+                            walk(value)
+            else:
+                joiner = SEP
+                for value in node:
+                    if type(value) is str or isinstance(value, str):
+                        add((joiner, value))
+                        joiner = ITEM_SEP
+                    else:
+                        joiner = SEP
+                        if isinstance(value, containers):
+                            walk(value)
+            if len(pieces) >= 65536:  # join as we go: no list of millions of pieces
+                pieces[:] = ["".join(pieces)]
+
+        if isinstance(document, str):
+            return SEP + document
+        if isinstance(document, containers):
+            walk(document)
+        return "".join(pieces)
 
     def _add(self, joiner: str, text: str, is_key: bool) -> None:
         self._pieces.append(joiner)

@@ -1,0 +1,448 @@
+"""The fast leak scan finds exactly what the plain one finds (`leaks_reference.py`).
+
+`verifier.leaks` tries each pattern only where a cheap test says a match can start, and
+builds a document's offset table only when its text has a hit; `leaks_reference.py` is the
+module as it was before, which runs every pattern over the whole text. Both must give the
+same hits (categories, offsets, excerpts, placeholders, pointers) on every input: every
+document of every sample bundle (archives included), the hostile corpus and generated text.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import sys
+import tarfile
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import leaks_reference as reference
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from verifier import leaks
+from verifier.leaks import Known, KnownKind
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "sample_bundles"
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+MAX_MEMBER_BYTES = 4 << 20  # the hostile corpus's bombs are not read whole
+
+KNOWN = (
+    Known("/srv/private/models", "private-path", "/path/to/model", KnownKind.PATH),
+    Known("/home/alice", "private-path", "/path/to/home", KnownKind.PATH),
+    Known("alice", "user-name", "<user>", KnownKind.USER),
+    Known("al", "user-name", "<user>", KnownKind.USER),
+    Known("gpu-box-01", "host-name", "<host>", KnownKind.HOST),
+    Known("mlxcel", "host-name", "<host>", KnownKind.HOST),
+    Known("s3cr3t-Value.x", "token", "<token>", KnownKind.SECRET),
+    Known("opaque-env-value", "environment", "<env>", KnownKind.OPAQUE),
+)
+# What the detectors care about, to build texts from.
+FRAGMENTS = (
+    "/home/",
+    "/home//",
+    "/var/home/",
+    "/Users/",
+    "/Users/Shared",
+    "/root/",
+    "~",
+    "~al/",
+    "/tmp/",
+    "/var/tmp/",
+    "/var/folders/",
+    "/private/var/",
+    "/dev/shm/",
+    "C:\\Users\\",
+    "C:\\\\Users\\\\",
+    "c:/Users/",
+    "@",
+    "al@",
+    "@gpu-box-01",
+    "alice",
+    "al",
+    "mlxcel",
+    "gpu-box-01",
+    ".example.com",
+    ".local",
+    "://",
+    "http://",
+    "ssh://al@",
+    "10.0.0.7",
+    "192.168.1.20",
+    "8.8.8.8",
+    "1.2.3.4",
+    "127.0.0.1",
+    "fe80::1",
+    "::ffff:10.0.0.1",
+    "2001:db8::1",
+    "%eth0",
+    "aa:bb:cc:dd:ee:ff",
+    "00-1A-2B-3C-4D-5E",
+    ":8080",
+    "/24",
+    "version ",
+    "cuda ",
+    "host ",
+    "ip=",
+    "-----BEGIN ",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----END RSA PRIVATE KEY-----",
+    "PRIVATE KEY",
+    "hf_",
+    "sk-",
+    "sk-proj-",
+    "ghp_",
+    "github_pat_",
+    "glpat-",
+    "AIza",
+    "AKIA",
+    "ASIA",
+    "xoxb-",
+    "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "a1B2c3D4e5F6g7H8i9J0",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "0123456789ABCDEF",
+    "Authorization: ",
+    "authorization",
+    "Proxy-Authorization=",
+    "Bearer ",
+    "Basic ",
+    "dXNlcjpwYXNzd29yZA==",
+    "api_key",
+    "API_KEY=",
+    "HF_TOKEN",
+    "token",
+    "tokens",
+    "tokenizer",
+    "secret",
+    "SECRET",
+    "password",
+    "passphrase",
+    "credential",
+    "auth",
+    "--api-key",
+    "--token",
+    "-p",
+    "--hf-token=",
+    "_path",
+    "prompt_tokens",
+    "%2F",
+    "%2f",
+    "%252F",
+    "\\/",
+    "\\u002f",
+    "\\u002F",
+    "\\\\",
+    "\\",
+    "/",
+    ":",
+    "=",
+    ".",
+    "-",
+    "_",
+    "+",
+    "%",
+    '"',
+    "'",
+    " ",
+    "\t",
+    "\n",
+    "\x00",
+    "\x01",
+    "\x02",
+    "é",
+    "İ",
+    "ı",
+    "ſ",
+    "K",
+    "ALICE",
+    "Al",
+    "GPU-BOX-01",
+    "alalal",
+    "\ud800",
+    "0",
+    "42",
+    "abc",
+    "file://",
+    "/path/to/",
+    "/srv/private/models",
+    "s3cr3t-Value.x",
+    "opaque-env-value",
+)
+texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=30).map(
+    "".join
+)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), texts)
+documents = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=6), st.dictionaries(texts, inner, max_size=6)),
+    max_leaves=30,
+)
+
+
+@cache
+def detectors() -> tuple[leaks.Detector, reference.Detector]:
+    known = [
+        reference.Known(k.value, k.category, k.placeholder, reference.KnownKind(k.kind.value))
+        for k in KNOWN
+    ]
+    return leaks.Detector(KNOWN), reference.Detector(known)
+
+
+def same_text(text: str) -> None:
+    assert repr(leaks.scan_text(text)) == repr(reference.scan_text(text))
+    fast, plain = detectors()
+    assert repr(fast.scan_text(text)) == repr(plain.scan_text(text))
+
+
+# Known values the fast path does not take (empty, not ASCII in any case), or takes oddly.
+ODD_KNOWN = (
+    (Known("josé", "user-name", "<user>", KnownKind.USER),),
+    (Known("", "token", "<token>", KnownKind.SECRET),),
+    (
+        Known("al", "user-name", "<user>", KnownKind.USER),
+        Known("alal", "token", "<token>", KnownKind.SECRET),
+        Known("Ünïcode-sécret", "token", "<token>", KnownKind.SECRET),
+        Known("/ho", "private-path", "/path/to/p", KnownKind.PATH),
+        Known("kk", "host-name", "<host>", KnownKind.HOST),
+        Known("si", "host-name", "<host>", KnownKind.HOST),
+    ),
+)
+
+
+def same_text_odd_known(text: str) -> None:
+    for known in ODD_KNOWN:
+        plain = [
+            reference.Known(k.value, k.category, k.placeholder, reference.KnownKind(k.kind.value))
+            for k in known
+        ]
+        fast = leaks.Detector(known).scan_text(text)
+        assert repr(fast) == repr(reference.Detector(plain).scan_text(text)), known
+
+
+def same_document(document: Any) -> None:
+    def located(hits: list[Any]) -> list[tuple[Any, ...]]:
+        return [(h.path, h.is_key, h.start, h.end, h.pointer, h.where, repr(h.hit)) for h in hits]
+
+    assert located(leaks.scan_document(document)) == located(reference.scan_document(document))
+    fast, plain = detectors()
+    assert located(fast.scan_document(document)) == located(plain.scan_document(document))
+    text = leaks._Flat.text_of(document)
+    assert text == reference._Flat.of(document).text
+    same_text(text)
+
+
+def same_bytes(data: bytes) -> None:
+    assert repr(leaks.scan_bytes(data)) == repr(reference.scan_bytes(data))
+
+
+# --- every pattern, alone: tried only where `_Places` says, it finds every match ----------
+
+
+def always(match: re.Match[str]) -> bool:
+    return True
+
+
+def same_matches(text: str) -> None:
+    places = leaks._Places(text)
+    for pattern in leaks._STARTS:
+        starts = places.starts(pattern)
+        plain = [m.span() for m in reference._matches(pattern, text, always)]
+        if starts is None:
+            continue
+        fast = [m.span() for m in leaks._matches_at(pattern, text, starts, always)]
+        assert fast == plain, pattern.pattern
+        assert starts == sorted(set(starts))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_each_pattern_is_tried_wherever_it_can_match(text: str) -> None:
+    same_matches(text)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_generated_texts_give_the_same_hits(text: str) -> None:
+    same_text(text)
+    same_text_odd_known(text)
+    same_bytes(text.encode("utf-8", "surrogatepass"))
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents)
+def test_generated_documents_give_the_same_hits(document: Any) -> None:
+    same_document(document)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "@",
+        "a@b",
+        "al@gpu-box-01:/home/al",
+        "x" * 39 + "@" + "y",
+        "keykeykey-key=abcdefgh",
+        "--api-key\x02abcdefgh",
+        "-" + "a" * 5000 + "token=abcdef123",
+        "A" * 40,
+        "a1B2" * 10 + "/" + "Zz9" * 14,
+        "tokens=abcdefgh token=abcdefgh TOKENIZER=abcdefgh tokenid=abcdefgh1 TOKENi=abcdefgh",
+        "--tokenish abcdefgh1 --my_key-token\x02abcdefgh -x-key=abcdefgh",
+        "proxy-authorization: Bearer abcdefghijkl0123",
+        "authorization" * 3,
+        "github_pat_" + "a" * 30,
+        "xoxp-" + "1" * 12,
+        "ssh://al@gpu-box-01/x http://mlxcel:8080/ http://gpu-box-01.local/",
+        "aa:bb:cc:dd:ee:ff:00 aa-bb-cc-dd-ee-ff",
+        "1.2.3.4.5 01.2.3.4 host 8.8.8.8 fe80::1%eth0 ::1 12:34:56",
+        "%2Fhome%2Fal%2F \\/home\\/al \\u002ftmp\\u002fx %252Fhome%252Fal",
+        "İstanbul Kelvin key=abcdefgh é@x.io",
+        "/home/alİce/x ~alıce ſi@KK josé@x /home/josé/ JOSÉ@x",
+        "alalal@x /home/alal/ /ho/alal ~alal kk@kk ssh://kk:22/",
+    ],
+)
+def test_chosen_texts_give_the_same_hits(text: str) -> None:
+    same_matches(text)
+    same_text(text)
+    same_text_odd_known(text)
+
+
+MANY_PLACES = {
+    leaks._IPV6: ":" * 5000,
+    leaks._MAC: "aa-bb-" * 1000,
+    leaks._IPV4: "1.1.1.1." * 1000,
+    leaks._EMAIL: "a@" * 3000,
+    leaks._ACCOUNT: "ab.c@d " * 1000,
+    leaks._URL_HOST: "a://" * 2000,
+    leaks._PREFIXED_TOKENS: "AKIA" * 2000,
+    leaks._AWS_SECRET: ("A" * 40 + " ") * 300,
+    leaks._SECRET_MEMBER: "auth= " * 1000,
+    leaks._SECRET_FLAG: "-pass " * 1000,
+    leaks._AUTH_TOKENS: "bearer " * 1000,
+}
+
+
+@pytest.mark.parametrize("pattern", list(MANY_PLACES), ids=lambda p: p.pattern[:20])
+def test_a_pattern_with_too_many_places_searches_as_before(pattern: re.Pattern[str]) -> None:
+    text = MANY_PLACES[pattern]
+    assert leaks._Places(text).starts(pattern) is None
+    assert leaks._Places(text[:60]).starts(pattern) is not None
+    same_matches(text)
+    same_text(text)
+    same_text_odd_known(text)
+
+
+def test_known_values_with_too_many_places_search_as_before() -> None:
+    text = "al " * 3000
+    fast, _ = detectors()
+    assert all(where.starts(leaks._Places(text)) is None for _, where in fast._regexes[:1])
+    same_text(text)
+
+
+def test_a_run_is_found_once_whatever_the_places_inside_it() -> None:
+    chars = frozenset("ab-")
+    assert leaks._run_starts("ab", [0, 1], chars) == [0]
+    assert leaks._run_starts("x-ab@", [2, 3], chars) == [1]
+    assert leaks._run_starts("-a@b@", [2, 4], chars) == [0, 3]
+    assert leaks._run_starts("@@", [0, 1], chars) == []
+    assert leaks._run_starts("@@", None, chars) is None
+
+
+# --- every sample bundle and the hostile corpus --------------------------------------------
+
+
+def _archive_members(data: bytes) -> Iterator[tuple[str, bytes]]:
+    """The regular members of a tar (gzip or not), each read up to MAX_MEMBER_BYTES."""
+    if data[:2] == b"\x1f\x8b":
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+                data = stream.read(64 << 20)
+        except (OSError, EOFError):
+            return
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar:
+                if not member.isfile() or member.size > MAX_MEMBER_BYTES:
+                    continue
+                handle = tar.extractfile(member)
+                if handle is not None:
+                    yield member.name, handle.read()
+    except (tarfile.TarError, OSError, EOFError):
+        return
+
+
+def _files(root: Path) -> Iterator[tuple[str, bytes]]:
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.stat().st_size > MAX_MEMBER_BYTES:
+            continue
+        data = path.read_bytes()
+        name = path.relative_to(REPO).as_posix()
+        if path.name.endswith((".tar.gz", ".tgz", ".tar")):
+            for member, content in _archive_members(data):
+                yield f"{name}!{member}", content
+        else:
+            yield name, data
+
+
+def check_file(data: bytes) -> None:
+    same_bytes(data)
+    try:
+        document = json.loads(data)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return
+    same_document(document)
+
+
+@cache
+def sample_files() -> tuple[tuple[str, bytes], ...]:
+    return tuple(_files(SAMPLES))
+
+
+def test_every_sample_bundle_file_gives_the_same_hits() -> None:
+    files = sample_files()
+    names = [name for name, _ in files]
+    assert any("!" in name for name in names), "the archives are read too"
+    assert any(name.startswith("sample_bundles/negative/") for name in names)
+    assert sum(name.endswith(".json") for name in names) > 100
+    hits = 0
+    for name, data in files:
+        try:
+            check_file(data)
+        except AssertionError as error:
+            raise AssertionError(name) from error
+        if name.endswith(".json") and data.startswith(b"{"):
+            hits += len(reference.scan_document(json.loads(data)))
+    assert hits > 0, "some sample holds a hit (the leaked-home-path bundle at least)"
+
+
+def test_the_hostile_corpus_gives_the_same_hits(tmp_path: Path) -> None:
+    if str(HOSTILE) not in sys.path:
+        sys.path.insert(0, str(HOSTILE))
+    import corpus
+
+    count = 0
+    for case in corpus.CASES:
+        folder = tmp_path / case.name
+        folder.mkdir()
+        path = case.build(folder)
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+        for file in files:
+            if file.stat().st_size > MAX_MEMBER_BYTES:
+                continue
+            data = file.read_bytes()
+            members = list(_archive_members(data)) or [(file.name, data)]
+            for name, content in members:
+                try:
+                    check_file(content)
+                except AssertionError as error:
+                    raise AssertionError(f"{case.name}: {name}") from error
+                count += 1
+    assert count > 1000

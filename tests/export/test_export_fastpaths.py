@@ -36,8 +36,9 @@ from verifier.bundle.reader import Limits
 from verifier.errors import ExportError
 from verifier.export import ExportOptions, export_bundle, exporter
 from verifier.export.archive import build_archive
-from verifier.export.assemble import _lookup, assemble, public_kind, treatment_of
-from verifier.export.redact import Redactor, collect_private_values
+from verifier.export.assemble import Treatment, _lookup, assemble, public_kind, treatment_of
+from verifier.export.redact import Redactor, _check_treatments, collect_private_values
+from verifier.model import json_pointer
 from verifier.raw import _inside, load_raw
 
 REPO = Path(__file__).resolve().parents[2]
@@ -300,3 +301,55 @@ def test_exporting_twice_gives_the_same_bytes_of_every_file_and_the_archive(
     listed = {line.split("  ", 1)[1] for line in trees[0][layout.SHA256SUMS].decode().splitlines()}
     unlisted = {layout.SHA256SUMS, layout.SIGNATURE} if signed else {layout.SHA256SUMS}
     assert set(trees[0]) == listed | unlisted
+
+
+def _reference_check_treatments(file: str, kind: str, document: Any) -> None:
+    """The plain walk (a stack of pending children) that `_check_treatments` replaced."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), document)]
+    while stack:
+        path, node = stack.pop()
+        children: list[tuple[tuple[str | int, ...], Any]] = []
+        if isinstance(node, dict):
+            children = [((*path, key), value) for key, value in node.items()]
+        elif isinstance(node, list):
+            children = [((*path, index), value) for index, value in enumerate(node)]
+        if children:
+            stack.extend(children)
+            continue
+        treatment = treatment_of(kind, path)
+        if treatment is None or treatment is Treatment.DROPPED:
+            raise ExportError(f"{file}{json_pointer(*path)}")
+
+
+def _first_untreated(check: Callable[[str, str, Any], None], file: str, document: Any) -> str:
+    try:
+        check(file, public_kind(file), document)
+    except ExportError as exc:
+        return exc.message.split(":", 1)[0]
+    return ""
+
+
+@settings(max_examples=60, deadline=None)
+@given(spots=st.lists(st.integers(0, 10**6), min_size=0, max_size=4), empty=st.booleans())
+def test_the_treatment_walk_names_the_field_the_plain_walk_names(
+    spots: list[int], empty: bool
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        documents = assemble(load_raw(RawFactory().write(Path(tmp) / "raw"))).documents
+    for file, document in documents.items():
+        containers: list[Any] = []
+        pending: list[Any] = [document]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, dict | list):
+                containers.append(node)
+                pending.extend(node.values() if isinstance(node, dict) else node)
+        for n, spot in enumerate(spots):
+            target = containers[spot % len(containers)]
+            planted: Any = {} if empty else f"value {n}"
+            if isinstance(target, dict):
+                target[f"not_in_the_table_{n}"] = planted
+            else:
+                target.append(planted)
+        expected = _first_untreated(_reference_check_treatments, file, document)
+        assert _first_untreated(_check_treatments, file, document) == expected

@@ -14,7 +14,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -185,19 +185,25 @@ _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 _SYNC_THREADS = 16
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _fsync_all(paths: list[Path], stop: threading.Event) -> None:
+    for path in paths:
+        if stop.is_set():
+            return
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
-def _write_tree(root: Path, files: Mapping[str, bytes]) -> None:
-    """Write every file (0644, directories 0755), then make files and directories durable.
+def _write_tree(
+    root: Path, files: Mapping[str, bytes], pool: ThreadPoolExecutor, stop: threading.Event
+) -> list[Future[None]]:
+    """Write every file (0644, directories 0755); the flushes to disk of files and
+    directories, started on `pool`, to be awaited before anything is published.
 
-    The flushes to disk come after all the writes and run on threads: each fsync waits
-    on the disk with the GIL released, and the file system commits them together.
+    Each fsync waits on the disk with the GIL released, so they run on threads, together
+    (the file system commits them at once), while the bundle is verified.
     """
     os.chmod(root, 0o755)  # noqa: S103 - a public bundle; mkdtemp creates 0700
     directories = {root}
@@ -218,10 +224,9 @@ def _write_tree(root: Path, files: Mapping[str, bytes]) -> None:
         written.append(target)
     for directory in directories:
         os.chmod(directory, 0o755)  # noqa: S103 - a public bundle
-    paths = [*written, *sorted(directories, key=lambda p: len(p.parts), reverse=True)]
-    with ThreadPoolExecutor(_SYNC_THREADS) as pool:
-        for _ in pool.map(_fsync, paths):
-            pass
+    paths = [*written, *directories]
+    chunks = [paths[i::_SYNC_THREADS] for i in range(_SYNC_THREADS)]
+    return [pool.submit(_fsync_all, chunk, stop) for chunk in chunks if chunk]
 
 
 def _build_files(
@@ -351,26 +356,34 @@ def _export_bundle(options: ExportOptions, progress: Progress | None) -> ExportS
     staging: Path | None = None
     archive_tmp: Path | None = None
     published: list[Path] = []
+    # Background work, while the bundle is verified: the fsyncs, and the archive (zlib
+    # compresses without the GIL). Both are awaited before anything is published.
+    pool = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="evidence-export")
+    stop = threading.Event()
     try:
         staging = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
         report(f"writing {len(files)} files")
-        _write_tree(staging, files)
+        syncing = _write_tree(staging, files, pool, stop)
+        packing = pool.submit(build_archive, files) if archive is not None else None
         report("verifying the written bundle")
         verdict = _verify(staging, public_key)
         _check_directory_sums(staging, files)
-        if archive is not None:
+        if archive is not None and packing is not None:
             report("writing the archive")
+            data = packing.result()
             handle, name = tempfile.mkstemp(
                 prefix=_partial_prefix(archive), suffix=".tar.gz", dir=archive.parent
             )
             archive_tmp = Path(name)
             with os.fdopen(handle, "wb") as stream:
-                stream.write(build_archive(files))
+                stream.write(data)
                 stream.flush()
                 os.fsync(stream.fileno())
             os.chmod(archive_tmp, 0o644)
             report("reading the archive back")
             _check_archive(archive_tmp, files)
+        for job in syncing:
+            job.result()
         _refuse_existing(options)
         os.rename(staging, out)
         staging = None
@@ -379,9 +392,13 @@ def _export_bundle(options: ExportOptions, progress: Progress | None) -> ExportS
             _publish_file(archive_tmp, archive)
             archive_tmp = None
     except BaseException:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
         for path in (staging, archive_tmp, *published):
             _remove(path)
         raise
+    finally:
+        pool.shutdown(wait=True)
     return ExportSummary(
         out_dir=out,
         archive=archive,

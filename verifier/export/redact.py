@@ -312,23 +312,26 @@ def _rename_key(document: Any, path: tuple[str | int, ...], new: str, file: str)
 
 def _check_treatments(file: str, kind: str, document: Any) -> None:
     """Every field of a public document has a declared treatment: none passes silently."""
-    stack: list[tuple[tuple[str | int, ...], Any]] = [((), document)]
-    while stack:
-        path, node = stack.pop()
-        children: list[tuple[tuple[str | int, ...], Any]] = []
-        if isinstance(node, dict):
-            children = [((*path, key), value) for key, value in node.items()]
-        elif isinstance(node, list):
-            children = [((*path, index), value) for index, value in enumerate(node)]
-        if children:
-            stack.extend(children)
-            continue
-        treatment = treatment_of(kind, path)
-        if treatment is None or treatment is Treatment.DROPPED:
-            raise ExportError(
-                f"{file}{json_pointer(*path)}: this field has no declared treatment in "
-                "verifier/export/assemble.py FIELDS; nothing was published (a bug in evidence)"
-            )
+    _check_leaves(file, kind, (), document)
+
+
+def _check_leaves(file: str, kind: str, path: tuple[str | int, ...], node: Any) -> None:
+    # Depth first, last child first: the field named when several lack a treatment is the
+    # one a stack of pending children would reach first.
+    if isinstance(node, dict) and node:
+        for key in reversed(node):
+            _check_leaves(file, kind, (*path, key), node[key])
+        return
+    if isinstance(node, list) and node:
+        for index in range(len(node) - 1, -1, -1):
+            _check_leaves(file, kind, (*path, index), node[index])
+        return
+    treatment = treatment_of(kind, path)
+    if treatment is None or treatment is Treatment.DROPPED:
+        raise ExportError(
+            f"{file}{json_pointer(*path)}: this field has no declared treatment in "
+            "verifier/export/assemble.py FIELDS; nothing was published (a bug in evidence)"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,6 +371,7 @@ class _Collector:
         self._allowed = set(allowed)
         self._numbered = 0
         self._detector: tuple[int, Detector] | None = None
+        self._safe: dict[str, str] = {}
 
     def _add(self, value: str, category: str, placeholder: str, kind: KnownKind) -> None:
         if value and value not in self.values and value not in self._allowed:
@@ -375,13 +379,15 @@ class _Collector:
 
     def safe(self, text: str) -> str:
         """Text to embed in a placeholder, with the values collected so far removed."""
-        # Values are only ever added: the detector of the first n values is built once.
+        # Values are only ever added: the detector of the first n values is built once, and
+        # asked once about each text (the same variable names recur on every server).
         if self._detector is None or self._detector[0] != len(self.values):
             self._detector = (len(self.values), Detector(list(self.values.values())))
-        detector = self._detector[1]
-        return replace_hits(
-            text, [(h.start, h.end, h.placeholder) for h in detector.scan_text(text)]
-        )
+            self._safe.clear()
+        if text not in self._safe:
+            hits = self._detector[1].scan_text(text)
+            self._safe[text] = replace_hits(text, [(h.start, h.end, h.placeholder) for h in hits])
+        return self._safe[text]
 
     def numbered(self) -> str:
         self._numbered += 1

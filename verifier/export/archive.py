@@ -1,4 +1,6 @@
-"""A reproducible .tar.gz of a bundle: the same files give the same bytes on any machine.
+"""A reproducible .tar.gz of a bundle: the same files give the same bytes wherever the same
+zlib compresses them (another zlib may choose other bytes for the same members: a bundle's
+identity is its SHA256SUMS, not its archive's hash).
 
 Members sit at the root of the archive (no top-level folder), so the bytes depend on the
 bundle alone, not on the name of the directory it was written to.

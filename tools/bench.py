@@ -494,7 +494,10 @@ def bench_bundles(
     run_procs([[*EVIDENCE, "export", str(seed_raw), "--out", str(public)]])
     scale_public(public, copies)
     run_shell(f"cd {public} && tar --sort=name --owner=0 --group=0 -czf {archive} *")
-    limits = ["--max-members", str(4 * count + 1000)]  # the default stops at 10,000 members
+    # the defaults stop at 10,000 members, 32 MiB expanded and a million JSON values (10,000
+    # records are 45 MB and about 1.4 million values)
+    limits = ["--max-members", str(4 * count + 1000), "--max-total-bytes", str(8 << 30)]
+    limits += ["--max-json-values", str(10**9)]
     verify_tar = Case(
         "evidence verify .tar.gz",
         lambda: run_procs([[*EVIDENCE, "verify", str(archive), "-f", "json", *limits]]),

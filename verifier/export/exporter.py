@@ -31,7 +31,7 @@ from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
 from verifier.export.assemble import assemble
 from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
-from verifier.jsonio import dumps_stable
+from verifier.export.serialize import dumps_public
 from verifier.leaks import scan_bytes
 from verifier.model import Finding
 from verifier.raw import load_raw
@@ -259,7 +259,7 @@ def _build_files(
     ]
     ledger = [*removed, *replaced, *allowed]
     documents[layout.REDACTION_LEDGER] = _ledger_document(ledger)
-    files = {name: dumps_stable(documents[name]) for name in sorted(documents)}
+    files = {name: dumps_public(documents[name]) for name in sorted(documents)}
     files[layout.SHA256SUMS] = format_sums(files)
     if key is not None:
         files[layout.SIGNATURE] = signing.sign(files[layout.SHA256SUMS], key)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,12 +160,21 @@ def _inside(root: Path, relative: str) -> Path:
     """The path of `relative` under the raw directory; a link anywhere on the way out of it
     is refused, so that export never reads (or publishes) a file from elsewhere."""
     path = root / relative
-    current = root
-    for part in Path(relative).parts:
-        current = current / part
-        if current.is_symlink():
+    parts = Path(relative).parts
+    current = str(root)
+    for part in parts:
+        current = os.path.join(current, part)
+        try:
+            is_link = stat.S_ISLNK(os.lstat(current).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            is_link = False
+        if is_link:
             raise ExportError(f"{relative}: a symbolic link in the raw directory; refused")
-    if not path.resolve().is_relative_to(root.resolve()):
+    # With no link on the way, a relative name without `..` stays inside the directory;
+    # any other name is resolved and compared.
+    if (os.path.isabs(relative) or ".." in parts) and not path.resolve().is_relative_to(
+        root.resolve()
+    ):
         raise ExportError(f"{relative}: outside the raw directory; refused")
     return path
 

@@ -61,7 +61,8 @@ def export(
             "--archive",
             metavar="FILE",
             help="Also write a reproducible .tar.gz of the bundle here (must not exist): the "
-            "same bundle gives the same bytes on any machine.",
+            "same bundle gives the same bytes wherever the same zlib compresses it (its "
+            "identity is its SHA256SUMS).",
         ),
     ] = None,
     sign_key: Annotated[

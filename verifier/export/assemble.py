@@ -259,7 +259,10 @@ def _table(side: str) -> dict[str, list[tuple[tuple[str, ...], Treatment]]]:
     return table
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _lookup(side: str, kind: str, path: Path) -> Treatment | None:
+    """The first row of the most specific patterns that matches (a pure function of its
+    arguments: cached, as the same fields recur in every record)."""
     for pattern, treatment in _table(side).get(kind, ()):
         if _matches(pattern, path):
             return treatment
@@ -311,8 +314,13 @@ class Assembled:
     removals: tuple[Removal, ...]
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """A deep, mutable, JSON-only copy (raw records hold read-only mappings)."""
+    if type(value) in _SCALARS:  # most values: no abstract type check needed
+        return value
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -497,21 +505,30 @@ _KIND_OF_PUBLIC = {
 }
 
 
-def _build(public: str, source: Any, build: Callable[[str], Any]) -> dict[str, Any]:
-    """One public document: the rows of `public` in table order, copied or built."""
-    document: dict[str, Any] = {}
+@functools.cache
+def _rows(public: str) -> tuple[tuple[Field, tuple[str, ...], tuple[str, ...]], ...]:
+    """The rows `_build` applies for a public kind, in table order, with their pointers
+    split: (row, public pointer, raw pointer)."""
+    rows = []
     for row in FIELDS:
         if row.public is None or row.build == "part":
             continue
         kind, pointer = _split(row.public)
-        if kind != public:
-            continue
+        if kind == public:
+            rows.append((row, pointer, _split(row.raw)[1] if row.raw is not None else ()))
+    return tuple(rows)
+
+
+def _build(public: str, source: Any, build: Callable[[str], Any]) -> dict[str, Any]:
+    """One public document: the rows of `public` in table order, copied or built."""
+    document: dict[str, Any] = {}
+    for row, pointer, raw_pointer in _rows(public):
         if row.build == "header":
             value: Any = schemas.SCHEMA_VERSION if pointer == ("schema_version",) else None
             value = value or _KIND_OF_PUBLIC[public]
         elif row.build == "copy":
             assert row.raw is not None
-            value = _get(source, _split(row.raw)[1])
+            value = _get(source, raw_pointer)
             if value is _ABSENT:
                 if row.missing == "omit":
                     continue

@@ -14,6 +14,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -24,13 +25,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from verifier import layout, schemas, signing
 from verifier.atomic import link_into_place
-from verifier.bundle.reader import Limits
+from verifier.bundle.reader import Limits, read_bundle
 from verifier.checksums import format_sums
 from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
 from verifier.export.assemble import assemble
 from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
-from verifier.jsonio import dumps_stable
+from verifier.export.serialize import dumps_public
 from verifier.leaks import scan_bytes
 from verifier.model import Finding
 from verifier.raw import load_raw
@@ -135,16 +136,97 @@ def _verify(path: Path, public_key: bytes | None) -> str:
     return str(result.verdict)
 
 
-def _write_tree(root: Path, files: Mapping[str, bytes]) -> None:
+def _check_directory_sums(root: Path, files: Mapping[str, bytes]) -> None:
+    """The SHA256SUMS the verifier checked the directory against is the one export made.
+
+    With it, a directory that verifies (every file listed, every hash matching, no file
+    unlisted) holds exactly `files`.
+    """
+    try:
+        on_disk = (root / layout.SHA256SUMS).read_bytes()
+    except OSError as exc:
+        raise ExportError(f"the exported {layout.SHA256SUMS} cannot be read back: {exc}") from None
+    if on_disk != files[layout.SHA256SUMS]:
+        raise ExportError(f"the exported {layout.SHA256SUMS} is not the one written")
+
+
+def _check_archive(path: Path, files: Mapping[str, bytes]) -> None:
+    """The archive, read back from disk by verify's own reader, holds the verified files.
+
+    Verify judges what its reader returns, the files and the reader's safety findings,
+    whatever their container (the path is only a label): an archive that reads back to
+    exactly the files of the verified directory, byte for byte, with no finding, gets the
+    directory's verdict. So the archive is read back in full (every gzip and tar rule the
+    reader enforces) and compared, not verified a second time.
+    """
+    try:
+        loaded = read_bundle(path, _OWN_OUTPUT)
+    except EvidenceError as exc:
+        raise ExportError(f"the exported archive cannot be read back: {exc.message}") from None
+    if loaded.findings:
+        first = loaded.findings[0]
+        raise ExportError(
+            f"the exported archive does not read back safely; nothing was published: "
+            f"{first.file or ''}: {first.message}"
+        )
+    names = sorted(files)
+    if sorted(loaded.files) != names:
+        raise ExportError(
+            "the exported archive does not hold the files of the bundle; nothing was published"
+        )
+    for name in names:
+        if loaded.files[name] != files[name]:
+            raise ExportError(
+                f"the exported archive's {name} differs from the bundle's; nothing was published"
+            )
+
+
+_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_SYNC_THREADS = 16
+
+
+def _fsync_all(paths: list[Path], stop: threading.Event) -> None:
+    for path in paths:
+        if stop.is_set():
+            return
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_tree(
+    root: Path, files: Mapping[str, bytes], pool: ThreadPoolExecutor, stop: threading.Event
+) -> list[Future[None]]:
+    """Write every file (0644, directories 0755); the flushes to disk of files and
+    directories, started on `pool`, to be awaited before anything is published.
+
+    Each fsync waits on the disk with the GIL released, so they run on threads, together
+    (the file system commits them at once), while the bundle is verified.
+    """
     os.chmod(root, 0o755)  # noqa: S103 - a public bundle; mkdtemp creates 0700
+    directories = {root}
+    written: list[Path] = []
     for name, data in files.items():
         target = root.joinpath(*name.split("/"))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("xb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(target, 0o644)
+        if target.parent not in directories:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            directories.update(p for p in target.parents if p.is_relative_to(root))
+        fd = os.open(target, _FILE_FLAGS, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, 0o644)
+        finally:
+            os.close(fd)
+        written.append(target)
+    for directory in directories:
+        os.chmod(directory, 0o755)  # noqa: S103 - a public bundle
+    paths = [*written, *directories]
+    chunks = [paths[i::_SYNC_THREADS] for i in range(_SYNC_THREADS)]
+    return [pool.submit(_fsync_all, chunk, stop) for chunk in chunks if chunk]
 
 
 def _build_files(
@@ -170,15 +252,14 @@ def _build_files(
     )
     redactor = Redactor(values, options.allowed)
     progress(f"redacting, field by field, with {len(values)} known private values")
-    documents, replaced = redactor.redact_documents(assembled.documents, assembled.sources)
-    allowed = redactor.final_check(documents)
+    documents, replaced, allowed = redactor.redact_and_check(assembled.documents, assembled.sources)
     removed = [
         LedgerEntry(r.category, r.file, r.pointer, r.count, r.placeholder)
         for r in assembled.removals
     ]
     ledger = [*removed, *replaced, *allowed]
     documents[layout.REDACTION_LEDGER] = _ledger_document(ledger)
-    files = {name: dumps_stable(documents[name]) for name in sorted(documents)}
+    files = {name: dumps_public(documents[name]) for name in sorted(documents)}
     files[layout.SHA256SUMS] = format_sums(files)
     if key is not None:
         files[layout.SIGNATURE] = signing.sign(files[layout.SHA256SUMS], key)
@@ -275,25 +356,34 @@ def _export_bundle(options: ExportOptions, progress: Progress | None) -> ExportS
     staging: Path | None = None
     archive_tmp: Path | None = None
     published: list[Path] = []
+    # Background work, while the bundle is verified: the fsyncs, and the archive (zlib
+    # compresses without the GIL). Both are awaited before anything is published.
+    pool = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="evidence-export")
+    stop = threading.Event()
     try:
         staging = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
         report(f"writing {len(files)} files")
-        _write_tree(staging, files)
+        syncing = _write_tree(staging, files, pool, stop)
+        packing = pool.submit(build_archive, files) if archive is not None else None
         report("verifying the written bundle")
         verdict = _verify(staging, public_key)
-        if archive is not None:
+        _check_directory_sums(staging, files)
+        if archive is not None and packing is not None:
             report("writing the archive")
+            data = packing.result()
             handle, name = tempfile.mkstemp(
                 prefix=_partial_prefix(archive), suffix=".tar.gz", dir=archive.parent
             )
             archive_tmp = Path(name)
             with os.fdopen(handle, "wb") as stream:
-                stream.write(build_archive(files))
+                stream.write(data)
                 stream.flush()
                 os.fsync(stream.fileno())
             os.chmod(archive_tmp, 0o644)
-            report("verifying the archive")
-            _verify(archive_tmp, public_key)
+            report("reading the archive back")
+            _check_archive(archive_tmp, files)
+        for job in syncing:
+            job.result()
         _refuse_existing(options)
         os.rename(staging, out)
         staging = None
@@ -302,9 +392,13 @@ def _export_bundle(options: ExportOptions, progress: Progress | None) -> ExportS
             _publish_file(archive_tmp, archive)
             archive_tmp = None
     except BaseException:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
         for path in (staging, archive_tmp, *published):
             _remove(path)
         raise
+    finally:
+        pool.shutdown(wait=True)
     return ExportSummary(
         out_dir=out,
         archive=archive,

@@ -145,19 +145,42 @@ class Redactor:
         self, documents: Mapping[str, Any], sources: Mapping[str, str] | None = None
     ) -> tuple[dict[str, Any], list[LedgerEntry]]:
         """Redacted documents and the ledger; ExportError naming every refused evidence field."""
+        result, ledger, _ = self._redact_all(documents, sources)
+        return result, ledger
+
+    def redact_and_check(
+        self, documents: Mapping[str, Any], sources: Mapping[str, str] | None = None
+    ) -> tuple[dict[str, Any], list[LedgerEntry], list[LedgerEntry]]:
+        """`redact_documents` then `final_check`, in one scan of each document redaction left
+        unchanged: the documents, the ledger of replacements, the ledger of allowed values.
+
+        A scan is a function of the document alone; a document no edit touched since its last
+        scan has exactly those hits, so the final check judges them instead of scanning the
+        same text again. Every document an edit changed is scanned afresh.
+        """
+        result, ledger, unchanged = self._redact_all(documents, sources)
+        return result, ledger, self._final_check(result, unchanged)
+
+    def _redact_all(
+        self, documents: Mapping[str, Any], sources: Mapping[str, str] | None
+    ) -> tuple[dict[str, Any], list[LedgerEntry], dict[str, list[DocumentHit]]]:
         counts: Counter[tuple[str, str, str, str]] = Counter()
         refusals: dict[tuple[str, str, str], Refusal] = {}
         result: dict[str, Any] = {}
+        unchanged: dict[str, list[DocumentHit]] = {}
         for file, document in documents.items():
             kind = public_kind(file)
             _check_treatments(file, kind, document)
             source = (sources or {}).get(file)
             for _ in range(80):  # keys first, outermost first: a pointer never holds a value
-                if not self._redact(file, kind, document, source, counts, refusals, keys=True):
+                found = self.detector.scan_document(document)
+                if not self._redact(file, kind, document, found, source, counts, refusals, True):
                     break
             else:
                 raise ExportError(f"{file}: object keys keep changing under redaction (a bug)")
-            self._redact(file, kind, document, source, counts, refusals, keys=False)
+            # No key changed since `found` was scanned: its value hits are this document's.
+            if not self._redact(file, kind, document, found, source, counts, refusals, False):
+                unchanged[file] = found
             result[file] = document
         if refusals:
             listed = sorted(refusals.values(), key=lambda r: (r.file, r.where))
@@ -170,21 +193,22 @@ class Redactor:
             LedgerEntry(category, file, pointer, count, placeholder)
             for (file, pointer, category, placeholder), count in sorted(counts.items())
         ]
-        return result, ledger
+        return result, ledger, unchanged
 
     def _redact(
         self,
         file: str,
         kind: str,
         document: Any,
+        scanned: list[DocumentHit],
         source: str | None,
         counts: Counter[tuple[str, str, str, str]],
         refusals: dict[tuple[str, str, str], Refusal],
-        *,
         keys: bool,
     ) -> bool:
-        """One pass over the values (or the keys, outermost level only); whether it changed any."""
-        found = [h for h in self.detector.scan_document(document) if h.is_key == keys]
+        """One pass over the values (or the keys, outermost level only) with the hits of a scan
+        of `document` as it is now; whether it changed any."""
+        found = [h for h in scanned if h.is_key == keys]
         edits: dict[tuple[str | int, ...], list[tuple[int, int, str, DocumentHit]]] = {}
         for hit in found:
             text = _string_at(document, hit)
@@ -220,9 +244,16 @@ class Redactor:
 
     def final_check(self, documents: Mapping[str, Any]) -> list[LedgerEntry]:
         """Nothing private is left: every remaining hit is an allowed value (in the ledger)."""
+        return self._final_check(documents, {})
+
+    def _final_check(
+        self, documents: Mapping[str, Any], scanned: Mapping[str, list[DocumentHit]]
+    ) -> list[LedgerEntry]:
+        """`final_check`, with the hits of the documents in `scanned` already known."""
         counts: Counter[tuple[str, str, str, str]] = Counter()
         for file, document in sorted(documents.items()):
-            for hit in self.detector.scan_document(document):
+            hits = scanned.get(file)
+            for hit in self.detector.scan_document(document) if hits is None else hits:
                 text = _string_at(document, hit)
                 category = ledger_category(hit.hit.category)
                 if self.is_allowed(text[hit.start : hit.end]):
@@ -281,23 +312,26 @@ def _rename_key(document: Any, path: tuple[str | int, ...], new: str, file: str)
 
 def _check_treatments(file: str, kind: str, document: Any) -> None:
     """Every field of a public document has a declared treatment: none passes silently."""
-    stack: list[tuple[tuple[str | int, ...], Any]] = [((), document)]
-    while stack:
-        path, node = stack.pop()
-        children: list[tuple[tuple[str | int, ...], Any]] = []
-        if isinstance(node, dict):
-            children = [((*path, key), value) for key, value in node.items()]
-        elif isinstance(node, list):
-            children = [((*path, index), value) for index, value in enumerate(node)]
-        if children:
-            stack.extend(children)
-            continue
-        treatment = treatment_of(kind, path)
-        if treatment is None or treatment is Treatment.DROPPED:
-            raise ExportError(
-                f"{file}{json_pointer(*path)}: this field has no declared treatment in "
-                "verifier/export/assemble.py FIELDS; nothing was published (a bug in evidence)"
-            )
+    _check_leaves(file, kind, (), document)
+
+
+def _check_leaves(file: str, kind: str, path: tuple[str | int, ...], node: Any) -> None:
+    # Depth first, last child first: the field named when several lack a treatment is the
+    # one a stack of pending children would reach first.
+    if isinstance(node, dict) and node:
+        for key in reversed(node):
+            _check_leaves(file, kind, (*path, key), node[key])
+        return
+    if isinstance(node, list) and node:
+        for index in range(len(node) - 1, -1, -1):
+            _check_leaves(file, kind, (*path, index), node[index])
+        return
+    treatment = treatment_of(kind, path)
+    if treatment is None or treatment is Treatment.DROPPED:
+        raise ExportError(
+            f"{file}{json_pointer(*path)}: this field has no declared treatment in "
+            "verifier/export/assemble.py FIELDS; nothing was published (a bug in evidence)"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,6 +370,8 @@ class _Collector:
         self._public = public_values
         self._allowed = set(allowed)
         self._numbered = 0
+        self._detector: tuple[int, Detector] | None = None
+        self._safe: dict[str, str] = {}
 
     def _add(self, value: str, category: str, placeholder: str, kind: KnownKind) -> None:
         if value and value not in self.values and value not in self._allowed:
@@ -343,10 +379,15 @@ class _Collector:
 
     def safe(self, text: str) -> str:
         """Text to embed in a placeholder, with the values collected so far removed."""
-        detector = Detector(list(self.values.values()))
-        return replace_hits(
-            text, [(h.start, h.end, h.placeholder) for h in detector.scan_text(text)]
-        )
+        # Values are only ever added: the detector of the first n values is built once, and
+        # asked once about each text (the same variable names recur on every server).
+        if self._detector is None or self._detector[0] != len(self.values):
+            self._detector = (len(self.values), Detector(list(self.values.values())))
+            self._safe.clear()
+        if text not in self._safe:
+            hits = self._detector[1].scan_text(text)
+            self._safe[text] = replace_hits(text, [(h.start, h.end, h.placeholder) for h in hits])
+        return self._safe[text]
 
     def numbered(self) -> str:
         self._numbered += 1

@@ -1,0 +1,355 @@
+"""Export's fast paths give what the plain paths give, and its output is reproducible.
+
+- `Redactor.redact_and_check` (one scan of each document redaction leaves unchanged) against
+  `redact_documents` then `final_check` (a scan per pass): the same documents, ledgers and
+  errors, on the committed raw sample, the seed and factory captures, and hypothesis-planted
+  private values (the generator of test_export_properties), with and without `--allow`.
+- The cached field table lookup against the uncached one, over every field of every
+  published document.
+- The archive is read back, not verified twice: an archive that does not hold exactly the
+  verified files (a byte changed, a member missing or added, a link) is never published.
+- Exporting the same raw capture twice gives the same bytes: every file and the archive.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rawfactory import RawFactory
+from test_export_properties import SITES, _factory, _phrase, privates
+
+from verifier import layout, signing
+from verifier.bundle.reader import Limits
+from verifier.errors import ExportError
+from verifier.export import ExportOptions, export_bundle, exporter
+from verifier.export.archive import build_archive
+from verifier.export.assemble import Treatment, _lookup, assemble, public_kind, treatment_of
+from verifier.export.redact import Redactor, _check_treatments, collect_private_values
+from verifier.model import json_pointer
+from verifier.raw import _inside, load_raw
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_RAW = REPO / "sample_bundles" / "raw" / "seed-mlxcel"
+
+Outcome = tuple[str, Any]
+
+
+def _redacted(raw: Path, allowed: Sequence[str], fast: bool) -> Outcome:
+    """("ok", documents and ledgers) or ("error", message) of one way of redacting."""
+    capture = load_raw(raw)
+    assembled = assemble(capture)
+    values = collect_private_values(capture, allowed=allowed)
+    redactor = Redactor(values, allowed)
+    try:
+        if fast:
+            documents, replaced, kept = redactor.redact_and_check(
+                assembled.documents, assembled.sources
+            )
+        else:
+            documents, replaced = redactor.redact_documents(assembled.documents, assembled.sources)
+            kept = redactor.final_check(documents)
+    except ExportError as exc:
+        return ("error", exc.message)
+    dumped = {name: json.dumps(doc, sort_keys=False) for name, doc in documents.items()}
+    return ("ok", (dumped, replaced, kept))
+
+
+def _same_both_ways(raw: Path, allowed: Sequence[str] = ()) -> Outcome:
+    plain = _redacted(raw, allowed, fast=False)
+    assert _redacted(raw, allowed, fast=True) == plain
+    return plain
+
+
+def _copy_sample(tmp_path: Path) -> Path:
+    raw = tmp_path / "sample-raw"
+    shutil.copytree(SAMPLE_RAW, raw)
+    return raw
+
+
+def test_one_scan_per_unchanged_document_on_the_samples(
+    seed_raw: Path, factory_raw: Path, tmp_path: Path
+) -> None:
+    for raw in (_copy_sample(tmp_path), seed_raw, factory_raw):
+        outcome, (documents, replaced, _kept) = _same_both_ways(raw)
+        assert outcome == "ok" and replaced  # each has something to replace
+        assert len(documents) > 3
+
+
+def test_one_scan_per_unchanged_document_with_allowed_values(tmp_path: Path) -> None:
+    # an address in the prompt, allowed: the final check finds it in records no edit
+    # touched, and the ledger says so
+    f = RawFactory()
+    for body in [f.run["request_body"], *(e["request"]["body"] for e in f.exchanges())]:
+        body["messages"][0]["content"] = "Explain what 10.20.30.40 is."
+    raw = f.write(tmp_path / "raw")
+    assert _same_both_ways(raw)[0] == "error"
+    outcome, (_documents, _replaced, kept) = _same_both_ways(raw, ["10.20.30.40"])
+    assert outcome == "ok"
+    assert {e.file for e in kept} >= {"experiment.json", "records/c1/001.json"}
+
+
+def test_one_scan_per_unchanged_document_when_evidence_stops_the_export(
+    tmp_path: Path,
+) -> None:
+    f = RawFactory()
+    f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = (
+        "see /home/alice/notes"
+    )
+    outcome, message = _same_both_ways(f.write(tmp_path / "raw"))
+    assert outcome == "error" and "records/c1/001.json/response/choices/0" in message
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    private=privates(),
+    planted=st.lists(
+        st.tuples(st.sampled_from(sorted(SITES)), st.integers(0, 200)),
+        min_size=1,
+        max_size=6,
+        unique_by=lambda item: item[0],
+    ),
+    allow=st.booleans(),
+)
+def test_one_scan_per_unchanged_document_on_planted_values(
+    private: Any, planted: list[tuple[str, int]], allow: bool
+) -> None:
+    forms = private.forms()
+    f = _factory(private)
+    chosen = [forms[which % len(forms)] for _, which in planted]
+    for (site, _), (form, _core) in zip(planted, chosen, strict=True):
+        SITES[site].plant(f, _phrase(form))
+    allowed = [chosen[0][1]] if allow else []
+    with tempfile.TemporaryDirectory() as tmp:
+        _same_both_ways(f.write(Path(tmp) / "raw"), allowed)
+
+
+def test_the_cached_field_lookup_is_the_uncached_one(seed_raw: Path) -> None:
+    documents = assemble(load_raw(seed_raw)).documents
+
+    def leaves(node: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+        if isinstance(node, dict):
+            return [leaf for k, v in node.items() for leaf in leaves(v, (*path, k))] + [path]
+        if isinstance(node, list):
+            return [leaf for i, v in enumerate(node) for leaf in leaves(v, (*path, i))] + [path]
+        return [path]
+
+    checked = 0
+    for file, document in documents.items():
+        kind = public_kind(file)
+        for path in [*leaves(document), ("not", "a", "field"), ("response", 0, "x")]:
+            assert treatment_of(kind, path) == _lookup.__wrapped__("public", kind, path)
+            checked += 1
+    assert checked > 200
+
+
+def test_links_and_dot_dot_names_stay_refused(factory_raw: Path, tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match="outside the raw directory"):
+        _inside(factory_raw, "../elsewhere.json")
+    with pytest.raises(ExportError, match="outside the raw directory"):
+        _inside(factory_raw, "conditions/../../elsewhere.json")
+    with pytest.raises(ExportError, match="outside the raw directory"):
+        _inside(factory_raw, str(tmp_path / "elsewhere.json"))
+    assert _inside(factory_raw, "conditions/c1/../c1/servers/1.json").is_file()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (factory_raw / "conditions" / "link").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ExportError, match="symbolic link"):
+        _inside(factory_raw, "conditions/link/x.json")
+    (factory_raw / "file-link.json").symlink_to(factory_raw / layout.RAW_RUN)
+    with pytest.raises(ExportError, match="symbolic link"):
+        _inside(factory_raw, "file-link.json")
+
+
+# --- the archive: read back and compared ------------------------------------------------
+
+
+def _tar_gz(members: Sequence[tarfile.TarInfo], data: Mapping[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for member in members:
+            content = data.get(member.name)
+            tar.addfile(member, io.BytesIO(content) if content is not None else None)
+    return gzip.compress(buffer.getvalue(), mtime=0)
+
+
+def _changed_byte(files: Mapping[str, bytes]) -> bytes:
+    changed = dict(files)
+    data = changed[layout.EXPERIMENT]
+    changed[layout.EXPERIMENT] = data[:-2] + (b" " if data[-2:-1] != b" " else b"\t") + b"\n"
+    return build_archive(changed)
+
+
+def _missing(files: Mapping[str, bytes]) -> bytes:
+    return build_archive({k: v for k, v in files.items() if k != layout.MODEL_MANIFEST})
+
+
+def _extra(files: Mapping[str, bytes]) -> bytes:
+    return build_archive({**files, "notes.txt": b"hello\n"})
+
+
+def _with_link(files: Mapping[str, bytes]) -> bytes:
+    members = []
+    for name in sorted(files):
+        info = tarfile.TarInfo(name)
+        info.size = len(files[name])
+        members.append(info)
+    link = tarfile.TarInfo("link.json")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    return _tar_gz([*members, link], files)
+
+
+def _not_gzip(files: Mapping[str, bytes]) -> bytes:
+    return b"not an archive at all"
+
+
+@pytest.mark.parametrize("tamper", [_changed_byte, _missing, _extra, _with_link, _not_gzip])
+def test_an_archive_that_is_not_the_verified_bundle_is_never_published(
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tamper: Callable[[Mapping[str, bytes]], bytes],
+) -> None:
+    monkeypatch.setattr(exporter, "build_archive", tamper)
+    out, archive = tmp_path / "public", tmp_path / "public.tar.gz"
+    with pytest.raises(ExportError, match="archive"):
+        export_bundle(ExportOptions(factory_raw, out, archive=archive))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+
+
+def test_the_archive_holds_the_verified_directory_byte_for_byte(
+    factory_raw: Path, tmp_path: Path
+) -> None:
+    out, archive = tmp_path / "public", tmp_path / "public.tar.gz"
+    export_bundle(ExportOptions(factory_raw, out, archive=archive))
+    on_disk = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with tarfile.open(archive, mode="r:gz") as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}  # type: ignore[union-attr]
+    assert members == on_disk
+
+
+def test_exports_own_output_is_read_past_every_default_limit() -> None:
+    default, own = Limits(), exporter._OWN_OUTPUT
+    for limit in fields(Limits):
+        if limit.name == "max_json_depth":
+            assert own.max_json_depth == default.max_json_depth  # the stack's own bound
+        else:
+            assert getattr(own, limit.name) >= 1000 * getattr(default, limit.name), limit.name
+
+
+def test_a_bundle_past_the_default_member_limit_exports(
+    factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the reader's defaults, export reads its own output without them."""
+    import verifier.bundle.reader as reader
+
+    small = Limits(max_members=3, max_total_bytes=1000)
+    monkeypatch.setattr(reader, "DEFAULT_LIMITS", small)
+    monkeypatch.setattr(reader.Limits, "__init__", _defaults_to(reader.Limits.__init__, small))
+    summary = export_bundle(
+        ExportOptions(factory_raw, tmp_path / "public", archive=tmp_path / "public.tar.gz")
+    )
+    assert len(summary.files) > 3
+
+
+def _defaults_to(init: Callable[..., None], small: Limits) -> Callable[..., None]:
+    def patched(self: Limits, **given: Any) -> None:
+        init(self, **({f.name: getattr(small, f.name) for f in fields(Limits)} | given))
+
+    return patched
+
+
+# --- reproducibility ----------------------------------------------------------------------
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_exporting_twice_gives_the_same_bytes_of_every_file_and_the_archive(
+    seed_raw: Path, tmp_path: Path, signed: bool
+) -> None:
+    key = signing.generate_key_pair(tmp_path / "keys").private if signed else None
+    trees, archives = [], []
+    for name in ("first", "second-with-another-name"):
+        (tmp_path / name).mkdir()
+        out, archive = tmp_path / name / f"{name}-out", tmp_path / name / f"{name}.tar.gz"
+        export_bundle(ExportOptions(seed_raw, out, archive=archive, sign_key=key))
+        trees.append(_tree(out))
+        archives.append(archive.read_bytes())
+        assert oct(os.stat(out).st_mode & 0o777) == "0o755"
+    assert trees[0] == trees[1]
+    assert archives[0] == archives[1]
+    assert (layout.SIGNATURE in trees[0]) is signed
+    listed = {line.split("  ", 1)[1] for line in trees[0][layout.SHA256SUMS].decode().splitlines()}
+    unlisted = {layout.SHA256SUMS, layout.SIGNATURE} if signed else {layout.SHA256SUMS}
+    assert set(trees[0]) == listed | unlisted
+
+
+def _reference_check_treatments(file: str, kind: str, document: Any) -> None:
+    """The plain walk (a stack of pending children) that `_check_treatments` replaced."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), document)]
+    while stack:
+        path, node = stack.pop()
+        children: list[tuple[tuple[str | int, ...], Any]] = []
+        if isinstance(node, dict):
+            children = [((*path, key), value) for key, value in node.items()]
+        elif isinstance(node, list):
+            children = [((*path, index), value) for index, value in enumerate(node)]
+        if children:
+            stack.extend(children)
+            continue
+        treatment = treatment_of(kind, path)
+        if treatment is None or treatment is Treatment.DROPPED:
+            raise ExportError(f"{file}{json_pointer(*path)}")
+
+
+def _first_untreated(check: Callable[[str, str, Any], None], file: str, document: Any) -> str:
+    try:
+        check(file, public_kind(file), document)
+    except ExportError as exc:
+        return exc.message.split(":", 1)[0]
+    return ""
+
+
+@settings(max_examples=60, deadline=None)
+@given(spots=st.lists(st.integers(0, 10**6), min_size=0, max_size=4), empty=st.booleans())
+def test_the_treatment_walk_names_the_field_the_plain_walk_names(
+    spots: list[int], empty: bool
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        documents = assemble(load_raw(RawFactory().write(Path(tmp) / "raw"))).documents
+    for file, document in documents.items():
+        containers: list[Any] = []
+        pending: list[Any] = [document]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, dict | list):
+                containers.append(node)
+                pending.extend(node.values() if isinstance(node, dict) else node)
+        for n, spot in enumerate(spots):
+            target = containers[spot % len(containers)]
+            planted: Any = {} if empty else f"value {n}"
+            if isinstance(target, dict):
+                target[f"not_in_the_table_{n}"] = planted
+            else:
+                target.append(planted)
+        expected = _first_untreated(_reference_check_treatments, file, document)
+        assert _first_untreated(_check_treatments, file, document) == expected

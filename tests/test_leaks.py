@@ -288,3 +288,14 @@ def test_escaped_and_repeated_input_is_fast() -> None:
     for text in ("%2F" * 50_000, "\\u002f" * 30_000, "/" * 100_000, "\\/" * 50_000):
         scan_text(text)
     assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("unit", ["key", "-key", "key.", "token", "auth", "-a-key", "Secret_"])
+def test_a_run_of_secret_words_is_scanned_in_linear_time(unit: str) -> None:
+    """`keykeykey...`: each `key` once started a name run to the end of the text and back
+    (300 KB took minutes). Names are bounded now; 300 KB is a fraction of a second."""
+    text = unit * (300_000 // len(unit))
+    start = time.process_time()
+    scan_text(text)
+    scan_text(text + "=abcdef12345")  # the same run, then a value: still linear
+    assert time.process_time() - start < 10  # was minutes

@@ -180,6 +180,10 @@ def test_verify_text_loads_only_the_text_renderer() -> None:
     modules, printed = _run(_cli("verify", str(SAMPLE)))
     assert "verifier.report.text" in modules and "cache-state-dependent" in printed
     assert _top(modules, ("verifier.report.markdown", "rich.progress", *TYPER_EXTRAS)) == []
+    # no markup is parsed: every string reaches rich as Text (the emoji table is not loaded)
+    assert "rich._emoji_codes" not in modules
+    modules, printed = _run(_cli("verify", str(SAMPLE), str(SAMPLE)))  # the summary table
+    assert "summary of 2 bundles" in printed and "rich._emoji_codes" not in modules
 
 
 def test_a_usage_error_loads_typers_error_panel_not_pydantic_for_good_values() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import pkgutil
 import subprocess
@@ -123,10 +124,66 @@ def test_verify_without_a_key_loads_no_cryptography() -> None:
     assert printed.startswith("cache-state-dependent ") and "cryptography" in modules
 
 
+def test_verify_loads_localize_and_modelfiles_only_where_used(tmp_path: Path) -> None:
+    """The diagnostic-phase reader (localize) loads for a bundle with a diagnostic phase,
+    the model rehasher (modelfiles) for --model-dir: the seed sample needs neither."""
+    modules, printed = _run(_cli("verify", str(SAMPLE), "-q"))
+    assert printed.startswith("cache-state-dependent ")
+    assert _top(modules, ("verifier.localize", "verifier.modelfiles")) == []
+    diagnosed = REPO / "sample_bundles" / "llama-cpp-real.tar.gz"  # has a diagnostic phase
+    modules, printed = _run(_cli("verify", str(diagnosed), "--format", "json"))
+    assert '"token_index"' in printed and "verifier.localize" in modules
+    modules, _ = _run(_cli("verify", str(SAMPLE), "-q", "--model-dir", str(tmp_path)))
+    assert "verifier.modelfiles" in modules
+
+
+def test_the_collector_is_off_for_start_up_and_on_for_the_work() -> None:
+    """`python -m verifier` and the `evidence` script start with the cyclic collector off
+    (start-up makes no garbage); the verify itself, and whatever follows, runs with it on."""
+    probe = (
+        "import gc, sys\n"
+        "import verifier.verify as v\n"
+        "seen = []\n"
+        "real = v.verify_path\n"
+        "def spy(*a, **k):\n"
+        "    seen.append(gc.isenabled())\n"
+        "    return real(*a, **k)\n"
+        "v.verify_path = spy\n"
+        f"sys.argv = ['evidence', 'verify', {str(SAMPLE)!r}, '-q']\n"
+        "import verifier.cli.common as common\n"
+        "real_loading = common.loading\n"
+        "def loading():\n"
+        "    seen.append(('loading', gc.isenabled()))\n"
+        "    return real_loading()\n"
+        "common.loading = loading\n"
+        "import verifier.cli as cli\n"
+        "real_load = cli.load_command\n"
+        "def load_command(name):\n"
+        "    seen.append(('start', gc.isenabled()))\n"
+        "    return real_load(name)\n"
+        "cli.load_command = load_command\n"
+        "from verifier.__main__ import main\n"
+        "gc.enable()\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(seen, gc.isenabled())\n"
+    )
+    _, printed = _run(probe)
+    assert printed.startswith("cache-state-dependent ")
+    # off while the command loads; on in the command's body (boundary), which loads the
+    # core with it off for a moment (loading), then verifies, and writes, with it on
+    seen = "[('start', False), ('loading', True), True, ('loading', True)] True"
+    assert printed.rstrip().endswith(seen)
+    assert "verifier.cli:main" not in (REPO / "pyproject.toml").read_text()  # the script too
+
+
 def test_verify_text_loads_only_the_text_renderer() -> None:
     modules, printed = _run(_cli("verify", str(SAMPLE)))
     assert "verifier.report.text" in modules and "cache-state-dependent" in printed
     assert _top(modules, ("verifier.report.markdown", "rich.progress", *TYPER_EXTRAS)) == []
+    # no markup is parsed: every string reaches rich as Text (the emoji table is not loaded)
+    assert "rich._emoji_codes" not in modules
+    modules, printed = _run(_cli("verify", str(SAMPLE), str(SAMPLE)))  # the summary table
+    assert "summary of 2 bundles" in printed and "rich._emoji_codes" not in modules
 
 
 def test_a_usage_error_loads_typers_error_panel_not_pydantic_for_good_values() -> None:
@@ -151,3 +208,15 @@ def test_the_probe_sees_an_import() -> None:
     assert "csv" in _modules_after("import csv")
     assert "csv" not in _modules_after("pass")
     assert _top({"rich.console"}, ("rich",)) == ["rich"]
+
+
+def test_loading_turns_the_collector_off_and_back_on() -> None:
+    from verifier.cli.common import loading
+
+    gc.enable()
+    with loading():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ImportError), loading():
+        import verifier.no_such_module  # type: ignore[import-not-found]  # noqa: F401
+    assert gc.isenabled()

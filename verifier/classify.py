@@ -6,6 +6,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from verifier.canonical import (
     FirstDifference,
@@ -13,12 +14,14 @@ from verifier.canonical import (
     canonical_output,
     first_difference,
 )
-from verifier.localize import Diagnosis, diagnose
 from verifier.model import Arm, Verdict
 from verifier.profiles.rules import ProfileRules
 from verifier.proofs import RequestProof, counter_deltas, miss_reason_refs
 from verifier.protocol import Phase
 from verifier.records import Condition, Record
+
+if TYPE_CHECKING:  # localize loads only for a bundle with a diagnostic phase
+    from verifier.localize import Diagnosis
 
 MIN_PER_SIDE = 2  # proven warm requests, and proven cold/disabled ones, needed for a verdict
 CONFIDENCE = 0.95
@@ -357,6 +360,17 @@ _PRECEDENCE = (
 )
 
 
+def _diagnose(
+    proofs: Sequence[RequestProof], baseline_hash: str | None, warm_hash: str | None
+) -> Diagnosis | None:
+    """`localize.diagnose`, imported only where there is a diagnostic request to read."""
+    if not proofs:
+        return None  # what diagnose gives for no request
+    from verifier.localize import diagnose
+
+    return diagnose(proofs, baseline_hash, warm_hash)
+
+
 def _by_condition(proofs: Sequence[RequestProof]) -> dict[str, list[RequestProof]]:
     """The proofs of each condition, in their order (one pass, not one per condition)."""
     grouped: dict[str, list[RequestProof]] = defaultdict(list)
@@ -403,7 +417,7 @@ def classify(
     results = tuple(
         replace(
             r,
-            diagnosis=diagnose(
+            diagnosis=_diagnose(
                 list(diagnostic_by_condition.get(r.condition.id, ())),
                 hashes.get(r.baseline_label or ""),
                 hashes.get(r.warm_label or ""),

@@ -34,10 +34,11 @@ KIND_TO_SCHEMA = {
 
 
 def schema_dir() -> Path:
-    """Where the schemas are: inside the installed wheel, else the source tree's `schemas/`."""
-    from importlib import resources  # pulls in tempfile and shutil: only when schemas are read
+    """Where the schemas are: inside the installed wheel, else the source tree's `schemas/`.
 
-    packaged = Path(str(resources.files("verifier"))) / "_schemas"
+    The package's own folder, as `importlib.resources.files("verifier")` gives it for a
+    package on disk (importing importlib.resources would cost a verify about 3 ms)."""
+    packaged = Path(__file__).parent / "_schemas"
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parent.parent / "schemas"

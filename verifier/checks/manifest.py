@@ -9,7 +9,6 @@ from typing import Any
 from verifier import layout
 from verifier.checks.context import BundleContext
 from verifier.model import Finding, Severity
-from verifier.modelfiles import ModelFilesError, hash_files, model_files
 
 CHECK = "manifest"
 
@@ -63,6 +62,8 @@ def check_manifest(ctx: BundleContext) -> Iterator[Finding]:
 
 
 def _rehash(ctx: BundleContext, root: Path, entries: list[dict[str, Any]]) -> Iterator[Finding]:
+    from verifier.modelfiles import ModelFilesError, hash_files, model_files  # --model-dir only
+
     try:
         local = model_files(root)
     except ModelFilesError as exc:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import typer
@@ -124,14 +126,28 @@ def debug_enabled() -> bool:
     return os.environ.get("EVIDENCE_DEBUG", "") not in ("", "0")
 
 
+@contextlib.contextmanager
+def loading() -> Iterator[None]:
+    """Imports in a command's body, with the cyclic collector off as during start-up
+    (see verifier/__main__.py): they make long-lived objects and no garbage."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def boundary(func: Callable[P, R]) -> Callable[P, R]:
     """Turn every EvidenceError into its message and exit code; never show a traceback.
 
-    Set EVIDENCE_DEBUG=1 to re-raise instead (for developers).
+    The command's work starts here: the cyclic collector, off during start-up
+    (verifier/__main__.py), is on again. Set EVIDENCE_DEBUG=1 to re-raise instead of
+    the message (for developers).
     """
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        gc.enable()
         try:
             return func(*args, **kwargs)
         except typer.Exit:

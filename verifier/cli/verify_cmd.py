@@ -13,7 +13,7 @@ import typer
 
 from verifier import layout
 from verifier.bundle.reader import Limits
-from verifier.cli.common import Command, boundary, program, stderr, stderr_console
+from verifier.cli.common import Command, boundary, loading, program, stderr, stderr_console
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
 from verifier.report.common import printable
@@ -204,10 +204,11 @@ def verify(
         raise UsageError(f"--key {key}: no such file")
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
-    from rich.text import Text
+    with loading():
+        from rich.text import Text
 
-    from verifier.report.document import BundleOutcome, build_report
-    from verifier.verify import VerifyOptions, load_profile_rules, verify_path
+        from verifier.report.document import BundleOutcome, build_report
+        from verifier.verify import VerifyOptions, load_profile_rules, verify_path
 
     limits = Limits(
         max_members,
@@ -301,10 +302,11 @@ def _write(
     report: dict[str, Any], output_format: OutputFormat, *, quiet: bool, output: Path | None
 ) -> None:
     """The report to stdout, or to --output once it is complete (never a half-written file)."""
-    from rich.console import Console
-    from rich.text import Text
+    with loading():
+        from rich.console import Console
+        from rich.text import Text
 
-    from verifier.report import render
+        from verifier.report import render
 
     soft_wrap = output_format is not OutputFormat.TEXT
     if quiet:

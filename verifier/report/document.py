@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verifier import __version__
 from verifier.checks import CHECKS
 from verifier.classify import Classification, ConditionResult, FiniteSampleBound
-from verifier.localize import NEAR_TIE_NATS, Diagnosis, Side
 from verifier.model import Arm, Finding, Severity, Verdict
 from verifier.report.common import plural
 from verifier.schemas import SCHEMA_VERSION
 from verifier.verify import VerificationResult
+
+if TYPE_CHECKING:  # localize loads only for a bundle with a diagnostic phase
+    from verifier.localize import Diagnosis, Side
 
 EXIT_VERIFIED = 0
 EXIT_NOT_VERIFIED = 1
@@ -194,6 +196,8 @@ def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any] | None:
     """The divergence localized by the diagnostic phase (never part of the verdict)."""
     if diagnosis is None:
         return None
+    from verifier.localize import NEAR_TIE_NATS
+
     found = diagnosis.localization
     return {
         "note": diagnosis.note,

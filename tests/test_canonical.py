@@ -102,3 +102,20 @@ def test_first_difference_counts_code_points() -> None:
     assert first_difference("content", "same", "same") is None
     prefix = first_difference("content", "abc", "abcdef")
     assert prefix is not None and prefix.index == 3
+
+
+@given(st.text(max_size=60), st.text(max_size=60), st.text(alphabet="ab", max_size=30))
+def test_the_first_difference_is_that_of_a_scan_of_every_character(
+    left: str, right: str, shared: str
+) -> None:
+    from verifier.canonical import _common_prefix
+
+    for a, b in ((left, right), (shared + left, shared + right), (shared, shared + right)):
+        plain = next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+        assert _common_prefix(a, b) == plain
+        found = first_difference("content", a, b)
+        assert (found is None) == (a == b)
+        if found is not None:
+            assert found.index == plain

@@ -100,13 +100,23 @@ def first_difference(
         return None
     if left is None or right is None:
         return FirstDifference(field, 0, _shown(left, 0, context), _shown(right, 0, context))
-    index = next(
-        (i for i, (x, y) in enumerate(zip(left, right, strict=False)) if x != y),
-        min(len(left), len(right)),
-    )
+    index = _common_prefix(left, right)
     return FirstDifference(
         field, index, _shown(left, index, context), _shown(right, index, context)
     )
+
+
+def _common_prefix(left: str, right: str) -> int:
+    """The length of the longest common prefix: a binary search over slices compared in C,
+    not a Python step per character (replies run to thousands of characters)."""
+    low, high = 0, min(len(left), len(right))  # left[:low] == right[:low]; the answer <= high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if left[low:middle] == right[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _shown(text: str | None, index: int, context: int) -> str:

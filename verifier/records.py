@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from verifier.jsonio import resolve_pointer
 from verifier.model import Arm
@@ -18,13 +17,19 @@ class Snapshot:
 
     def counter(self, ref: str) -> float | None:
         """The value of a counter reference (`metric:FAMILY` sums the family's samples)."""
+        memo = self._counters
+        if ref in memo:
+            return memo[ref]
+        value = memo[ref] = self._counter(ref)
+        return value
+
+    def _counter(self, ref: str) -> float | None:
         source, _, name = ref.partition(":")
         if source == "metric":
-            metrics = self.metrics
-            if metrics is None:
+            if self.metrics is None:
                 return None
-            keys = self._families.get(name, ()) if "{" not in name else self._keys(name)
-            return float(sum([metrics[k] for k in keys])) if keys else None
+            found = self.samples(ref)  # the family's samples, in the snapshot's order
+            return float(sum(found.values())) if found else None
         if source == "stats":
             value = (self.cache_stats or {}).get(name)
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -33,21 +38,58 @@ class Snapshot:
         return None
 
     def samples(self, ref: str) -> dict[str, float]:
-        """Every sample of a `metric:` family by its full key (labels included)."""
-        source, _, name = ref.partition(":")
-        metrics = self.metrics
-        if source != "metric" or metrics is None:
-            return {}
-        return {k: metrics[k] for k in self._keys(name)}
+        """Every sample of a `metric:` family by its full key (labels included).
+
+        The same dict for the same reference each time (a record's proof and its class
+        telemetry read the same families): read it, never change it.
+        """
+        memo = self._samples
+        found = memo.get(ref)
+        if found is None:
+            source, _, name = ref.partition(":")
+            metrics = self.metrics
+            if source != "metric" or metrics is None:
+                found = {}
+            else:
+                found = {k: metrics[k] for k in self._keys(name)}
+            memo[ref] = found
+        return found
+
+    def stat_names(self, prefix: str) -> frozenset[str]:
+        """The cache stats fields named `prefix...` whose value is an integer."""
+        memo = self._stat_names
+        found = memo.get(prefix)
+        if found is None:
+            found = memo[prefix] = frozenset(
+                key
+                for key, value in (self.cache_stats or {}).items()
+                if key.startswith(prefix) and isinstance(value, int) and not isinstance(value, bool)
+            )
+        return found
+
+    # What counter(), samples() and stat_names() worked out, once per snapshot: the proof
+    # of a request, the proof of the one after it (its `since`) and the class telemetry
+    # all ask for the same counters. A snapshot's documents are never changed once read.
+    # (Plain dicts set once, not cached_property, whose lock costs more than the lookup.)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_counters", {})
+        object.__setattr__(self, "_samples", {})
+        object.__setattr__(self, "_stat_names", {})
+        object.__setattr__(self, "_family_index", None)
+
+    _counters: ClassVar[dict[str, float | None]]
+    _samples: ClassVar[dict[str, dict[str, float]]]
+    _stat_names: ClassVar[dict[str, frozenset[str]]]
 
     def _keys(self, name: str) -> tuple[str, ...]:
         """The keys `name` or `name{labels}` of the samples, in the snapshot's order."""
         if "{" in name:  # not a family name the index knows: read every key
             metrics = self.metrics or {}
             return tuple(k for k in metrics if k == name or k.startswith(name + "{"))
-        return self._families.get(name, ())
+        index: dict[str, tuple[str, ...]] | None = self.__dict__["_family_index"]
+        return (index if index is not None else self._families).get(name, ())
 
-    @cached_property
+    @property
     def _families(self) -> dict[str, tuple[str, ...]]:
         """The keys of every family (a key up to its first `{`), indexed once per snapshot.
 
@@ -55,10 +97,14 @@ class Snapshot:
         the key's family is `name`; each family keeps the snapshot's order, so sums add the
         same numbers in the same order as a scan of every key would.
         """
-        families: dict[str, list[str]] = {}
-        for key in self.metrics or {}:
-            families.setdefault(key.partition("{")[0], []).append(key)
-        return {family: tuple(keys) for family, keys in families.items()}
+        index: dict[str, tuple[str, ...]] | None = self.__dict__["_family_index"]
+        if index is None:
+            families: dict[str, list[str]] = {}
+            for key in self.metrics or {}:
+                families.setdefault(key.partition("{")[0], []).append(key)
+            index = {family: tuple(keys) for family, keys in families.items()}
+            object.__setattr__(self, "_family_index", index)
+        return index
 
     def stat(self, pointer: str | None) -> Any:
         if pointer is None or self.cache_stats is None:

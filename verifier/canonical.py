@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _encode_string
 from typing import Any
 
 import rfc8785
@@ -69,11 +70,42 @@ def canonical_output(response: Any) -> dict[str, Any]:
 def output_hash(response: Any) -> Sha256Hex:
     """SHA-256 (lowercase hex) of the RFC 8785 serialization of the canonical output."""
     canonical = canonical_output(response)
-    try:
-        encoded: bytes = rfc8785.dumps(canonical)
-    except Exception as exc:  # rfc8785 raises its own types for floats out of range etc.
-        raise OutputHashError(f"cannot canonicalize the output: {exc}") from None
+    encoded = _without_tool_calls(canonical)
+    if encoded is None:
+        try:
+            encoded = rfc8785.dumps(canonical)
+        except Exception as exc:  # rfc8785 raises its own types for floats out of range etc.
+            raise OutputHashError(f"cannot canonicalize the output: {exc}") from None
     return Sha256Hex(hashlib.sha256(encoded).hexdigest())
+
+
+def _without_tool_calls(canonical: dict[str, Any]) -> bytes | None:
+    """rfc8785.dumps(canonical) for an output without tool calls (nearly every one), or
+    None for any other (rfc8785 then writes it, or says why it cannot).
+
+    Its keys in RFC 8785 order; each string as rfc8785 writes one (its escapes are those
+    of json's encode_basestring: the quote, the backslash, and the short or six-character
+    escape of each control character; every other character as itself, in UTF-8); a lone
+    surrogate, which UTF-8 cannot encode, is left to rfc8785 to refuse.
+    """
+    content, reasoning = canonical["content"], canonical["reasoning_content"]
+    if canonical["tool_calls"] is not None:
+        return None
+    if not (content is None or type(content) is str):
+        return None
+    if not (reasoning is None or type(reasoning) is str):
+        return None
+    text = (
+        '{"content":'
+        + ("null" if content is None else _encode_string(content))
+        + ',"reasoning_content":'
+        + ("null" if reasoning is None else _encode_string(reasoning))
+        + ',"tool_calls":null}'
+    )
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
 
 
 @dataclass(frozen=True)

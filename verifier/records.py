@@ -17,9 +17,10 @@ class Snapshot:
 
     def counter(self, ref: str) -> float | None:
         """The value of a counter reference (`metric:FAMILY` sums the family's samples)."""
-        memo = self._counters
+        memo = self._memo_
         if ref in memo:
-            return memo[ref]
+            value: float | None = memo[ref]
+            return value
         value = memo[ref] = self._counter(ref)
         return value
 
@@ -43,51 +44,54 @@ class Snapshot:
         The same dict for the same reference each time (a record's proof and its class
         telemetry read the same families): read it, never change it.
         """
-        memo = self._samples
-        found = memo.get(ref)
+        memo = self._memo_
+        key = ("samples", ref)
+        found: dict[str, float] | None = memo.get(key)
         if found is None:
             source, _, name = ref.partition(":")
             metrics = self.metrics
             if source != "metric" or metrics is None:
                 found = {}
-            else:
+            elif "{" in name:
                 found = {k: metrics[k] for k in self._keys(name)}
-            memo[ref] = found
+            else:  # _keys(name), without two calls for each
+                index = memo.get(("families",))
+                if index is None:
+                    index = self._families
+                found = {k: metrics[k] for k in index.get(name, ())}
+            memo[key] = found
         return found
 
     def stat_names(self, prefix: str) -> frozenset[str]:
         """The cache stats fields named `prefix...` whose value is an integer."""
-        memo = self._stat_names
-        found = memo.get(prefix)
+        memo = self._memo_
+        key = ("stat_names", prefix)
+        found: frozenset[str] | None = memo.get(key)
         if found is None:
-            found = memo[prefix] = frozenset(
-                key
-                for key, value in (self.cache_stats or {}).items()
-                if key.startswith(prefix) and isinstance(value, int) and not isinstance(value, bool)
+            found = memo[key] = frozenset(
+                name
+                for name, value in (self.cache_stats or {}).items()
+                if name.startswith(prefix)
+                and isinstance(value, int)
+                and not isinstance(value, bool)
             )
         return found
 
     # What counter(), samples() and stat_names() worked out, once per snapshot: the proof
     # of a request, the proof of the one after it (its `since`) and the class telemetry
-    # all ask for the same counters. A snapshot's documents are never changed once read.
-    # (Plain dicts set once, not cached_property, whose lock costs more than the lookup.)
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_counters", {})
-        object.__setattr__(self, "_samples", {})
-        object.__setattr__(self, "_stat_names", {})
-        object.__setattr__(self, "_family_index", None)
+    # ask for the same counters. A snapshot's documents are never changed once read. (A
+    # plain dict set once: cached_property's lock costs more than the lookups it saves.)
+    _memo_: ClassVar[dict[Any, Any]]
 
-    _counters: ClassVar[dict[str, float | None]]
-    _samples: ClassVar[dict[str, dict[str, float]]]
-    _stat_names: ClassVar[dict[str, frozenset[str]]]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_memo_", {})
 
     def _keys(self, name: str) -> tuple[str, ...]:
         """The keys `name` or `name{labels}` of the samples, in the snapshot's order."""
         if "{" in name:  # not a family name the index knows: read every key
             metrics = self.metrics or {}
             return tuple(k for k in metrics if k == name or k.startswith(name + "{"))
-        index: dict[str, tuple[str, ...]] | None = self.__dict__["_family_index"]
-        return (index if index is not None else self._families).get(name, ())
+        return self._families.get(name, ())
 
     @property
     def _families(self) -> dict[str, tuple[str, ...]]:
@@ -97,13 +101,13 @@ class Snapshot:
         the key's family is `name`; each family keeps the snapshot's order, so sums add the
         same numbers in the same order as a scan of every key would.
         """
-        index: dict[str, tuple[str, ...]] | None = self.__dict__["_family_index"]
+        memo = self._memo_
+        index: dict[str, tuple[str, ...]] | None = memo.get(("families",))
         if index is None:
             families: dict[str, list[str]] = {}
             for key in self.metrics or {}:
                 families.setdefault(key.partition("{")[0], []).append(key)
-            index = {family: tuple(keys) for family, keys in families.items()}
-            object.__setattr__(self, "_family_index", index)
+            index = memo[("families",)] = {family: tuple(keys) for family, keys in families.items()}
         return index
 
     def stat(self, pointer: str | None) -> Any:

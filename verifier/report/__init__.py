@@ -18,9 +18,12 @@ __all__ = ["RENDERERS", "OutputFormat", "render"]
 
 
 def _json(report: dict[str, Any], console: Console) -> None:
-    from verifier.report.jsonout import dumps_indented  # json.dumps(indent=2)'s bytes, faster
+    from verifier.report.jsonout import chunks_indented  # json.dumps(indent=2)'s, faster
 
-    console.file.write(dumps_indented(report) + "\n")
+    write = console.file.write
+    for chunk in chunks_indented(report):
+        write(chunk)
+    write("\n")
 
 
 def _markdown(report: dict[str, Any], console: Console) -> None:

@@ -29,10 +29,17 @@ def reference_dumps(document: Any) -> str:
 
 def dumps_indented(document: Any) -> str:
     """`json.dumps(document, indent=2, ensure_ascii=False)`, byte for byte."""
+    return "".join(chunks_indented(document))
+
+
+def chunks_indented(document: Any) -> list[str]:
+    """The text of dumps_indented in pieces of some hundred kilobytes, to be written one
+    after the other: the report of a large bundle is never held twice, nor as millions of
+    small strings at once."""
     try:
         return _dumps(document)
     except (_Unusual, RecursionError):
-        return reference_dumps(document)
+        return [reference_dumps(document)]
 
 
 def _scalar(value: Any) -> str:
@@ -58,7 +65,11 @@ def _scalar(value: Any) -> str:
     raise _Unusual
 
 
-def _dumps(document: Any) -> str:
+_PIECES = 20_000  # small strings joined into one chunk at a time
+
+
+def _dumps(document: Any) -> list[str]:
+    chunks: list[str] = []
     pieces: list[str] = []
     append = pieces.append
     escape = encode_basestring
@@ -76,6 +87,9 @@ def _dumps(document: Any) -> str:
             inner = newline + "  "
             separator = "{" + inner
             for key, item in value.items():
+                if len(pieces) > _PIECES:
+                    chunks.append("".join(pieces))
+                    pieces.clear()
                 if type(key) is not str:
                     raise _Unusual  # json.dumps turns such keys to text; leave it to it
                 append(separator)
@@ -100,6 +114,9 @@ def _dumps(document: Any) -> str:
             inner = newline + "  "
             separator = "[" + inner
             for item in value:
+                if len(pieces) > _PIECES:
+                    chunks.append("".join(pieces))
+                    pieces.clear()
                 append(separator)
                 separator = "," + inner
                 item_kind = type(item)
@@ -114,4 +131,5 @@ def _dumps(document: Any) -> str:
             append(scalar(value))
 
     write(document, "\n")
-    return "".join(pieces)
+    chunks.append("".join(pieces))
+    return chunks

@@ -161,6 +161,15 @@ class _Moves:
             known[ref] = _moves(ref, self.before, self.after)
         return known[ref]
 
+    def fell(self, ref: str) -> bool:
+        """Whether any sample of the counter went down (False when it was not recorded)."""
+        moves = self(ref)
+        if moves:
+            for x in moves:
+                if x < 0:
+                    return True
+        return False
+
 
 def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
     """How far each sample of a counter moved (a metric family sample by sample, so that
@@ -255,16 +264,13 @@ def prove_request(
             False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
         )
 
-    def fell(moves: _Moves, ref: str) -> bool:
-        return any(x < 0 for x in moves(ref) or [])
-
     across = _Moves(record.before, record.after)
-    backwards = [ref for ref in everything if fell(across, ref)]
+    backwards = [ref for ref in everything if across.fell(ref)]
     moved_between: list[str] = []
     if previous is not None:
         since = _Moves(previous.after, record.before)
         backwards += [
-            f"{ref} (since the previous request)" for ref in everything if fell(since, ref)
+            f"{ref} (since the previous request)" for ref in everything if since.fell(ref)
         ]
         moved_between = [ref for ref in signals.store_access if any(since(ref) or [])]
     if backwards:

@@ -102,3 +102,44 @@ def test_first_difference_counts_code_points() -> None:
     assert first_difference("content", "same", "same") is None
     prefix = first_difference("content", "abc", "abcdef")
     assert prefix is not None and prefix.index == 3
+
+
+@given(st.text(max_size=60), st.text(max_size=60), st.text(alphabet="ab", max_size=30))
+def test_the_first_difference_is_that_of_a_scan_of_every_character(
+    left: str, right: str, shared: str
+) -> None:
+    from verifier.canonical import _common_prefix
+
+    for a, b in ((left, right), (shared + left, shared + right), (shared, shared + right)):
+        plain = next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+        assert _common_prefix(a, b) == plain
+        found = first_difference("content", a, b)
+        assert (found is None) == (a == b)
+        if found is not None:
+            assert found.index == plain
+
+
+_TEXTS = st.none() | st.text() | st.sampled_from(["", '"\\', "\x00\x1f\x7f", "\u2028é😀", "\ud800"])
+
+
+@given(_TEXTS, _TEXTS, st.booleans())
+def test_the_hash_without_tool_calls_is_that_rfc8785_writes(
+    content: str | None, reasoning: str | None, as_reasoning: bool
+) -> None:
+    from verifier import canonical
+
+    field = "reasoning" if as_reasoning else "reasoning_content"
+    response = {"choices": [{"message": {"content": content, field: reasoning}}]}
+    try:
+        plain: str | None = hashlib.sha256(rfc8785.dumps(canonical_output(response))).hexdigest()
+    except rfc8785.CanonicalizationError:
+        plain = None
+    fast = canonical._without_tool_calls(canonical_output(response))
+    assert fast is None or fast == rfc8785.dumps(canonical_output(response))
+    try:
+        got: str | None = output_hash(response)
+    except OutputHashError:
+        got = None
+    assert got == plain

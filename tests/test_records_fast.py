@@ -1,4 +1,5 @@
-"""Snapshot's family index gives what a scan of every sample key gives (the plain path)."""
+"""Snapshot's family index and the counters it works out once give what a scan of every
+sample key gives (the plain path)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,18 @@ def test_sums_add_in_the_snapshot_order() -> None:
     metrics = {"f{a}": 1e16, "g": 5.0, "f{b}": 1.0, "f": -1e16, "f{c}": 1.0}
     snapshot = Snapshot(None, metrics)
     assert snapshot.counter("metric:f") == plain_counter(snapshot, "metric:f")
+
+
+@given(
+    st.none() | st.dictionaries(_NAMES, _NUMBERS | st.booleans() | st.text(max_size=2)),
+    st.sampled_from(["a", "", "a_", "b", "{"]),
+)
+def test_stat_names_are_those_of_a_full_scan(stats: dict[str, Any] | None, prefix: str) -> None:
+    snapshot = Snapshot(stats, None)
+    plain = {
+        key
+        for key, value in (stats or {}).items()
+        if key.startswith(prefix) and isinstance(value, int) and not isinstance(value, bool)
+    }
+    assert snapshot.stat_names(prefix) == plain
+    assert snapshot.stat_names(prefix) == plain  # the second time, from what was worked out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _encode_string
 from typing import Any
 
 import rfc8785
@@ -69,11 +70,42 @@ def canonical_output(response: Any) -> dict[str, Any]:
 def output_hash(response: Any) -> Sha256Hex:
     """SHA-256 (lowercase hex) of the RFC 8785 serialization of the canonical output."""
     canonical = canonical_output(response)
-    try:
-        encoded: bytes = rfc8785.dumps(canonical)
-    except Exception as exc:  # rfc8785 raises its own types for floats out of range etc.
-        raise OutputHashError(f"cannot canonicalize the output: {exc}") from None
+    encoded = _without_tool_calls(canonical)
+    if encoded is None:
+        try:
+            encoded = rfc8785.dumps(canonical)
+        except Exception as exc:  # rfc8785 raises its own types for floats out of range etc.
+            raise OutputHashError(f"cannot canonicalize the output: {exc}") from None
     return Sha256Hex(hashlib.sha256(encoded).hexdigest())
+
+
+def _without_tool_calls(canonical: dict[str, Any]) -> bytes | None:
+    """rfc8785.dumps(canonical) for an output without tool calls (nearly every one), or
+    None for any other (rfc8785 then writes it, or says why it cannot).
+
+    Its keys in RFC 8785 order; each string as rfc8785 writes one (its escapes are those
+    of json's encode_basestring: the quote, the backslash, and the short or six-character
+    escape of each control character; every other character as itself, in UTF-8); a lone
+    surrogate, which UTF-8 cannot encode, is left to rfc8785 to refuse.
+    """
+    content, reasoning = canonical["content"], canonical["reasoning_content"]
+    if canonical["tool_calls"] is not None:
+        return None
+    if not (content is None or type(content) is str):
+        return None
+    if not (reasoning is None or type(reasoning) is str):
+        return None
+    text = (
+        '{"content":'
+        + ("null" if content is None else _encode_string(content))
+        + ',"reasoning_content":'
+        + ("null" if reasoning is None else _encode_string(reasoning))
+        + ',"tool_calls":null}'
+    )
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -100,13 +132,23 @@ def first_difference(
         return None
     if left is None or right is None:
         return FirstDifference(field, 0, _shown(left, 0, context), _shown(right, 0, context))
-    index = next(
-        (i for i, (x, y) in enumerate(zip(left, right, strict=False)) if x != y),
-        min(len(left), len(right)),
-    )
+    index = _common_prefix(left, right)
     return FirstDifference(
         field, index, _shown(left, index, context), _shown(right, index, context)
     )
+
+
+def _common_prefix(left: str, right: str) -> int:
+    """The length of the longest common prefix: a binary search over slices compared in C,
+    not a Python step per character (replies run to thousands of characters)."""
+    low, high = 0, min(len(left), len(right))  # left[:low] == right[:low]; the answer <= high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if left[low:middle] == right[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _shown(text: str | None, index: int, context: int) -> str:

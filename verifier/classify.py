@@ -16,7 +16,7 @@ from verifier.canonical import (
 )
 from verifier.model import Arm, Verdict
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import RequestProof, counter_deltas, miss_reason_refs
+from verifier.proofs import RequestProof, miss_reason_refs
 from verifier.protocol import Phase
 from verifier.records import Condition, Record
 
@@ -152,6 +152,12 @@ def _tool_calls(record: Record) -> str | None:
     return None if calls is None else json.dumps(calls, sort_keys=True, ensure_ascii=False)
 
 
+def _delta(record: Record, ref: str) -> float | None:
+    """CounterDelta(ref, before, after).delta of `counter_deltas`, without the object."""
+    before, after = record.before.counter(ref), record.after.counter(ref)
+    return None if before is None or after is None else after - before
+
+
 def _uneven_cache(proofs: Sequence[RequestProof], rules: ProfileRules | None) -> str | None:
     """Requests of one arm were served in one cache state: their cached tokens and every
     cache counter's delta must agree. When they do not, the arm is not one state."""
@@ -160,7 +166,7 @@ def _uneven_cache(proofs: Sequence[RequestProof], rules: ProfileRules | None) ->
         members = [p for p in proofs if p.arm is arm]
         seen: dict[str, set[float | None]] = {"cached_tokens": {p.cached_tokens for p in members}}
         for ref in refs:
-            seen[ref] = {d.delta for p in members for d in counter_deltas(p.record, (ref,))}
+            seen[ref] = {_delta(p.record, ref) for p in members}
         for name, values in seen.items():
             if len(values) > 1:
                 shown = ", ".join(sorted("absent" if v is None else f"{v:g}" for v in values))
@@ -184,9 +190,10 @@ def _class_telemetry(
         deltas: dict[str, set[float]] = defaultdict(set)
         for proof in members:
             record = proof.record
-            for d in counter_deltas(record, (*refs, *miss_reason_refs(record, rules))):
-                if d.delta is not None:
-                    deltas[d.ref].add(d.delta)
+            for ref in (*refs, *miss_reason_refs(record, rules)):
+                delta = _delta(record, ref)
+                if delta is not None:
+                    deltas[ref].add(delta)
             for ref in paths:
                 before = record.before.samples(ref)
                 for key, after in record.after.samples(ref).items():

@@ -61,12 +61,7 @@ def miss_reason_refs(record: Record, rules: ProfileRules | None) -> tuple[str, .
     prefix = rules.miss_reason_prefix if rules is not None else None
     if prefix is None:
         return ()
-    names = {
-        key
-        for snapshot in (record.before, record.after)
-        for key, value in (snapshot.cache_stats or {}).items()
-        if key.startswith(prefix) and isinstance(value, int) and not isinstance(value, bool)
-    }
+    names = record.before.stat_names(prefix) | record.after.stat_names(prefix)
     return tuple(f"stats:{name}" for name in sorted(names))
 
 
@@ -132,12 +127,23 @@ class _Readings:
 
     @classmethod
     def of(cls, refs: Sequence[str], across: _Moves) -> _Readings:
-        moves = {ref: across(ref) for ref in refs}
-        return cls(
-            tuple(r for r, m in moves.items() if m is not None and any(x > 0 for x in m)),
-            tuple(r for r, m in moves.items() if m is not None and all(x == 0 for x in m)),
-            tuple(r for r, m in moves.items() if m is None),
-        )
+        moved: list[str] = []
+        still: list[str] = []
+        unread: list[str] = []
+        seen: set[str] = set()
+        for ref in refs:
+            if ref in seen:  # as the dict of moves by reference did: each one once
+                continue
+            seen.add(ref)
+            m = across(ref)
+            if m is None:
+                unread.append(ref)
+                continue
+            if any(x > 0 for x in m):
+                moved.append(ref)
+            if all(x == 0 for x in m):
+                still.append(ref)
+        return cls(tuple(moved), tuple(still), tuple(unread))
 
 
 class _Moves:
@@ -154,6 +160,15 @@ class _Moves:
         if ref not in known:
             known[ref] = _moves(ref, self.before, self.after)
         return known[ref]
+
+    def fell(self, ref: str) -> bool:
+        """Whether any sample of the counter went down (False when it was not recorded)."""
+        moves = self(ref)
+        if moves:
+            for x in moves:
+                if x < 0:
+                    return True
+        return False
 
 
 def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
@@ -249,16 +264,13 @@ def prove_request(
             False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
         )
 
-    def fell(moves: _Moves, ref: str) -> bool:
-        return any(x < 0 for x in moves(ref) or [])
-
     across = _Moves(record.before, record.after)
-    backwards = [ref for ref in everything if fell(across, ref)]
+    backwards = [ref for ref in everything if across.fell(ref)]
     moved_between: list[str] = []
     if previous is not None:
         since = _Moves(previous.after, record.before)
         backwards += [
-            f"{ref} (since the previous request)" for ref in everything if fell(since, ref)
+            f"{ref} (since the previous request)" for ref in everything if since.fell(ref)
         ]
         moved_between = [ref for ref in signals.store_access if any(since(ref) or [])]
     if backwards:

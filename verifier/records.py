@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from verifier.jsonio import resolve_pointer
 from verifier.model import Arm
@@ -18,13 +17,20 @@ class Snapshot:
 
     def counter(self, ref: str) -> float | None:
         """The value of a counter reference (`metric:FAMILY` sums the family's samples)."""
+        memo = self._memo_
+        if ref in memo:
+            value: float | None = memo[ref]
+            return value
+        value = memo[ref] = self._counter(ref)
+        return value
+
+    def _counter(self, ref: str) -> float | None:
         source, _, name = ref.partition(":")
         if source == "metric":
-            metrics = self.metrics
-            if metrics is None:
+            if self.metrics is None:
                 return None
-            keys = self._families.get(name, ()) if "{" not in name else self._keys(name)
-            return float(sum([metrics[k] for k in keys])) if keys else None
+            found = self.samples(ref)  # the family's samples, in the snapshot's order
+            return float(sum(found.values())) if found else None
         if source == "stats":
             value = (self.cache_stats or {}).get(name)
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -33,12 +39,52 @@ class Snapshot:
         return None
 
     def samples(self, ref: str) -> dict[str, float]:
-        """Every sample of a `metric:` family by its full key (labels included)."""
-        source, _, name = ref.partition(":")
-        metrics = self.metrics
-        if source != "metric" or metrics is None:
-            return {}
-        return {k: metrics[k] for k in self._keys(name)}
+        """Every sample of a `metric:` family by its full key (labels included).
+
+        The same dict for the same reference each time (a record's proof and its class
+        telemetry read the same families): read it, never change it.
+        """
+        memo = self._memo_
+        key = ("samples", ref)
+        found: dict[str, float] | None = memo.get(key)
+        if found is None:
+            source, _, name = ref.partition(":")
+            metrics = self.metrics
+            if source != "metric" or metrics is None:
+                found = {}
+            elif "{" in name:
+                found = {k: metrics[k] for k in self._keys(name)}
+            else:  # _keys(name), without two calls for each
+                index = memo.get(("families",))
+                if index is None:
+                    index = self._families
+                found = {k: metrics[k] for k in index.get(name, ())}
+            memo[key] = found
+        return found
+
+    def stat_names(self, prefix: str) -> frozenset[str]:
+        """The cache stats fields named `prefix...` whose value is an integer."""
+        memo = self._memo_
+        key = ("stat_names", prefix)
+        found: frozenset[str] | None = memo.get(key)
+        if found is None:
+            found = memo[key] = frozenset(
+                name
+                for name, value in (self.cache_stats or {}).items()
+                if name.startswith(prefix)
+                and isinstance(value, int)
+                and not isinstance(value, bool)
+            )
+        return found
+
+    # What counter(), samples() and stat_names() worked out, once per snapshot: the proof
+    # of a request, the proof of the one after it (its `since`) and the class telemetry
+    # ask for the same counters. A snapshot's documents are never changed once read. (A
+    # plain dict set once: cached_property's lock costs more than the lookups it saves.)
+    _memo_: ClassVar[dict[Any, Any]]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_memo_", {})
 
     def _keys(self, name: str) -> tuple[str, ...]:
         """The keys `name` or `name{labels}` of the samples, in the snapshot's order."""
@@ -47,7 +93,7 @@ class Snapshot:
             return tuple(k for k in metrics if k == name or k.startswith(name + "{"))
         return self._families.get(name, ())
 
-    @cached_property
+    @property
     def _families(self) -> dict[str, tuple[str, ...]]:
         """The keys of every family (a key up to its first `{`), indexed once per snapshot.
 
@@ -55,10 +101,14 @@ class Snapshot:
         the key's family is `name`; each family keeps the snapshot's order, so sums add the
         same numbers in the same order as a scan of every key would.
         """
-        families: dict[str, list[str]] = {}
-        for key in self.metrics or {}:
-            families.setdefault(key.partition("{")[0], []).append(key)
-        return {family: tuple(keys) for family, keys in families.items()}
+        memo = self._memo_
+        index: dict[str, tuple[str, ...]] | None = memo.get(("families",))
+        if index is None:
+            families: dict[str, list[str]] = {}
+            for key in self.metrics or {}:
+                families.setdefault(key.partition("{")[0], []).append(key)
+            index = memo[("families",)] = {family: tuple(keys) for family, keys in families.items()}
+        return index
 
     def stat(self, pointer: str | None) -> Any:
         if pointer is None or self.cache_stats is None:

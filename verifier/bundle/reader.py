@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import io
 import os
 import re
@@ -157,6 +158,7 @@ def _parts(name: str) -> tuple[str, ...]:
     return tuple(p for p in name.split("/") if p not in ("", "."))
 
 
+@functools.lru_cache(maxsize=4096)  # each file folds its parents again: records/<condition>
 def _fold(path: str) -> str:
     return unicodedata.normalize("NFC", path).casefold()
 

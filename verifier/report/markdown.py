@@ -63,6 +63,8 @@ def plain(text: str, *, in_table: bool = False) -> str:
     for word in text.split(" "):
         if _LINKY.search(word):
             words.append(cell(word) if in_table else code(word))
+        elif _PUNCTUATION.search(word) is None:  # most words: nothing to escape, no sub()
+            words.append(word)
         else:
             words.append(_PUNCTUATION.sub(r"\\\1", word))
     return " ".join(words)

@@ -201,6 +201,8 @@ def test_manifest_loads_neither_jsonschema_nor_the_pipeline(tmp_path: Path) -> N
     modules = _modules_after(_cli("manifest", str(tmp_path), "-o", str(tmp_path / "m.json")))
     assert (tmp_path / "m.json").is_file()
     assert _top(modules, HEAVY) == []
+    # stderr is not a terminal here: no bar is drawn, and rich is not loaded for one
+    assert _top(modules, ("rich.progress", "rich.console")) == []
 
 
 def test_the_probe_sees_an_import() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -46,6 +48,41 @@ def manifest(
       evidence manifest ~/.cache/huggingface/hub/models--org--name/snapshots/REV
         -o model-manifest.json
     """
+    from verifier.jsonio import dumps_stable
+    from verifier.modelfiles import check_new_output, hash_model, write_new_file
+
+    if output is not None:
+        check_new_output(output)
+    started = time.perf_counter()
+    with _progress(sys.stderr.isatty()) as on_progress:
+        hashed = hash_model(model_dir, repo_id, revision, on_progress)
+    elapsed = time.perf_counter() - started
+    data = dumps_stable(hashed.to_public_json())
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        write_new_file(output, data)
+    size = sum(f.size for f in hashed.files)
+    _say(
+        f"{len(hashed.files)} file(s), {size / 1e9:.2f} GB in {elapsed:.1f} s "
+        f"({size / 1e9 / max(elapsed, 1e-9):.2f} GB/s); repo_id {hashed.repo_id}, "
+        f"revision {hashed.revision}" + (f" -> {output}" if output is not None else "")
+    )
+    if hashed.repo_id is None or hashed.revision is None:
+        _say(
+            "note: repo_id or revision is null; give --repo-id and --revision to pin the model",
+            dim=True,
+        )
+
+
+@contextlib.contextmanager
+def _progress(shown: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A transient bar on stderr where one can be drawn; elsewhere (a pipe, a file, CI) no
+    bar, and rich's progress and console are not even loaded (about 30 ms of start-up)."""
+    if not shown:
+        yield None
+        return
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -55,12 +92,6 @@ def manifest(
         TransferSpeedColumn,
     )
 
-    from verifier.jsonio import dumps_stable
-    from verifier.modelfiles import check_new_output, hash_model, write_new_file
-
-    if output is not None:
-        check_new_output(output)
-    started = time.perf_counter()
     with Progress(
         TextColumn("hashing"),
         BarColumn(),
@@ -75,26 +106,16 @@ def manifest(
         def on_progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        hashed = hash_model(model_dir, repo_id, revision, on_progress)
-    elapsed = time.perf_counter() - started
-    data = dumps_stable(hashed.to_public_json())
-    if output is None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+        yield on_progress
+
+
+def _say(line: str, *, dim: bool = False) -> None:
+    """One line on stderr: through rich on a terminal (dim where asked), as is elsewhere."""
+    if sys.stderr.isatty():
+        stderr.print(line, style="dim" if dim else None, markup=False, soft_wrap=True)
     else:
-        write_new_file(output, data)
-    size = sum(f.size for f in hashed.files)
-    stderr.print(
-        f"{len(hashed.files)} file(s), {size / 1e9:.2f} GB in {elapsed:.1f} s "
-        f"({size / 1e9 / max(elapsed, 1e-9):.2f} GB/s); repo_id {hashed.repo_id}, "
-        f"revision {hashed.revision}" + (f" -> {output}" if output is not None else ""),
-        soft_wrap=True,
-    )
-    if hashed.repo_id is None or hashed.revision is None:
-        stderr.print(
-            "note: repo_id or revision is null; give --repo-id and --revision to pin the model",
-            style="dim",
-        )
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 def register(app: typer.Typer) -> None:

@@ -214,11 +214,9 @@ _AUTH_TOKENS = re.compile(
     re.VERBOSE | re.ASCII,
 )
 _SECRET_WORD = r"(?:key|token(?!s|iz)|secret|passw(?:or)?d|passphrase|credential|auth)"  # noqa: S105
-# Names are bounded (64 characters on each side of the secret word) so that no text makes
-# these patterns quadratic (`keykeykey...` tried at every `key`, each run to its end).
 # --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP).
 _SECRET_FLAG = re.compile(
-    rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]{{0,63}}?)?(?i:{_SECRET_WORD})[\w-]{{0,64}})
+    rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
       (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
         |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
         |[ \t]+(?P<flagword>{_TOKEN_VALUE}{{5,}}))
@@ -228,7 +226,7 @@ _SECRET_FLAG = re.compile(
 # NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP). The
 # match starts at the secret word; the rest of the name before it is found by `_name_before`.
 _SECRET_MEMBER = re.compile(
-    rf"""(?i:{_SECRET_WORD})[\w.-]{{0,64}}["']?[ \t]*
+    rf"""(?i:{_SECRET_WORD})[\w.-]*["']?[ \t]*
       (?:[:=]|\x01)[ \t]*["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
     """,
     re.VERBOSE | re.ASCII,

@@ -1,6 +1,6 @@
 """The JSON report's writer gives json.dumps(indent=2, ensure_ascii=False)'s bytes.
 
-verifier/report/jsonout.py stands in for the standard library's pure-Python encoder
+verifier/jsontext.py stands in for the standard library's pure-Python encoder
 (`reference_dumps`, the plain path): on every sample bundle's report, on the hostile
 corpus (tests/hostile/test_corpus_json_report.py) and on hypothesis-generated values.
 """
@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifier.checks.context import VerifyOptions
+from verifier.jsontext import dumps_indented, reference_dumps
 from verifier.report.document import BundleOutcome, build_report
-from verifier.report.jsonout import dumps_indented, reference_dumps
 from verifier.verify import verify_path
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_bundles"

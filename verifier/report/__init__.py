@@ -18,7 +18,7 @@ __all__ = ["RENDERERS", "OutputFormat", "render"]
 
 
 def _json(report: dict[str, Any], console: Console) -> None:
-    from verifier.report.jsonout import chunks_indented  # json.dumps(indent=2)'s, faster
+    from verifier.jsontext import chunks_indented  # json.dumps(indent=2)'s, faster
 
     write = console.file.write
     for chunk in chunks_indented(report):

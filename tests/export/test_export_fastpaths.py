@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -38,7 +39,15 @@ from verifier.bundle.reader import Limits
 from verifier.errors import ExportError
 from verifier.export import ExportOptions, export_bundle, exporter
 from verifier.export.archive import build_archive
-from verifier.export.assemble import Treatment, _lookup, assemble, public_kind, treatment_of
+from verifier.export.assemble import (
+    Treatment,
+    _lookup,
+    assemble,
+    plain,
+    plain_reference,
+    public_kind,
+    treatment_of,
+)
 from verifier.export.redact import (
     Redactor,
     _all_treated,
@@ -466,3 +475,48 @@ def test_the_fast_treatment_walk_passes_exactly_where_the_plain_walk_does(
         assert _first_untreated(_check_treatments, file, document) == _first_untreated(
             _reference_check_treatments, file, document
         )
+
+
+def test_plain_copies_as_the_reference_copies_every_raw_document(seed_raw: Path) -> None:
+    checked = 0
+    for raw in (SAMPLE_RAW, seed_raw):
+        capture = load_raw(raw)
+        values: list[Any] = [capture.run.document, capture.manifest.document]
+        values += [e.document for ex in capture.exchanges.values() for e in ex]
+        for value in values:
+            copy = plain(value)
+            assert repr(copy) == repr(plain_reference(value))  # repr: True is not 1
+            assert copy is not value
+            checked += 1
+    assert checked > 10
+
+
+class _Str(str):
+    pass
+
+
+_plain_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=4),
+    st.builds(_Str, st.text(max_size=4)),
+)
+_plain_keys = st.one_of(st.text(max_size=4), st.integers(-3, 3), st.booleans(), st.none())
+_plain_values = st.recursive(
+    _plain_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=4).map(tuple),
+        st.dictionaries(_plain_keys, inner, max_size=4),
+        st.dictionaries(_plain_keys, inner, max_size=4).map(MappingProxyType),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_plain_values)
+def test_plain_copies_any_value_as_the_reference_does(value: Any) -> None:
+    assert repr(plain(value)) == repr(plain_reference(value))

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import json
@@ -36,7 +37,7 @@ from test_export_properties import SITES, _factory, _phrase, privates
 
 from verifier import layout, signing
 from verifier.bundle.reader import Limits
-from verifier.errors import ExportError
+from verifier.errors import ExportError, UsageError
 from verifier.export import ExportOptions, export_bundle, exporter
 from verifier.export.archive import build_archive
 from verifier.export.assemble import (
@@ -520,3 +521,23 @@ _plain_values = st.recursive(
 @given(value=_plain_values)
 def test_plain_copies_any_value_as_the_reference_does(value: Any) -> None:
     assert repr(plain(value)) == repr(plain_reference(value))
+
+
+def test_export_collects_less_often_and_restores_the_collector(
+    factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+    build = exporter._build_files
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.get_threshold())
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(exporter, "_build_files", recording)
+    export_bundle(ExportOptions(factory_raw, tmp_path / "public"))
+    assert seen[0][0] >= exporter._GC_YOUNG and seen[0][1:] == before[1:]
+    assert gc.get_threshold() == before
+    with pytest.raises(UsageError):  # the target exists now: refused, the collector restored
+        export_bundle(ExportOptions(factory_raw, tmp_path / "public"))
+    assert gc.get_threshold() == before

@@ -180,9 +180,16 @@ def _inside(root: Path, relative: str) -> Path:
     return path
 
 
-_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Where the platform lacks `openat` or these flags, every read takes the plain path.
+_OPENAT = (
+    os.open in os.supports_dir_fd
+    and os.stat in os.supports_dir_fd
+    and all(hasattr(os, f) for f in ("O_DIRECTORY", "O_NOFOLLOW", "O_CLOEXEC", "O_NONBLOCK"))
+)
+_O = {f: getattr(os, f, 0) for f in ("O_DIRECTORY", "O_NOFOLLOW", "O_CLOEXEC", "O_NONBLOCK")}
+_DIRECTORY_FLAGS = os.O_RDONLY | _O["O_DIRECTORY"] | _O["O_NOFOLLOW"] | _O["O_CLOEXEC"]
 # O_NONBLOCK: a FIFO is not waited on (it is then refused, as not a regular file).
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_FILE_FLAGS = os.O_RDONLY | _O["O_NOFOLLOW"] | _O["O_CLOEXEC"] | _O["O_NONBLOCK"]
 
 
 class _Tree:
@@ -198,8 +205,9 @@ class _Tree:
 
     def __init__(self, root: Path) -> None:
         self._root: int | None = None
-        with contextlib.suppress(OSError):
-            self._root = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        if _OPENAT:
+            with contextlib.suppress(OSError):
+                self._root = os.open(root, os.O_RDONLY | _O["O_DIRECTORY"] | _O["O_CLOEXEC"])
         self._chain: list[tuple[str, int]] = []
 
     def close(self) -> None:

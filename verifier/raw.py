@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -179,12 +180,110 @@ def _inside(root: Path, relative: str) -> Path:
     return path
 
 
-def _read_document(root: Path, relative: str, schema: str) -> dict[str, Any]:
-    path = _inside(root, relative)
-    if not path.is_file():
-        raise ExportError(f"{relative}: missing (or not a regular file) in the raw directory")
+# Where the platform lacks `openat` or these flags, every read takes the plain path.
+_OPENAT = (
+    os.open in os.supports_dir_fd
+    and os.stat in os.supports_dir_fd
+    and all(hasattr(os, f) for f in ("O_DIRECTORY", "O_NOFOLLOW", "O_CLOEXEC", "O_NONBLOCK"))
+)
+_O = {f: getattr(os, f, 0) for f in ("O_DIRECTORY", "O_NOFOLLOW", "O_CLOEXEC", "O_NONBLOCK")}
+_DIRECTORY_FLAGS = os.O_RDONLY | _O["O_DIRECTORY"] | _O["O_NOFOLLOW"] | _O["O_CLOEXEC"]
+# O_NONBLOCK: a FIFO is not waited on (it is then refused, as not a regular file).
+_FILE_FLAGS = os.O_RDONLY | _O["O_NOFOLLOW"] | _O["O_CLOEXEC"] | _O["O_NONBLOCK"]
+
+
+class _Tree:
+    """The raw directory's files, opened one component at a time from the directory above
+    (`openat` with O_NOFOLLOW): a link anywhere on the way cannot be opened at all.
+
+    A fast path for `_inside` and the reads after it, with no window between the check and
+    the read. The open directories of the last name are kept (names come directory by
+    directory). Only plain relative names (no `.`, `..` or empty component) take it, and
+    only success counts: on any failure (a link, a missing file, a file that is not
+    regular) the caller takes the plain path, `_inside`, whose check names what is wrong.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self._root: int | None = None
+        if _OPENAT:
+            with contextlib.suppress(OSError):
+                self._root = os.open(root, os.O_RDONLY | _O["O_DIRECTORY"] | _O["O_CLOEXEC"])
+        self._chain: list[tuple[str, int]] = []
+
+    def close(self) -> None:
+        self._truncate(0)
+        if self._root is not None:
+            os.close(self._root)
+            self._root = None
+
+    def _truncate(self, length: int) -> None:
+        while len(self._chain) > length:
+            os.close(self._chain.pop()[1])
+
+    def _parent(self, relative: str) -> tuple[int, str] | None:
+        """The open directory holding `relative`, and its last component."""
+        parts = relative.split("/")
+        if self._root is None or any(p in ("", ".", "..") for p in parts):
+            return None
+        *directories, name = parts
+        kept = 0
+        while (
+            kept < len(self._chain)
+            and kept < len(directories)
+            and self._chain[kept][0] == directories[kept]
+        ):
+            kept += 1
+        self._truncate(kept)
+        try:
+            for part in directories[kept:]:
+                parent = self._chain[-1][1] if self._chain else self._root
+                self._chain.append((part, os.open(part, _DIRECTORY_FLAGS, dir_fd=parent)))
+        except OSError:
+            return None
+        return (self._chain[-1][1] if self._chain else self._root), name
+
+    def read(self, relative: str) -> bytes | None:
+        """The bytes of a regular file reached without a link; None: take the plain path."""
+        found = self._parent(relative)
+        if found is None:
+            return None
+        try:
+            fd = os.open(found[1], _FILE_FLAGS, dir_fd=found[0])
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            with open(fd, "rb", closefd=False) as stream:
+                return stream.read()
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def size(self, relative: str) -> int | None:
+        """The size of a regular file reached without a link; None: take the plain path."""
+        found = self._parent(relative)
+        if found is None:
+            return None
+        try:
+            status = os.stat(found[1], dir_fd=found[0], follow_symlinks=False)
+        except OSError:
+            return None
+        return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
+def _read_document(
+    root: Path, relative: str, schema: str, tree: _Tree | None = None
+) -> dict[str, Any]:
+    data = tree.read(relative) if tree is not None else None
+    path = root / relative
+    if data is None:
+        path = _inside(root, relative)
+        if not path.is_file():
+            raise ExportError(f"{relative}: missing (or not a regular file) in the raw directory")
     try:
-        document = loads_strict(path.read_bytes())
+        document = loads_strict(path.read_bytes() if data is None else data)
     except OSError as exc:
         raise ExportError(f"{relative}: cannot read: {exc.strerror}") from None
     except EvidenceError as exc:
@@ -326,9 +425,12 @@ def _numbered_files(directory: Path, where: str) -> list[tuple[int, str]]:
     return found
 
 
-def _read_log(root: Path, relative: str) -> RawLog | None:
+def _read_log(root: Path, relative: str, tree: _Tree | None = None) -> RawLog | None:
     """A log is never published (see the field table): it is noted, not read, whatever
     its size or encoding."""
+    size = tree.size(relative) if tree is not None else None
+    if size is not None:
+        return RawLog(relative, size)
     path = _inside(root, relative)
     if not path.is_file():
         return None
@@ -344,8 +446,16 @@ def load_raw(root: Path) -> RawCapture:
     """Load a raw capture directory; every problem is an ExportError naming file and pointer."""
     if not root.is_dir():
         raise ExportError(f"{root} is not a raw capture directory")
-    run = _parse_run(_read_document(root, layout.RAW_RUN, "raw-run"))
-    manifest_doc = _read_document(root, layout.RAW_MODEL_MANIFEST, "raw-model-manifest")
+    tree = _Tree(root)
+    try:
+        return _load(root, tree)
+    finally:
+        tree.close()
+
+
+def _load(root: Path, tree: _Tree | None) -> RawCapture:
+    run = _parse_run(_read_document(root, layout.RAW_RUN, "raw-run", tree))
+    manifest_doc = _read_document(root, layout.RAW_MODEL_MANIFEST, "raw-model-manifest", tree)
     manifest = RawManifest(
         file=layout.RAW_MODEL_MANIFEST,
         document=MappingProxyType(manifest_doc),
@@ -371,18 +481,20 @@ def load_raw(root: Path) -> RawCapture:
         cond_servers = []
         for number, name in _numbered_files(root / base / "servers", f"{base}/servers"):
             relative = f"{base}/servers/{name}"
-            server = _parse_server(relative, _read_document(root, relative, "raw-server"))
+            server = _parse_server(relative, _read_document(root, relative, "raw-server", tree))
             _check(server.condition == cond, relative + "/condition", f"is not {cond!r}")
             _check(server.instance == number, relative + "/instance", f"is not {number}")
             cond_servers.append(server)
-            log = _read_log(root, relative.removesuffix(".json") + ".log")
+            log = _read_log(root, relative.removesuffix(".json") + ".log", tree)
             if log is not None:
                 logs.append(log)
         cond_exchanges = []
         instances = {s.instance for s in cond_servers}
         for number, name in _numbered_files(root / base / "exchanges", f"{base}/exchanges"):
             relative = f"{base}/exchanges/{name}"
-            exchange = _parse_exchange(relative, _read_document(root, relative, "raw-exchange"))
+            exchange = _parse_exchange(
+                relative, _read_document(root, relative, "raw-exchange", tree)
+            )
             _check(exchange.condition == cond, relative + "/condition", f"is not {cond!r}")
             _check(exchange.sequence == number, relative + "/sequence", f"is not {number}")
             _check(
@@ -394,7 +506,7 @@ def load_raw(root: Path) -> RawCapture:
         _check(bool(cond_exchanges), f"{layout.RAW_RUN}/conditions/{index}", "has no exchanges")
         servers[cond] = tuple(cond_servers)
         exchanges[cond] = tuple(sorted(cond_exchanges, key=lambda e: e.sequence))
-    harness_log = _read_log(root, layout.RAW_HARNESS_LOG)
+    harness_log = _read_log(root, layout.RAW_HARNESS_LOG, tree)
     if harness_log is not None:
         logs.insert(0, harness_log)
     return RawCapture(

@@ -6,6 +6,8 @@
   private values (the generator of test_export_properties), with and without `--allow`.
 - The cached field table lookup against the uncached one, over every field of every
   published document.
+- The raw directory read through `openat` (`raw._Tree`) against `_inside` and a read by
+  name: the same capture, the same bytes; links, FIFOs and `..` names never opened.
 - The archive is read back, not verified twice: an archive that does not hold exactly the
   verified files (a byte changed, a member missing or added, a link) is never published.
 - Exporting the same raw capture twice gives the same bytes: every file and the archive.
@@ -13,6 +15,7 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import json
@@ -23,6 +26,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -33,13 +37,26 @@ from test_export_properties import SITES, _factory, _phrase, privates
 
 from verifier import layout, signing
 from verifier.bundle.reader import Limits
-from verifier.errors import ExportError
+from verifier.errors import ExportError, UsageError
 from verifier.export import ExportOptions, export_bundle, exporter
 from verifier.export.archive import build_archive
-from verifier.export.assemble import Treatment, _lookup, assemble, public_kind, treatment_of
-from verifier.export.redact import Redactor, _check_treatments, collect_private_values
+from verifier.export.assemble import (
+    Treatment,
+    _lookup,
+    assemble,
+    plain,
+    plain_reference,
+    public_kind,
+    treatment_of,
+)
+from verifier.export.redact import (
+    Redactor,
+    _all_treated,
+    _check_treatments,
+    collect_private_values,
+)
 from verifier.model import json_pointer
-from verifier.raw import _inside, load_raw
+from verifier.raw import _inside, _load, _Tree, load_raw
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_RAW = REPO / "sample_bundles" / "raw" / "seed-mlxcel"
@@ -171,6 +188,62 @@ def test_links_and_dot_dot_names_stay_refused(factory_raw: Path, tmp_path: Path)
     (factory_raw / "file-link.json").symlink_to(factory_raw / layout.RAW_RUN)
     with pytest.raises(ExportError, match="symbolic link"):
         _inside(factory_raw, "file-link.json")
+
+
+def test_the_raw_directory_read_through_openat_is_the_one_read_by_path(
+    factory_raw: Path, seed_raw: Path
+) -> None:
+    # `_Tree` (every component opened from the one above, no link followed) against the
+    # plain path (`_inside`'s lstat of every component, then the read by name).
+    for raw in (SAMPLE_RAW, seed_raw, factory_raw):
+        assert repr(load_raw(raw)) == repr(_load(raw, None)), raw
+        tree = _Tree(raw)
+        try:
+            for path in sorted(raw.rglob("*")):
+                name = path.relative_to(raw).as_posix()
+                if path.is_file():
+                    assert tree.read(name) == path.read_bytes(), name
+                    assert tree.size(name) == path.stat().st_size, name
+                else:
+                    assert tree.read(name) is None and tree.size(name) is None, name
+        finally:
+            tree.close()
+
+
+def test_the_openat_path_never_opens_a_link_a_fifo_or_a_dot_dot_name(
+    factory_raw: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "x.json").write_text("{}")
+    (factory_raw / "conditions" / "link").symlink_to(outside, target_is_directory=True)
+    (factory_raw / "file-link.json").symlink_to(factory_raw / layout.RAW_RUN)
+    os.mkfifo(factory_raw / "fifo.json")
+    tree = _Tree(factory_raw)
+    try:
+        for name in (
+            "conditions/link/x.json",
+            "file-link.json",
+            "fifo.json",  # not waited on: O_NONBLOCK, then refused as not a regular file
+            "conditions/../run.json",
+            "./run.json",
+            "conditions//x.json",
+            str(factory_raw / layout.RAW_RUN),
+            "missing.json",
+        ):
+            assert tree.read(name) is None, name
+            assert tree.size(name) is None, name
+        assert tree.read(layout.RAW_RUN) == (factory_raw / layout.RAW_RUN).read_bytes()
+    finally:
+        tree.close()
+
+
+def test_a_fifo_in_the_raw_directory_is_refused_not_waited_on(factory_raw: Path) -> None:
+    exchange = next(factory_raw.glob("conditions/*/exchanges/*.json"))
+    exchange.unlink()
+    os.mkfifo(exchange)
+    with pytest.raises(ExportError, match="not a regular file"):
+        load_raw(factory_raw)
 
 
 # --- the archive: read back and compared ------------------------------------------------
@@ -353,3 +426,118 @@ def test_the_treatment_walk_names_the_field_the_plain_walk_names(
                 target.append(planted)
         expected = _first_untreated(_reference_check_treatments, file, document)
         assert _first_untreated(_check_treatments, file, document) == expected
+
+
+class _Dict(dict[str, Any]):
+    """Not JSON's own dict: the fast walk leaves it to the plain one."""
+
+
+_PLANTED: list[Any] = [None, 0, 1.5, True, "", [], {}, [1, "x"], {"a": {"b": [None]}}]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    spots=st.lists(
+        st.tuples(st.integers(0, 10**6), st.integers(0, len(_PLANTED) - 1), st.booleans()),
+        max_size=4,
+    ),
+    odd=st.booleans(),
+)
+def test_the_fast_treatment_walk_passes_exactly_where_the_plain_walk_does(
+    spots: list[tuple[int, int, bool]], odd: bool
+) -> None:
+    # `_all_treated` lets `_check_treatments` skip the plain walk: it must never pass a
+    # document the plain walk refuses (and, on JSON's own types, refuse none it passes).
+    with tempfile.TemporaryDirectory() as tmp:
+        documents = assemble(load_raw(RawFactory().write(Path(tmp) / "raw"))).documents
+    for file, document in documents.items():
+        containers: list[Any] = []
+        pending: list[Any] = [document]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, dict | list):
+                containers.append(node)
+                pending.extend(node.values() if isinstance(node, dict) else node)
+        for n, (spot, which, known_key) in enumerate(spots):
+            target = containers[spot % len(containers)]
+            planted = json.loads(json.dumps(_PLANTED[which]))
+            if isinstance(target, dict):
+                key = next(iter(target), "x") if known_key and target else f"not_in_table_{n}"
+                target[key] = planted
+            else:
+                target.append(planted)
+        if odd:
+            document = _Dict(document)
+        passes = _first_untreated(_reference_check_treatments, file, document) == ""
+        fast = _all_treated(public_kind(file), document)
+        assert not fast or passes, file
+        if not odd:
+            assert fast == passes, file
+        assert _first_untreated(_check_treatments, file, document) == _first_untreated(
+            _reference_check_treatments, file, document
+        )
+
+
+def test_plain_copies_as_the_reference_copies_every_raw_document(seed_raw: Path) -> None:
+    checked = 0
+    for raw in (SAMPLE_RAW, seed_raw):
+        capture = load_raw(raw)
+        values: list[Any] = [capture.run.document, capture.manifest.document]
+        values += [e.document for ex in capture.exchanges.values() for e in ex]
+        for value in values:
+            copy = plain(value)
+            assert repr(copy) == repr(plain_reference(value))  # repr: True is not 1
+            assert copy is not value
+            checked += 1
+    assert checked > 10
+
+
+class _Str(str):
+    pass
+
+
+_plain_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=4),
+    st.builds(_Str, st.text(max_size=4)),
+)
+_plain_keys = st.one_of(st.text(max_size=4), st.integers(-3, 3), st.booleans(), st.none())
+_plain_values = st.recursive(
+    _plain_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=4).map(tuple),
+        st.dictionaries(_plain_keys, inner, max_size=4),
+        st.dictionaries(_plain_keys, inner, max_size=4).map(MappingProxyType),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_plain_values)
+def test_plain_copies_any_value_as_the_reference_does(value: Any) -> None:
+    assert repr(plain(value)) == repr(plain_reference(value))
+
+
+def test_export_collects_less_often_and_restores_the_collector(
+    factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+    build = exporter._build_files
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.get_threshold())
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(exporter, "_build_files", recording)
+    export_bundle(ExportOptions(factory_raw, tmp_path / "public"))
+    assert seen[0][0] >= exporter._GC_YOUNG and seen[0][1:] == before[1:]
+    assert gc.get_threshold() == before
+    with pytest.raises(UsageError):  # the target exists now: refused, the collector restored
+        export_bundle(ExportOptions(factory_raw, tmp_path / "public"))
+    assert gc.get_threshold() == before

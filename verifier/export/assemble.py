@@ -26,6 +26,7 @@ import functools
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from verifier import layout, schemas
@@ -319,12 +320,30 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def plain(value: Any) -> Any:
     """A deep, mutable, JSON-only copy (raw records hold read-only mappings)."""
-    if type(value) in _SCALARS:  # most values: no abstract type check needed
+    kind = type(value)
+    if kind in _SCALARS:  # most values: no abstract type check needed
+        return value
+    scalars = _SCALARS
+    # A scalar child is kept as it is, without a call; the exact types first (an abstract
+    # isinstance check costs more than the copy of a small mapping).
+    if kind is dict or kind is MappingProxyType or isinstance(value, Mapping):
+        return {
+            (k if type(k) is str else str(k)): (v if type(v) in scalars else plain(v))
+            for k, v in value.items()
+        }
+    if kind is list or kind is tuple or isinstance(value, list | tuple):
+        return [v if type(v) in scalars else plain(v) for v in value]
+    return value
+
+
+def plain_reference(value: Any) -> Any:
+    """`plain` as it was first written: the reference of tests/export."""
+    if type(value) in _SCALARS:
         return value
     if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {str(k): plain_reference(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
+        return [plain_reference(v) for v in value]
     return value
 
 

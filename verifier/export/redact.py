@@ -312,7 +312,48 @@ def _rename_key(document: Any, path: tuple[str | int, ...], new: str, file: str)
 
 def _check_treatments(file: str, kind: str, document: Any) -> None:
     """Every field of a public document has a declared treatment: none passes silently."""
-    _check_leaves(file, kind, (), document)
+    if not _all_treated(kind, document):
+        _check_leaves(file, kind, (), document)  # the plain path decides, and names the field
+
+
+_LEAF_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _all_treated(kind: str, document: Any) -> bool:
+    """Whether `_check_leaves` passes, in one loop with the leaves looked up in place.
+
+    True only where every node is of JSON's own types (anything else: False, and the plain
+    path decides) and every leaf, a scalar or an empty container, has a treatment that is
+    not DROPPED: exactly the leaves `_check_leaves` checks, at the same paths.
+    """
+    dropped = Treatment.DROPPED
+    pending: list[tuple[tuple[str | int, ...], Any]] = [((), document)]
+    while pending:
+        path, node = pending.pop()
+        node_type = type(node)
+        items: Any
+        if node_type is dict and node:
+            items = node.items()
+        elif node_type is list and node:
+            items = enumerate(node)
+        elif node_type in _LEAF_TYPES or node_type is dict or node_type is list:
+            treatment = treatment_of(kind, path)
+            if treatment is None or treatment is dropped:
+                return False
+            continue
+        else:
+            return False
+        for key, value in items:
+            value_type = type(value)
+            if value_type in _LEAF_TYPES or (
+                (value_type is dict or value_type is list) and not value
+            ):
+                treatment = treatment_of(kind, (*path, key))
+                if treatment is None or treatment is dropped:
+                    return False
+            else:
+                pending.append(((*path, key), value))
+    return True
 
 
 def _check_leaves(file: str, kind: str, path: tuple[str | int, ...], node: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from verifier import jsonio, schemas
+from verifier import collector, jsonio, schemas
 from verifier.checks.context import VerifyOptions
 from verifier.verify import verify_path
 
@@ -72,5 +72,5 @@ def test_the_collector_pace_is_restored(monkeypatch: pytest.MonkeyPatch) -> None
     verify_path(SAMPLES / "seed-mlxcel")
     with pytest.raises(Exception, match="no such file"):
         verify_path(SAMPLES / "no-such-bundle")
-    assert during == [max(verify._GC_YOUNG, before[0])] * 2
+    assert during == [max(collector._GC_YOUNG, before[0])] * 2
     assert gc.get_threshold() == before

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +10,7 @@ from verifier.bundle.reader import read_bundle
 from verifier.checks import internal_error, run_checks
 from verifier.checks.context import BundleContext, VerifyOptions
 from verifier.classify import Classification, ProtocolContext, classify
+from verifier.collector import fewer_collections
 from verifier.errors import InvalidDocument, UsageError
 from verifier.jsonio import loads_strict
 from verifier.model import Finding, Verdict
@@ -50,35 +47,8 @@ def verify_path(path: Path, options: VerifyOptions | None = None) -> Verificatio
     Raises UnreadableInput or UnsafeInput when the input cannot be read safely at all;
     everything else wrong with a bundle is a finding.
     """
-    with _fewer_collections():
+    with fewer_collections():
         return _verify(path, options or VerifyOptions())
-
-
-# Verify builds millions of small objects that live until it ends (documents, records,
-# proofs) and almost no garbage cycles: the cyclic collector's default pace (a young
-# collection every 700 new containers) spent ~10% of a large bundle's time finding
-# nothing. Cycles are still collected, every 50,000.
-_GC_YOUNG = 50_000
-_gc_lock = threading.Lock()
-_gc_users = 0
-_gc_saved: tuple[int, int, int] | None = None
-
-
-@contextmanager
-def _fewer_collections() -> Iterator[None]:
-    global _gc_users, _gc_saved
-    with _gc_lock:
-        if _gc_users == 0:
-            _gc_saved = gc.get_threshold()
-            gc.set_threshold(max(_GC_YOUNG, _gc_saved[0]), *_gc_saved[1:])
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_users -= 1
-            if _gc_users == 0 and _gc_saved is not None:
-                gc.set_threshold(*_gc_saved)
 
 
 def _verify(path: Path, options: VerifyOptions) -> VerificationResult:

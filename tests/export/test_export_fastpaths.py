@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from rawfactory import RawFactory
 from test_export_properties import SITES, _factory, _phrase, privates
 
-from verifier import layout, signing
+from verifier import collector, layout, signing
 from verifier.bundle.reader import Limits
 from verifier.errors import ExportError, UsageError
 from verifier.export import ExportOptions, export_bundle, exporter
@@ -536,7 +536,7 @@ def test_export_collects_less_often_and_restores_the_collector(
 
     monkeypatch.setattr(exporter, "_build_files", recording)
     export_bundle(ExportOptions(factory_raw, tmp_path / "public"))
-    assert seen[0][0] >= exporter._GC_YOUNG and seen[0][1:] == before[1:]
+    assert seen[0][0] >= collector._GC_YOUNG and seen[0][1:] == before[1:]
     assert gc.get_threshold() == before
     with pytest.raises(UsageError):  # the target exists now: refused, the collector restored
         export_bundle(ExportOptions(factory_raw, tmp_path / "public"))

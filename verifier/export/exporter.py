@@ -7,7 +7,6 @@ a failure or an interrupt (Ctrl-C included) removes every partial file.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import shutil
 import signal
@@ -28,6 +27,7 @@ from verifier import layout, schemas, signing
 from verifier.atomic import link_into_place
 from verifier.bundle.reader import Limits, read_bundle
 from verifier.checksums import format_sums
+from verifier.collector import fewer_collections
 from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
 from verifier.export.assemble import assemble
@@ -343,25 +343,8 @@ def export_bundle(options: ExportOptions, progress: Progress | None = None) -> E
         return _export_bundle(options, progress)
 
 
-# Export builds millions of small objects that live until its documents are serialized (the
-# raw capture, the public documents) and almost no garbage cycles: at the cyclic collector's
-# default pace (a young collection every 700 new containers) it walked them for nothing.
-# Cycles are still collected, every 50,000 (as verify does: verifier/verify.py).
-_GC_YOUNG = 50_000
-
-
-@contextlib.contextmanager
-def _fewer_collections() -> Iterator[None]:
-    saved = gc.get_threshold()
-    gc.set_threshold(max(_GC_YOUNG, saved[0]), *saved[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*saved)
-
-
 def _export_bundle(options: ExportOptions, progress: Progress | None) -> ExportSummary:
-    with _fewer_collections():
+    with fewer_collections():
         return _export_bundle_work(options, progress)
 
 

@@ -1,7 +1,9 @@
 """The plain leak scan, as `verifier.leaks` was before its fast paths: the tests' reference.
 
-`test_leaks_fast.py` checks that `verifier.leaks` finds exactly what this module finds. What
-follows is `verifier.leaks`'s own description.
+`test_leaks_fast.py` checks that `verifier.leaks` finds exactly what this module finds. Only
+the parts the fast paths changed are kept here (the scans, the document walk, the known-value
+search); every definition `verifier.leaks` still has word for word, and that uses nothing
+changed, is imported from it. What follows is `verifier.leaks`'s own description.
 
 Find private strings (paths, names, addresses, tokens, keys) in every form, never echoing them.
 
@@ -42,75 +44,87 @@ from __future__ import annotations
 
 import bisect
 import enum
-import ipaddress
 import re
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verifier.model import json_pointer
-
-HOME_PATH = "home-path"
-TEMP_PATH = "temp-path"
-IP_ADDRESS = "ip-address"
-MAC_ADDRESS = "mac-address"
-TOKEN = "token"
-EMAIL = "email"
-PRIVATE_KEY = "private-key"
-USER_NAME = "user-name"
-HOST_NAME = "host-name"
-CATEGORIES = (
-    HOME_PATH,
-    TEMP_PATH,
-    IP_ADDRESS,
-    MAC_ADDRESS,
-    TOKEN,
+from verifier.leaks import (  # noqa: F401 - the reference shares what did not change
+    _ACCOUNT,
+    _ADDRESS_AFTER,
+    _ADDRESS_BEFORE,
+    _AUTH_TOKENS,
+    _AWS_SECRET,
+    _EMAIL,
+    _HOME,
+    _IPV4,
+    _IPV6,
+    _KEY_BEGIN,
+    _KEY_END,
+    _KEY_MAX_CHARS,
+    _LOCAL_DOMAIN,
+    _MAC,
+    _NAME_CHARS,
+    _NAME_END,
+    _NOT_HOSTS,
+    _NOT_SECRET_NAME,
+    _NUMBER,
+    _PATH_REST,
+    _PREFIXED_TOKENS,
+    _RESERVED_DOMAIN,
+    _SECRET_FLAG,
+    _SECRET_MEMBER,
+    _SECRET_NAME,
+    _SECRET_WORD,
+    _SEP_TO_SPACE,
+    _SEPS,
+    _SHARED,
+    _SLASH,
+    _TEMP,
+    _THIS_NETWORK,
+    _TOKEN_STOP,
+    _TOKEN_VALUE,
+    _URL_HOST,
+    _VERSION_BEFORE,
+    _WIN_SEP,
+    _WINDOWS_HOME,
+    ALLOWED_PLACEHOLDER,
+    CATEGORIES,
+    ELLIPSIS,
     EMAIL,
-    PRIVATE_KEY,
-    USER_NAME,
+    HOME_PATH,
     HOST_NAME,
+    IP_ADDRESS,
+    ITEM_SEP,
+    KEY_SEP,
+    MAC_ADDRESS,
+    PLACEHOLDERS,
+    PRIVATE_KEY,
+    SEP,
+    TEMP_PATH,
+    TOKEN,
+    USER_NAME,
+    DocumentHit,
+    LeakHit,
+    _accept_token,
+    _after_boundary,
+    _Found,
+    _found,
+    _is_identifying_mac,
+    _is_machine_name,
+    _is_public_ipv4,
+    _is_public_ipv6,
+    _is_secret_name,
+    _mask,
+    _mask_secret,
+    _matches,
+    _name_before,
+    _names_an_account,
+    _secret_group,
+    _tokenish,
+    is_secret_name,
 )
-# What export writes in place of a value found by a generic detector.
-PLACEHOLDERS = {
-    HOME_PATH: "/path/to/home",
-    TEMP_PATH: "/path/to/tmp",
-    IP_ADDRESS: "<ip>",
-    MAC_ADDRESS: "<mac>",
-    TOKEN: "<token>",
-    EMAIL: "<email>",
-    PRIVATE_KEY: "<private-key>",
-    USER_NAME: "<user>",
-    HOST_NAME: "<host>",
-}
-
-ELLIPSIS = "…"
-# The ledger's placeholder for a value the exporter was told is not private (`--allow`):
-# verify reports a hit at such a place as information, not as a leak.
-ALLOWED_PLACEHOLDER = "(allowed: declared not private with --allow; kept)"
-
-# Joiners of the strings of a JSON document scanned as one text (`scan_document`).
-SEP = "\x00"  # between unrelated strings
-KEY_SEP = "\x01"  # between an object key and its string value
-ITEM_SEP = "\x02"  # between two strings that follow each other in an array
-_SEPS = SEP + KEY_SEP + ITEM_SEP
-
-
-@dataclass(frozen=True)
-class LeakHit:
-    """One private string: where it is and a masked excerpt that is safe to print."""
-
-    category: str  # one of CATEGORIES
-    start: int  # character offsets into the scanned text: the part to replace
-    end: int
-    excerpt: str  # the match with its middle (or, for secrets, everything after a prefix) masked
-    placeholder: str = ""
-    identifying: bool = True
-    """False for a value export removes from free text only (an environment value)."""
-    known: bool = False
-    """Found by a path or value the exporter knows, which wins over a pattern at the same
-    place (`/path/to/model/x` rather than `/path/to/home`); a name found in an account
-    form does not (`<user>@<host>` rather than `<user>@host`)."""
 
 
 class KnownKind(enum.Enum):
@@ -129,309 +143,6 @@ class Known:
     category: str
     placeholder: str
     kind: KnownKind
-
-
-# ---------------------------------------------------------------------------------------------
-# Generic detectors
-
-_PATH_REST = r"""[^\s"'<>`|;,(){}\[\]\\\x00-\x02]*"""
-_WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
-
-# Each pattern starts with a literal character and checks what precedes it afterwards: the
-# regular expression engine then skips quickly to the places worth trying.
-_SLASH = r"/(?<![\w.~/-]/)/*+"  # one or more slashes, not inside a longer path or a word
-_HOME = re.compile(
-    rf"""
-      {_SLASH}(?:var/++)?home/++[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
-    | {_SLASH}Users/++(?!Shared\b)[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
-    | {_SLASH}root/++{_PATH_REST}
-    | ~(?<![\w~$]~)[A-Za-z_][A-Za-z0-9._-]*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
-    """,
-    re.VERBOSE | re.ASCII,
-)
-# C:\Users\name: the match starts at the colon; its drive letter is added back.
-_WINDOWS_HOME = re.compile(
-    rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}Users{_WIN_SEP}
-    [A-Za-z0-9_][A-Za-z0-9._-]*(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
-    re.VERBOSE | re.ASCII,
-)
-_TEMP = re.compile(
-    rf"""{_SLASH}(?:tmp|var/++tmp|var/++folders|private/++var|private/++tmp|dev/++shm)
-    /++[^\s"'<>`|;,(){{}}\[\]\\\x00-\x02]+""",
-    re.VERBOSE | re.ASCII,
-)
-_IPV4 = re.compile(r"(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\w)", re.ASCII)
-_IPV6 = re.compile(
-    r"""(?<![\w:.])
-    (?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?
-    (?:%(?:25)?[A-Za-z0-9_.-]+)?
-    (?![\w:]|\.\w)""",
-    re.VERBOSE | re.ASCII,
-)
-_MAC = re.compile(
-    r"(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])",
-    re.ASCII,
-)
-_EMAIL = re.compile(
-    r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![\w-])",
-    re.ASCII,
-)
-# user@host where host is one label (ssh-style), not an e-mail address.
-_ACCOUNT = re.compile(
-    r"(?<![\w.%+@-])(?P<user>[A-Za-z_][A-Za-z0-9._-]*)@(?P<host>[A-Za-z][A-Za-z0-9-]*)(?![\w.@-])",
-    re.ASCII,
-)
-_URL_HOST = re.compile(
-    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://(?:[^\s/@\"'\x00-\x02]*@)?(?P<host>[A-Za-z][A-Za-z0-9.-]*)"
-    r"(?=[:/?#\]\s\"'\x00-\x02]|\Z)",
-    re.ASCII,
-)
-# Each token pattern names the secret part: what is replaced, and never shown in an excerpt.
-_TOKEN_VALUE = r"[^\s\"'<>`,;(){}\[\]\x00-\x02$*%][^\s\"'<>`,;(){}\[\]\x00-\x02]"
-_PREFIXED_TOKENS = re.compile(
-    r"""
-      hf_(?P<hf>[A-Za-z0-9]{20,})
-    | sk-(?P<sk>(?=[\w-]*\d)[\w-]{20,})
-    | (?:gh[pousr]_|github_pat_)(?P<gh>[A-Za-z0-9_]{20,})
-    | glpat-(?P<gl>[\w-]{20,})
-    | AIza(?P<google>[0-9A-Za-z_-]{35})
-    | (?:AKIA|ASIA)(?P<aws>[0-9A-Z]{16})(?![A-Za-z0-9])
-    | xox[abposr]-(?P<slack>[A-Za-z0-9-]{10,})
-    """,
-    re.VERBOSE | re.ASCII,
-)
-_AWS_SECRET = re.compile(
-    r"(?<![A-Za-z0-9/+=])(?P<awssecret>[A-Za-z0-9][A-Za-z0-9/+]{38}[A-Za-z0-9])(?![A-Za-z0-9+=])",
-    re.ASCII,
-)
-_AUTH_TOKENS = re.compile(
-    rf"""
-      (?<![\w-])(?i:(?:proxy-)?authorization)["']?[ \t]*[:=\x01][ \t]*["']?
-      (?:(?i:basic)\s+(?P<basic>[A-Za-z0-9+/]{{8,}}={{0,2}})
-        |(?:[A-Za-z][\w-]*[ \t]+)?(?P<auth>{_TOKEN_VALUE}{{7,}}))
-    | (?<![\w-])(?i:bearer)[ \t]+(?P<bearer>{_TOKEN_VALUE}{{11,}})
-    """,
-    re.VERBOSE | re.ASCII,
-)
-_SECRET_WORD = r"(?:key|token(?!s|iz)|secret|passw(?:or)?d|passphrase|credential|auth)"
-# --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP).
-_SECRET_FLAG = re.compile(
-    rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
-      (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
-        |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
-        |[ \t]+(?P<flagword>{_TOKEN_VALUE}{{5,}}))
-    """,
-    re.VERBOSE | re.ASCII,
-)
-# NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP). The
-# match starts at the secret word; the rest of the name before it is found by `_name_before`.
-_SECRET_MEMBER = re.compile(
-    rf"""(?i:{_SECRET_WORD})[\w.-]*["']?[ \t]*
-      (?:[:=]|\x01)[ \t]*["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
-    """,
-    re.VERBOSE | re.ASCII,
-)
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-_KEY_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
-_KEY_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
-_KEY_MAX_CHARS = 65536
-
-# A name is key-like when it names a secret: `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`...
-_SECRET_NAME = re.compile(
-    r"(?i:(?:^|[_.-])(?:api)?key$|^apikey$|token(?!s|iz)|secret|passw(?:or)?d|passphrase"
-    r"|credential|auth(?!or)(?:[_-]?(?:key|token|header))?$)",
-    re.ASCII,
-)
-# ... unless what it names is not the secret itself, or is a tokenizer's special token.
-_NOT_SECRET_NAME = re.compile(
-    r"(?i:[_.-](?:path|file|dir|url|env|len|length|count|limit|type|id|ids|size|name|format)$"
-    r"|^(?:eos|bos|pad|unk|sep|cls|mask|special|start|end|stop|prefix|suffix|middle|image|audio"
-    r"|video|eot|eom|fim|think|default|max|min|num|n)[_-]tokens?)",
-    re.ASCII,
-)
-# Documentation domains (RFC 2606, RFC 6761) belong to nobody.
-_RESERVED_DOMAIN = re.compile(
-    r"(?:^|\.)(?:example\.(?:com|net|org)|example|test|invalid|localhost)$", re.IGNORECASE
-)
-_LOCAL_DOMAIN = re.compile(
-    r"(?i:\.(?:local|lan|internal|intranet|corp|home|localdomain|home\.arpa|private))$"
-)
-_NOT_HOSTS = frozenset({"localhost", "latest", "next", "stable", "beta", "canary", "head"})
-_THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")
-_SHARED = ipaddress.IPv4Network("100.64.0.0/10")
-_VERSION_BEFORE = re.compile(
-    r"(?i:\b(?:version|ver|release|build|driver|runtime|headers|compiler|cuda|cudnn|cublas"
-    r"|nccl|rocm|torch|mlx|library)[\W_]{0,4}$)"
-)
-_ADDRESS_BEFORE = re.compile(
-    r"(?i:\b(?:ip|ipv4|addr|address|inet|host|hostname|peer|server|remote|client|gateway|dns"
-    r"|nameserver|proxy|bind|listen|listening on|connect|connected to|connecting to|src|dst"
-    r"|forwarded-for|forwarded|origin)[\W_]{0,4}$|://$|@$|\[$)"
-)
-_ADDRESS_AFTER = re.compile(r":\d{1,5}(?!\d)|/\d{1,2}(?!\d)|\]")
-
-
-def _mask(text: str) -> str:
-    """Keep a short head and tail, so a reader can find the string but not learn it."""
-    text = text.translate(_SEP_TO_SPACE)
-    head = min(8, len(text) // 2)
-    tail = min(4, len(text) // 4)
-    return text[:head] + ELLIPSIS + (text[len(text) - tail :] if tail else "")
-
-
-_SEP_TO_SPACE = str.maketrans({c: " " for c in _SEPS})
-
-
-def _secret_group(match: re.Match[str]) -> str:
-    return next(
-        name
-        for name, value in match.groupdict().items()
-        if value is not None and name not in ("flagname", "keyname")
-    )
-
-
-def _mask_secret(match: re.Match[str], group: str) -> str:
-    """Show what comes before the secret and at most its first four characters."""
-    secret_start = match.start(group) - match.start()
-    secret = match.group(group)
-    before = match.group()[:secret_start].translate(_SEP_TO_SPACE)
-    return before + secret[: min(4, len(secret) // 5)] + ELLIPSIS
-
-
-def _is_public_ipv4(text: str, start: int, end: int, address: str) -> bool:
-    try:
-        ip = ipaddress.IPv4Address(address)
-    except ValueError:  # an octet over 255 or with a leading zero: not an address
-        return False
-    if ip.is_loopback or ip in _THIS_NETWORK or ip.is_unspecified:
-        return False
-    before = text[max(0, start - 24) : start]
-    if _VERSION_BEFORE.search(before):
-        return False
-    if ip.is_private or ip in _SHARED or ip.is_link_local:
-        return True
-    return bool(_ADDRESS_BEFORE.search(before) or _ADDRESS_AFTER.match(text, end))
-
-
-def _is_public_ipv6(address: str) -> bool:
-    bare = address.split("%", 1)[0]
-    groups = [g for g in bare.split(":") if g]
-    # Conservative: times (12:34:56), C++ scopes (a::b) and "::" alone are not addresses.
-    if len(groups) < 2:
-        return False
-    has_digit = any(c.isdigit() for c in bare)
-    if not has_digit and len(groups) < 3 and not all(len(g) == 4 for g in groups):
-        return False
-    try:
-        ip = ipaddress.IPv6Address(bare)
-    except ValueError:
-        return False
-    if ip.ipv4_mapped is not None:
-        return not (ip.ipv4_mapped.is_loopback or ip.ipv4_mapped.is_unspecified)
-    return not (ip.is_loopback or ip.is_unspecified)
-
-
-def _is_identifying_mac(address: str) -> bool:
-    digits = address.replace(":", "").replace("-", "").lower()
-    return digits not in ("000000000000", "ffffffffffff")
-
-
-def _is_machine_name(host: str) -> bool:
-    if host.lower() in _NOT_HOSTS:
-        return False
-    return "." not in host or bool(_LOCAL_DOMAIN.search(host))
-
-
-_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
-
-
-def _tokenish(value: str) -> bool:
-    """A word of prose is not a token: a token has digits, mixed case, symbols or length."""
-    if len(value) >= 16 or any(c.isdigit() for c in value):
-        return True
-    if any(c in "._~+/=-" for c in value):
-        return True
-    upper = sum(c.isupper() for c in value)
-    return upper >= 2 and len(value) - upper >= 2
-
-
-def _is_secret_name(name: str, *, flag: bool = False) -> bool:
-    """`--token` is a secret flag; a member named `token` is a model's token (logprobs)."""
-    if not flag and name == "token":
-        return False
-    return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
-
-
-def _name_before(match: re.Match[str]) -> tuple[int, str]:
-    """Where the name that ends in this member's secret word starts, and the whole name."""
-    text, start = match.string, match.start()
-    while start > 0 and text[start - 1] in _NAME_CHARS:
-        start -= 1
-    while start < match.start() and not text[start].isalpha():
-        start += 1
-    end = start
-    while end < len(text) and text[end] in _NAME_CHARS:
-        end += 1
-    return start, text[start:end]
-
-
-def _after_boundary(match: re.Match[str], chars: str) -> bool:
-    before = match.string[match.start() - 1] if match.start() else ""
-    return not before or not (before.isalnum() or before in chars)
-
-
-def _accept_token(match: re.Match[str]) -> bool:
-    group = _secret_group(match)
-    value = match.group(group)
-    if group in ("hf", "sk", "gh", "gl", "google", "slack"):
-        return _after_boundary(match, "_-")
-    if group == "aws":
-        return _after_boundary(match, "")
-    if group == "awssecret":
-        return (
-            any(c.isupper() for c in value)
-            and any(c.islower() for c in value)
-            and any(c.isdigit() for c in value)
-            and "//" not in value
-        )
-    if group in ("flagvalue", "flagnext", "flagword"):
-        return _is_secret_name(match.group("flagname"), flag=True) and (
-            group != "flagword" or _tokenish(value)
-        )
-    if group == "keyvalue":
-        # A number after a key-like name is a measurement (llama.cpp's prompt_per_token_ms).
-        return _is_secret_name(_name_before(match)[1]) and not _NUMBER.fullmatch(value)
-    if group in ("auth", "bearer"):
-        return _tokenish(value)
-    return True
-
-
-def _matches(
-    pattern: re.Pattern[str], text: str, accept: Callable[[re.Match[str]], bool]
-) -> Iterator[re.Match[str]]:
-    """The accepted matches; a rejected one does not hide a match that starts inside it."""
-    position = 0
-    while (match := pattern.search(text, position)) is not None:
-        if match.end() > match.start() and accept(match):
-            yield match
-            position = match.end()
-        else:
-            position = match.start() + 1
-
-
-@dataclass(frozen=True)
-class _Found:
-    category: str
-    start: int
-    end: int
-    excerpt: str
-    placeholder: str
-    identifying: bool
-    known: bool
-
-
-def _found(category: str, start: int, end: int, excerpt: str, placeholder: str = "") -> _Found:
-    return _Found(category, start, end, excerpt, placeholder or PLACEHOLDERS[category], True, False)
 
 
 def _generic(text: str) -> Iterator[_Found]:
@@ -489,12 +200,6 @@ def _generic(text: str) -> Iterator[_Found]:
     for match in _matches(_URL_HOST, text, lambda m: _is_machine_name(m.group("host"))):
         start, end = match.span("host")
         yield _found(HOST_NAME, start, end, _mask(match.group()))
-
-
-# ---------------------------------------------------------------------------------------------
-# Known values
-
-_NAME_END = r"(?=[/\\\s\"':@\x00-\x02]|\Z)"
 
 
 def _known_pattern(known: Known) -> str:
@@ -612,50 +317,8 @@ class Detector:
         ]
 
 
-_TOKEN_STOP = frozenset(" \t\r\n\"'`=,;()[]{}<>" + _SEPS)
-
-
-def _names_an_account(text: str, start: int) -> bool:
-    """A name after a slash is an account only as a component of an absolute file path
-    (`/srv/shared/al/x`, `~/al`, `C:\\x\\al`), below its first component, and not in
-    `org/model` (a repository) or a URL path."""
-    if start == 0 or text[start - 1] not in "/\\":
-        return True  # ~name, name@, or a distinctive name: the pattern decided
-    begin = start
-    while begin > max(0, start - 4096) and text[begin - 1] not in _TOKEN_STOP:
-        begin -= 1
-    if text.startswith("/path/to/", begin):
-        return False  # a placeholder export wrote
-    word = text[begin:start].removeprefix("file://")
-    if word.startswith("~") or re.match(r"[A-Za-z]:[\\/]", word):
-        return True
-    # Not the first component: `/usage/prompt_tokens` is a JSON pointer as often as a path.
-    return word.startswith(("/", "\\")) and bool(re.search(r"[^/\\][/\\]", word))
-
-
 def _longest_first(known: Known) -> tuple[int, str]:
     return (-len(known.value), known.value)
-
-
-@dataclass(frozen=True)
-class DocumentHit:
-    """A hit inside one string of a JSON document."""
-
-    path: tuple[str | int, ...]
-    """The string's location (for an object key: the key's own member)."""
-    is_key: bool
-    start: int  # offsets into that string
-    end: int
-    hit: LeakHit
-
-    @property
-    def pointer(self) -> str:
-        """The JSON pointer of the string; for an object key, of the object that holds it."""
-        return json_pointer(*(self.path[:-1] if self.is_key else self.path))
-
-    @property
-    def where(self) -> str:
-        return self.pointer + (" (an object key)" if self.is_key else "")
 
 
 class _Decoded:
@@ -828,8 +491,3 @@ def scan_document(document: Any) -> list[DocumentHit]:
 def scan_bytes(data: bytes) -> list[LeakHit]:
     """scan_text over UTF-8 (invalid bytes replaced); offsets count characters, not bytes."""
     return scan_text(data.decode("utf-8", errors="replace"))
-
-
-def is_secret_name(name: str, *, flag: bool = False) -> bool:
-    """Whether an environment variable (or a flag) of this name holds a secret (`HF_TOKEN`)."""
-    return _is_secret_name(name, flag=flag)

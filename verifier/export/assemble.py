@@ -336,17 +336,6 @@ def plain(value: Any) -> Any:
     return value
 
 
-def plain_reference(value: Any) -> Any:
-    """`plain` as it was first written: the reference of tests/export."""
-    if type(value) in _SCALARS:
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): plain_reference(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain_reference(v) for v in value]
-    return value
-
-
 _ABSENT = object()
 
 

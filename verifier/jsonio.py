@@ -40,16 +40,44 @@ _SCANSTRING: Callable[[str, int, bool], tuple[str, int]] = vars(json.decoder)["s
 
 
 class ValueBudget:
-    """How many more JSON values may be built; one budget is shared by a bundle's documents."""
+    """How many more JSON values may be built; one budget is shared by a bundle's documents.
+
+    Documents the fast path read while far from the limit are counted only when the count
+    can matter (`settle`): `remaining` is always exact when read.
+    """
 
     def __init__(self, limit: int = MAX_VALUES, *, flag: str = "--max-json-values") -> None:
         self.limit = limit
-        self.remaining = limit
         self.flag = flag
+        self._remaining = limit
+        self._deferred: list[Any] = []  # read, not yet counted
+        self._deferred_bound = 0  # at least as many values as they hold
+
+    @property
+    def remaining(self) -> int:
+        self.settle()
+        return self._remaining
+
+    def room(self) -> int:
+        """At most this many values are left (the deferred documents' bound taken)."""
+        return self._remaining - self._deferred_bound
+
+    def defer(self, document: Any, bound: int) -> None:
+        self._deferred.append(document)
+        self._deferred_bound += bound
+
+    def settle(self) -> None:
+        if self._deferred:
+            self._remaining -= sum(_count_values(d, None) for d in self._deferred)
+            self._deferred, self._deferred_bound = [], 0
+
+    def take(self, values: int) -> None:
+        self._remaining -= values
 
     def spend(self) -> None:
-        self.remaining -= 1
-        if self.remaining < 0:
+        """One value, as the scanner builds it (it settles the budget before it starts)."""
+        self._remaining -= 1
+        if self._remaining < 0:
             raise UnsafeInput(
                 f"the JSON documents hold more than {self.limit} values in all; reading "
                 f"stopped (raise the limit with {self.flag} if you trust this input)"
@@ -172,6 +200,7 @@ def _text(data: bytes) -> str:
 
 
 def _loads_scanned(text: str, max_depth: int, budget: ValueBudget) -> Any:
+    budget.settle()
     scanner = _Scanner(max_depth, budget)
     try:
         start = _WHITESPACE.match(text, 0)
@@ -240,6 +269,8 @@ def _finite_float(text: str) -> float:
 
 _INFINITY = math.inf
 _HUGE = 10 ** (MAX_NUMBER_CHARS - 2)  # the least integer of 4,299 digits
+_HUGE_DIGITS_N = MAX_NUMBER_CHARS - 1
+_HUGE_DIGITS = re.compile(f"[0-9]{{{_HUGE_DIGITS_N}}}")
 _DECODER = json.JSONDecoder(
     object_pairs_hook=_unique_keys, parse_constant=_not_sure, parse_float=_finite_float
 )
@@ -248,22 +279,43 @@ _DECODER = json.JSONDecoder(
 def _loads_fast(text: str, max_depth: int, budget: ValueBudget) -> Any:
     if not 0 < sys.get_int_max_str_digits() <= MAX_NUMBER_CHARS:
         return _NOT_SURE  # int() would read integers of any length, in quadratic time
-    containers = text.count("[") + text.count("{")
-    # At most this many values (each but the first follows a comma or opens a container):
-    # a document that might spend the budget is read by the scanner, which stops in time.
-    if 1 + text.count(",") + containers > budget.remaining:
-        return _NOT_SURE
     if _MAYBE_SURROGATE.search(text):
         return _NOT_SURE
-    try:
-        document = _DECODER.decode(text)
-    except (_NotSure, ValueError, RecursionError):  # JSONDecodeError is a ValueError
+    containers = text.count("[") + text.count("{")
+    # Far from the budget's end the values need not be counted yet: every value takes a
+    # character and a separator or closer of its own, so a text holds at most half as many
+    # values as characters (plus one). Deferred too: the nesting (never deeper than the
+    # containers) and the integer length (no run of 4,299 digits).
+    bound = (len(text) + 1) // 2
+    if (
+        bound <= budget.room()
+        and containers <= max_depth
+        and (len(text) < _HUGE_DIGITS_N or _HUGE_DIGITS.search(text) is None)
+    ):
+        document = _decoded(text)
+        if document is not _NOT_SURE:
+            budget.defer(document, bound)
+        return document
+    # At most this many values (each but the first follows a comma or opens a container):
+    # a document that might spend the budget is read by the scanner, which stops in time.
+    most = 1 + text.count(",") + containers
+    if most > budget.room() and most > budget.remaining:  # (room() is the cheaper bound)
+        return _NOT_SURE
+    document = _decoded(text)
+    if document is _NOT_SURE:
         return _NOT_SURE
     values = _count_values(document, max_depth if containers > max_depth else None)
     if values < 0:
         return _NOT_SURE
-    budget.remaining -= values
+    budget.take(values)
     return document
+
+
+def _decoded(text: str) -> Any:
+    try:
+        return _DECODER.decode(text)
+    except (_NotSure, ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        return _NOT_SURE
 
 
 def _count_values(document: Any, max_depth: int | None) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from verifier.checks import (
     checksums,
@@ -41,16 +41,37 @@ CHECKS: tuple[tuple[str, Check], ...] = (
 )
 
 
+# Checks that read only the bundle's files and documents and whose findings no other step
+# reads: verify may run them in a forked copy (`verifier.forked`) while it runs the others.
+BESIDE: frozenset[str] = frozenset({"checksums", "leaks"})
+
+
 def run_checks(context: BundleContext) -> list[Finding]:
     """Every check, each on its own: one that fails unexpectedly becomes an error finding
     (the bundle is then not verified), and the others still run."""
-    findings: list[Finding] = []
+    return in_order(run_named(context))
+
+
+def run_named(
+    context: BundleContext, names: Collection[str] | None = None, *, skip: Collection[str] = ()
+) -> dict[str, list[Finding]]:
+    """The findings of the named checks (all of them by default) but those in `skip`, by
+    check; each runs on its own, as in run_checks."""
+    found: dict[str, list[Finding]] = {}
     for name, check in CHECKS:
+        if (names is not None and name not in names) or name in skip:
+            continue
+        items = found[name] = []
         try:
-            findings.extend(check(context))
+            items.extend(check(context))
         except Exception as exc:  # fail closed, and keep the rest of the report
-            findings.append(internal_error(name, exc))
-    return findings
+            items.append(internal_error(name, exc))
+    return found
+
+
+def in_order(found: dict[str, list[Finding]]) -> list[Finding]:
+    """Findings by check, in the registry's order (the report's order)."""
+    return [finding for name, _ in CHECKS for finding in found.get(name, ())]
 
 
 def internal_error(check: str, exc: Exception) -> Finding:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -101,7 +101,7 @@ class BundleContext:
         return self.bundle.files
 
     @cached_property
-    def _parsed(self) -> tuple[dict[str, Any], dict[str, str]]:
+    def _parsed(self) -> tuple[Mapping[str, Any], dict[str, str]]:
         documents: dict[str, Any] = {}
         errors: dict[str, str] = {}
         limits = self.options.limits
@@ -124,9 +124,25 @@ class BundleContext:
         return documents, errors
 
     @property
-    def documents(self) -> dict[str, Any]:
+    def documents(self) -> Mapping[str, Any]:
         """Every JSON file that parsed under the strict rules."""
         return self._parsed[0]
+
+    @classmethod
+    def each_alone(cls, bundle: LoadedBundle, options: VerifyOptions) -> BundleContext | None:
+        """The same bundle, whose documents are each parsed on their own when a check asks
+        for one, and not kept; None when that could differ from parsing them all at once.
+
+        For verify's forked copy, so that it starts before the parent has parsed anything
+        and holds one document at a time. The two agree when the value budget cannot run
+        out: a text of n characters holds at most (n + 1) // 2 values (see jsonio).
+        """
+        bound = sum((len(d) + 1) // 2 for p, d in bundle.files.items() if p.endswith(".json"))
+        if bound > options.limits.max_json_values:
+            return None
+        view = cls(bundle, options)
+        view._parsed = (EachAlone(bundle.files, options.limits), {})
+        return view
 
     @property
     def parse_errors(self) -> dict[str, str]:
@@ -222,6 +238,49 @@ class BundleContext:
             no_rules_reason=self.rules_choice.note,
             attached=experiment.attached,
         )
+
+
+class EachAlone(Mapping[str, Any]):
+    """The JSON files that parse under the strict rules, each parsed when asked for (the
+    last one kept for the next question) with a value budget of its own."""
+
+    def __init__(self, files: Mapping[str, bytes], limits: Limits) -> None:
+        self._files = files
+        self._limits = limits
+        self._last: tuple[str, Any] | None = None
+
+    def _parse(self, path: str) -> Any:
+        if self._last is not None and self._last[0] == path:
+            return self._last[1]
+        data = self._files.get(path) if path.endswith(".json") else None
+        document: Any = _NOT_PARSED
+        if data is not None:
+            limits = self._limits
+            try:
+                budget = ValueBudget(limits.max_json_values)
+                document = loads_strict(data, max_depth=limits.max_json_depth, budget=budget)
+            except (InvalidDocument, UnsafeInput):
+                pass
+        self._last = (path, document)
+        return document
+
+    def __getitem__(self, path: str) -> Any:
+        document = self._parse(path)
+        if document is _NOT_PARSED:
+            raise KeyError(path)
+        return document
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._parse(path) is not _NOT_PARSED
+
+    def __iter__(self) -> Iterator[str]:
+        return (p for p in sorted(self._files) if p in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+_NOT_PARSED: Any = object()
 
 
 def has_args(argv: tuple[str, ...], wanted: tuple[str, ...]) -> bool:

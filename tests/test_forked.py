@@ -8,6 +8,7 @@ parent instead.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -17,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from verifier import forked, verify
+from verifier.bundle.reader import Limits, LoadedBundle
 from verifier.checks import BESIDE, CHECKS
-from verifier.checks.context import VerifyOptions
+from verifier.checks.context import BundleContext, VerifyOptions
 from verifier.errors import UnreadableInput, UnsafeInput
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_bundles"
@@ -184,3 +188,41 @@ def test_a_failing_fork_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(os, "fork", refuse)
     assert forked.beside(lambda: 1) is None
+
+
+_TEXTS = st.one_of(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=12,
+    ).map(lambda v: json.dumps(v).encode()),
+    st.sampled_from(
+        [b'{"a": 1, "a": 2}', b"[NaN]", b"[" * 70 + b"]" * 70, b'"\\ud800"', b"\xff", b"{"]
+    ),
+    st.binary(max_size=20),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(_TEXTS, min_size=1, max_size=6),
+    other=st.binary(max_size=10),
+    values=st.integers(min_value=1, max_value=60),
+)
+def test_documents_parsed_each_alone_are_the_documents(
+    texts: list[bytes], other: bytes, values: int
+) -> None:
+    files = {f"records/c/{i:03d}.json": t for i, t in enumerate(texts)}
+    files["notes.txt"] = other
+    bundle = LoadedBundle("test", files, ())
+    options = VerifyOptions(limits=Limits(max_json_values=values))
+    together = BundleContext(bundle, options).documents
+    alone = BundleContext.each_alone(bundle, options)
+    if alone is None:  # the budget might run out: only parsing them together can tell
+        assert sum((len(t) + 1) // 2 for t in texts) > values
+        return
+    assert list(alone.documents) == list(together)
+    for path in files:
+        assert (path in alone.documents) == (path in together)
+        if path in together:
+            assert json.dumps(alone.documents[path]) == json.dumps(together[path])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from verifier import forked, layout
+from verifier import layout
 from verifier.bundle.reader import read_bundle
 from verifier.checks import BESIDE, in_order, internal_error, run_named
 from verifier.checks.context import BundleContext, VerifyOptions
@@ -16,6 +17,9 @@ from verifier.jsonio import loads_strict
 from verifier.model import Finding, Verdict
 from verifier.profiles.rules import ProfileRules, RulesError
 from verifier.records import Experiment
+
+if TYPE_CHECKING:
+    from verifier.forked import Beside
 
 __all__ = ["VerificationResult", "VerifyOptions", "load_profile_rules", "verify_path"]
 
@@ -87,7 +91,7 @@ def _verify(path: Path, options: VerifyOptions) -> VerificationResult:
     )
 
 
-def _start_beside(context: BundleContext) -> forked.Beside[dict[str, list[Finding]]] | None:
+def _start_beside(context: BundleContext) -> Beside[dict[str, list[Finding]]] | None:
     """Run the BESIDE checks in a forked copy, for a bundle large enough to gain from it.
 
     The copy starts at once and parses each document on its own, holding one at a time
@@ -95,7 +99,11 @@ def _start_beside(context: BundleContext) -> forked.Beside[dict[str, list[Findin
     nothing is forked.
     """
     size = sum(len(data) for name, data in context.files.items() if name.endswith(".json"))
-    if size < BESIDE_FROM_BYTES or not forked.can_fork():
+    if size < BESIDE_FROM_BYTES:
+        return None
+    from verifier import forked  # (pickle and the rest: only where a copy is worth it)
+
+    if not forked.can_fork():
         return None
     alone = BundleContext.each_alone(context.bundle, context.options)
     if alone is None:

@@ -87,6 +87,34 @@ def run_procs(
     return Run(elapsed, peak_kib / 1024)
 
 
+def tree_peak_mib(command: Sequence[str], every_s: float = 0.005) -> float:
+    """The largest memory a command and the processes it forks use together: their
+    proportional set sizes (PSS: a page shared by n processes counts 1/n in each), summed
+    and polled every `every_s` seconds. wait4's peak is one process's only."""
+    proc = subprocess.Popen(
+        list(command), cwd=CHECKOUT[0], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=_ENV,
+    )  # fmt: skip
+    peak_kib = 0
+    while proc.poll() is None:
+        total, pending = 0, [proc.pid]
+        while pending:
+            pid = pending.pop()
+            try:
+                for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    pending += [int(c) for c in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                continue  # it ended meanwhile
+        peak_kib = max(peak_kib, total)
+        time.sleep(every_s)
+    if proc.returncode != 0:
+        raise SystemExit(f"bench: {' '.join(command)} exited {proc.returncode}")
+    return peak_kib / 1024
+
+
 def run_shell(script: str) -> Run:
     return run_procs([["bash", "-c", script]])
 
@@ -544,6 +572,8 @@ def bench_bundles(
         "sha256sum -c", lambda: run_shell(f"cd {public} && sha256sum -c --quiet SHA256SUMS")
     )
     measure([verify_tar, verify_dir, floor, tar_peer, gzip_peer, sums_peer], repeat)
+    # verify forks a copy for the leak scan of a bundle this large: both count
+    together_mib = tree_peak_mib([*EVIDENCE, "verify", str(archive), "-f", "json", *limits])
     size_mb = sum(p.stat().st_size for p in public.rglob("*") if p.is_file()) / 1e6
     archive_mb = archive.stat().st_size / 1e6
     shutil.rmtree(public)
@@ -584,8 +614,9 @@ def bench_bundles(
             f"verify a {count:,}-record bundle ({size_mb:.0f} MB, archive {archive_mb:.1f} MB), "
             ".tar.gz",
             verify_tar, floor, "<= 1.5x the floor; peak < 300 MB",
-            met=verify_tar.seconds <= 1.5 * floor.seconds and verify_tar.peak_mib * MiB < 300e6,
-            ratio=f"{verify_tar.seconds / floor.seconds:.2f}x",
+            met=verify_tar.seconds <= 1.5 * floor.seconds and together_mib * MiB < 300e6,
+            ratio=f"{verify_tar.seconds / floor.seconds:.2f}x; peak {together_mib:.0f} MiB with "
+            "its forked copy (PSS)",
             peer=tar_peer, peer_ratio=f"gzip -dc {gzip_peer.seconds:.3f} s",
         ),
         Row(

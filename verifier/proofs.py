@@ -63,7 +63,7 @@ def miss_reason_refs(record: Record, rules: ProfileRules | None) -> tuple[str, .
     if prefix is None:
         return ()
     names = record.before.stat_names(prefix) | record.after.stat_names(prefix)
-    return tuple(f"stats:{name}" for name in sorted(names))
+    return tuple(f"stats:{name}" for name in sorted(names)) if names else ()
 
 
 def miss_reasons(record: Record, rules: ProfileRules) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from verifier.jsonio import resolve_pointer
 from verifier.model import Arm
 
-
+_NO_NAMES: frozenset[str] = frozenset()
 _UNSET: Any = object()  # not worked out yet (None is a value: not recorded)
 
 
@@ -34,7 +34,7 @@ class Snapshot:
             return float(sum(found.values())) if found else None
         if source == "stats":
             value = (self.cache_stats or {}).get(name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
                 return None
             return float(value)
         return None
@@ -70,10 +70,15 @@ class Snapshot:
         found: frozenset[str] | None = memo.get(key)
         if found is None:
             stats = self.cache_stats or {}
-            found = memo[key] = frozenset(
-                name
-                for name in _prefixed(prefix, tuple(stats))
-                if isinstance(value := stats[name], int) and not isinstance(value, bool)
+            named = _prefixed(prefix, tuple(stats))
+            found = memo[key] = (
+                frozenset(
+                    name
+                    for name in named
+                    if isinstance(value := stats[name], int) and not isinstance(value, bool)
+                )
+                if named
+                else _NO_NAMES
             )
         return found
 

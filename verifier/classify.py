@@ -158,15 +158,32 @@ def _delta(record: Record, ref: str) -> float | None:
     return None if before is None or after is None else after - before
 
 
-def _uneven_cache(proofs: Sequence[RequestProof], rules: ProfileRules | None) -> str | None:
+def _store_deltas(
+    proofs: Sequence[RequestProof], rules: ProfileRules | None
+) -> list[tuple[float | None, ...]]:
+    """Each request's _delta of every store signal (rules.signals.store_access), in the
+    order of both: _uneven_cache and _class_telemetry read the same ones."""
+    refs = rules.signals.store_access if rules is not None else ()
+    return [tuple(_delta(p.record, ref) for ref in refs) for p in proofs]
+
+
+def _uneven_cache(
+    proofs: Sequence[RequestProof],
+    rules: ProfileRules | None,
+    store_deltas: Sequence[tuple[float | None, ...]],
+) -> str | None:
     """Requests of one arm were served in one cache state: their cached tokens and every
-    cache counter's delta must agree. When they do not, the arm is not one state."""
+    cache counter's delta must agree. When they do not, the arm is not one state.
+
+    `store_deltas`: _store_deltas(proofs, rules)."""
     refs = rules.signals.store_access if rules is not None else ()
     for arm in Arm:
-        members = [p for p in proofs if p.arm is arm]
-        seen: dict[str, set[float | None]] = {"cached_tokens": {p.cached_tokens for p in members}}
-        for ref in refs:
-            seen[ref] = {_delta(p.record, ref) for p in members}
+        members = [i for i, p in enumerate(proofs) if p.arm is arm]
+        seen: dict[str, set[float | None]] = {
+            "cached_tokens": {proofs[i].cached_tokens for i in members}
+        }
+        for j, ref in enumerate(refs):
+            seen[ref] = {store_deltas[i][j] for i in members}
         for name, values in seen.items():
             if len(values) > 1:
                 shown = ", ".join(sorted("absent" if v is None else f"{v:g}" for v in values))
@@ -176,21 +193,29 @@ def _uneven_cache(proofs: Sequence[RequestProof], rules: ProfileRules | None) ->
 
 
 def _class_telemetry(
-    proofs: Sequence[RequestProof], labels: dict[str, str], rules: ProfileRules | None
+    proofs: Sequence[RequestProof],
+    labels: dict[str, str],
+    rules: ProfileRules | None,
+    store_deltas: Sequence[tuple[float | None, ...]],
 ) -> tuple[ClassTelemetry, ...]:
-    grouped: dict[tuple[str, Arm], list[RequestProof]] = defaultdict(list)
-    for proof in proofs:
-        grouped[(labels[proof.record.output_hash or ""], proof.arm)].append(proof)
+    """`store_deltas`: _store_deltas(proofs, rules)."""
+    grouped: dict[tuple[str, Arm], list[tuple[RequestProof, tuple[float | None, ...]]]]
+    grouped = defaultdict(list)
+    for proof, store in zip(proofs, store_deltas, strict=True):
+        grouped[(labels[proof.record.output_hash or ""], proof.arm)].append((proof, store))
     result = []
     refs = rules.signals.store_access if rules is not None else ()
     paths = rules.signals.paths if rules is not None else ()
     arm_order = list(Arm)
     for label, arm in sorted(grouped, key=lambda k: (len(k[0]), k[0], arm_order.index(k[1]))):
-        members = grouped[(label, arm)]
+        members = [proof for proof, _ in grouped[(label, arm)]]
         deltas: dict[str, set[float]] = defaultdict(set)
-        for proof in members:
+        for proof, store in grouped[(label, arm)]:
             record = proof.record
-            for ref in (*refs, *miss_reason_refs(record, rules)):
+            for ref, delta in zip(refs, store, strict=True):
+                if delta is not None:
+                    deltas[ref].add(delta)
+            for ref in miss_reason_refs(record, rules):
                 delta = _delta(record, ref)
                 if delta is not None:
                     deltas[ref].add(delta)
@@ -221,6 +246,7 @@ def classify_condition(
 ) -> ConditionResult:
     comparable = [p for p in proofs if p.comparable]
     excluded = tuple(p for p in proofs if not p.comparable)
+    store_deltas = _store_deltas(comparable, rules)
     by_arm: dict[Arm, Counter[str]] = {arm: Counter() for arm in Arm}
     for proof in comparable:
         by_arm[proof.arm][labels[proof.record.output_hash or ""]] += 1
@@ -256,7 +282,7 @@ def classify_condition(
             f"evidence is incomplete (first: {first.record.file}, claimed {first.arm}: "
             f"{first.reason})"
         )
-    elif uneven := _uneven_cache(comparable, rules):
+    elif uneven := _uneven_cache(comparable, rules, store_deltas):
         verdict = Verdict.INCONCLUSIVE
         reasons.append(uneven)
     elif prompt_mismatch:
@@ -354,7 +380,7 @@ def classify_condition(
         excluded=excluded,
         capped=capped,
         first_differences=differences,
-        class_telemetry=_class_telemetry(comparable, labels, rules),
+        class_telemetry=_class_telemetry(comparable, labels, rules, store_deltas),
         bound=bound,
     )
 

@@ -8,6 +8,7 @@ contradict itself.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -62,7 +63,7 @@ def miss_reason_refs(record: Record, rules: ProfileRules | None) -> tuple[str, .
     if prefix is None:
         return ()
     names = record.before.stat_names(prefix) | record.after.stat_names(prefix)
-    return tuple(f"stats:{name}" for name in sorted(names))
+    return tuple(f"stats:{name}" for name in sorted(names)) if names else ()
 
 
 def miss_reasons(record: Record, rules: ProfileRules) -> str | None:
@@ -91,6 +92,16 @@ def _is_count(value: float) -> bool:
     return 0 <= value <= MAX_COUNT and float(value).is_integer()
 
 
+def _all_counts(snapshot: Snapshot, refs: Iterable[str]) -> bool:
+    """Whether every counter of `refs` the snapshot records is a count (_is_count)."""
+    counter = snapshot.counter
+    for ref in refs:
+        value = counter(ref)
+        if value is not None and not (0 <= value <= MAX_COUNT and float(value).is_integer()):
+            return False
+    return True
+
+
 def as_count(value: object) -> int | None:
     """A count that may enter a proof: an integer in 0..2^53, else None."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -113,6 +124,13 @@ def _short(ref: str) -> str:
 
 
 def _names(refs: Iterable[str]) -> str:
+    return _joined_names(tuple(refs))
+
+
+@functools.lru_cache(maxsize=256)
+def _joined_names(refs: tuple[str, ...]) -> str:
+    """The names of counters for a reason: the same few lists of the profile's counters in
+    every record's reason, so each is written once."""
     return ", ".join(_short(r) for r in refs)
 
 
@@ -139,9 +157,15 @@ class _Readings:
             if m is None:
                 unread.append(ref)
                 continue
-            if any(x > 0 for x in m):
+            rose = zero = False  # any(x > 0 for x in m), not all(x == 0 for x in m)
+            for x in m:
+                if x > 0:
+                    rose = True
+                if x != 0:
+                    zero = True
+            if rose:
                 moved.append(ref)
-            if all(x == 0 for x in m):
+            if not zero:
                 still.append(ref)
         return cls(tuple(moved), tuple(still), tuple(unread))
 
@@ -150,10 +174,11 @@ class _Moves:
     """_moves() between two snapshots, each counter worked out once: a request's proof
     asks for the same counters across it (or since the request before) several times."""
 
-    def __init__(self, before: Snapshot, after: Snapshot) -> None:
+    def __init__(self, before: Snapshot, after: Snapshot, refs: Iterable[str] = ()) -> None:
         self.before = before
         self.after = after
-        self.known: dict[str, list[float] | None] = {}
+        # the counters the proof will ask for in any case, worked out here in one go
+        self.known: dict[str, list[float] | None] = {r: _moves(r, before, after) for r in refs}
 
     def __call__(self, ref: str) -> list[float] | None:
         known = self.known
@@ -170,6 +195,19 @@ class _Moves:
                     return True
         return False
 
+    def fallen(self, refs: Iterable[str]) -> list[str]:
+        """[ref for ref in refs if self.fell(ref)], without a call for each."""
+        known = self.known
+        found = []
+        for ref in refs:
+            moves = known[ref] if ref in known else self(ref)
+            if moves:
+                for x in moves:
+                    if x < 0:
+                        found.append(ref)
+                        break
+        return found
+
 
 def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
     """How far each sample of a counter moved (a metric family sample by sample, so that
@@ -178,6 +216,10 @@ def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
         old, new = before.samples(ref), after.samples(ref)
         if not old or not new:
             return None
+        if len(old) == 1 and len(new) == 1:  # a family of one sample (nearly every one)
+            ((key, was),) = old.items()
+            if key in new:
+                return [new[key] - was]
         return [new.get(k, 0.0) - old.get(k, 0.0) for k in sorted(old.keys() | new.keys())]
     old_value, new_value = before.counter(ref), after.counter(ref)
     return None if old_value is None or new_value is None else [new_value - old_value]
@@ -253,25 +295,23 @@ def prove_request(
 
     signals: CacheSignals = rules.signals
     everything = signals.all
-    bad_counters = tuple(
-        f"/telemetry/{side}: {ref}"
-        for side, snapshot in (("before", record.before), ("after", record.after))
-        for ref in everything
-        if (value := snapshot.counter(ref)) is not None and not _is_count(value)
-    )
-    if bad_counters:
+    if not _all_counts(record.before, everything) or not _all_counts(record.after, everything):
+        bad_counters = tuple(
+            f"/telemetry/{side}: {ref}"
+            for side, snapshot in (("before", record.before), ("after", record.after))
+            for ref in everything
+            if (value := snapshot.counter(ref)) is not None and not _is_count(value)
+        )
         return proof(
             False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
         )
 
-    across = _Moves(record.before, record.after)
-    backwards = [ref for ref in everything if across.fell(ref)]
+    across = _Moves(record.before, record.after, everything)
+    backwards = across.fallen(everything)
     moved_between: list[str] = []
     if previous is not None:
-        since = _Moves(previous.after, record.before)
-        backwards += [
-            f"{ref} (since the previous request)" for ref in everything if since.fell(ref)
-        ]
+        since = _Moves(previous.after, record.before, everything)
+        backwards += [f"{ref} (since the previous request)" for ref in since.fallen(everything)]
         moved_between = [ref for ref in signals.store_access if any(since(ref) or [])]
     if backwards:
         return verdict(

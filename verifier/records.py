@@ -9,6 +9,9 @@ from typing import Any, ClassVar
 from verifier.jsonio import resolve_pointer
 from verifier.model import Arm
 
+_NO_NAMES: frozenset[str] = frozenset()
+_UNSET: Any = object()  # not worked out yet (None is a value: not recorded)
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -17,11 +20,9 @@ class Snapshot:
 
     def counter(self, ref: str) -> float | None:
         """The value of a counter reference (`metric:FAMILY` sums the family's samples)."""
-        memo = self._memo_
-        if ref in memo:
-            value: float | None = memo[ref]
-            return value
-        value = memo[ref] = self._counter(ref)
+        value: float | None = self._memo_.get(ref, _UNSET)
+        if value is _UNSET:
+            value = self._memo_[ref] = self._counter(ref)
         return value
 
     def _counter(self, ref: str) -> float | None:
@@ -33,7 +34,7 @@ class Snapshot:
             return float(sum(found.values())) if found else None
         if source == "stats":
             value = (self.cache_stats or {}).get(name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
                 return None
             return float(value)
         return None
@@ -68,12 +69,16 @@ class Snapshot:
         key = ("stat_names", prefix)
         found: frozenset[str] | None = memo.get(key)
         if found is None:
-            found = memo[key] = frozenset(
-                name
-                for name, value in (self.cache_stats or {}).items()
-                if name.startswith(prefix)
-                and isinstance(value, int)
-                and not isinstance(value, bool)
+            stats = self.cache_stats or {}
+            named = _prefixed(prefix, tuple(stats))
+            found = memo[key] = (
+                frozenset(
+                    name
+                    for name in named
+                    if isinstance(value := stats[name], int) and not isinstance(value, bool)
+                )
+                if named
+                else _NO_NAMES
             )
         return found
 
@@ -104,10 +109,7 @@ class Snapshot:
         memo = self._memo_
         index: dict[str, tuple[str, ...]] | None = memo.get(("families",))
         if index is None:
-            families: dict[str, list[str]] = {}
-            for key in self.metrics or {}:
-                families.setdefault(key.partition("{")[0], []).append(key)
-            index = memo[("families",)] = {family: tuple(keys) for family, keys in families.items()}
+            index = memo[("families",)] = _family_index(tuple(self.metrics or ()))
         return index
 
     def stat(self, pointer: str | None) -> Any:
@@ -117,6 +119,39 @@ class Snapshot:
             return resolve_pointer(self.cache_stats, pointer)
         except KeyError:
             return None
+
+
+# The records of one bundle nearly all carry the same metric and stats keys: the family
+# index and the names under a prefix, which follow from the keys alone (in their order),
+# are worked out once for the keys last seen, not once per snapshot. A different set of
+# keys is worked out afresh, as for the first.
+_last_families: list[Any] = [None, None]  # [keys, index]
+_last_prefixed: list[Any] = [None, None, None]  # [prefix, keys, names]
+
+
+def _family_index(keys: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Each family (a key up to its first `{`) and its keys, in the order given."""
+    last = _last_families
+    if keys == last[0]:
+        index: dict[str, tuple[str, ...]] = last[1]
+        return index
+    families: dict[str, list[str]] = {}
+    for key in keys:
+        families.setdefault(key.partition("{")[0], []).append(key)
+    index = {family: tuple(members) for family, members in families.items()}
+    last[0], last[1] = keys, index
+    return index
+
+
+def _prefixed(prefix: str, keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys that start with `prefix`, in the order given."""
+    last = _last_prefixed
+    if prefix == last[0] and keys == last[1]:
+        names: tuple[str, ...] = last[2]
+        return names
+    names = tuple(key for key in keys if key.startswith(prefix))
+    last[0], last[1], last[2] = prefix, keys, names
+    return names
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from verifier.profiles.base import (
@@ -14,7 +13,6 @@ from verifier.profiles.base import (
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
 
-@dataclass(frozen=True)
 class LlamaCppProfile(ServerProfile):
     def start_argv(self, spec: LaunchSpec) -> list[str]:
         argv = [str(spec.binary), "-m", str(self.model_argument(spec.model))]

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from verifier.profiles.base import LaunchSpec, ResetCall, ServerProfile
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
 
-@dataclass(frozen=True)
 class MlxcelProfile(ServerProfile):
     def start_argv(self, spec: LaunchSpec) -> list[str]:
         argv = [str(spec.binary), "-m", str(self.model_argument(spec.model))]

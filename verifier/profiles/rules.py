@@ -8,6 +8,7 @@ carries. A reviewer may supply rules in a file (`--profile FILE`): they chose it
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,17 +52,19 @@ class CacheSignals:
     inserts: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
 
-    @property
+    # Read for every record: worked out once (cached_property on a frozen dataclass keeps
+    # the value in the instance's __dict__, outside the fields that equality compares).
+    @functools.cached_property
     def hit_evidence(self) -> tuple[str, ...]:
         """Signals that say "the cache supplied tokens" when they move."""
         return self.hits + self.reuse
 
-    @property
+    @functools.cached_property
     def store_access(self) -> tuple[str, ...]:
         """Every signal that moves when the cache is touched at all."""
         return self.hits + self.reuse + self.lookups + self.inserts
 
-    @property
+    @functools.cached_property
     def all(self) -> tuple[str, ...]:
         return self.store_access + self.paths
 

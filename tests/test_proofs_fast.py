@@ -1,0 +1,312 @@
+"""verify proves and classifies exactly as the plain proof rules do (`proofs_reference.py`).
+
+The fast paths: a request's counter moves worked out in one go, the counter names of its
+reasons written once, the store deltas of a condition read once for its class telemetry
+and its one-cache-state rule, and a snapshot's family index and prefixed stats names
+worked out once per set of keys. Every sample bundle, every case of the hostile corpus and
+generated records get the same result both ways.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import proofs_reference as reference
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from verifier import classify, proofs
+from verifier.bundle.reader import Limits, read_bundle
+from verifier.checks.context import BundleContext, VerifyOptions
+from verifier.model import Arm
+from verifier.profiles import KNOWN_RULES
+from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
+from verifier.records import Record, Snapshot
+from verifier.verify import verify_path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "sample_bundles"
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+KEY = SAMPLES / "keys" / "evidence-signing-key.pub.pem"
+BUNDLES = sorted(
+    p.relative_to(SAMPLES).as_posix()
+    for p in SAMPLES.rglob("*")
+    if p.name.endswith(".tar.gz")
+    or (p / "SHA256SUMS").is_file()
+    or (p / "experiment.json").is_file()
+)
+
+
+def outcome(path: Path) -> tuple[Any, ...]:
+    result = verify_path(path, VerifyOptions(public_key=KEY))
+    return result.verdict, result.signature, result.findings, result.classification
+
+
+def test_every_sample_is_found() -> None:
+    assert "seed-mlxcel" in BUNDLES and "negative/unproven-warm-hits" in BUNDLES
+    assert "llama-cpp-real.tar.gz" in BUNDLES and len(BUNDLES) > 30
+
+
+@pytest.mark.parametrize("bundle", BUNDLES)
+def test_every_sample_gets_the_same_verification(
+    bundle: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = outcome(SAMPLES / bundle)
+    with monkeypatch.context() as patched:
+        reference.use_plain_paths(patched)
+        plain = outcome(SAMPLES / bundle)
+    assert fast == plain
+
+
+def test_the_plain_paths_are_the_ones_verify_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = reference.prove_all
+
+    def counted(*args: Any, **kwargs: Any) -> list[proofs.RequestProof]:
+        calls.append("prove_all")
+        return real(*args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        reference.use_plain_paths(patched)
+        patched.setattr("verifier.checks.context.prove_all", counted)
+        result = verify_path(SAMPLES / "seed-mlxcel")
+    assert calls == ["prove_all"] and result.classification is not None
+
+
+def test_the_hostile_corpus_gets_the_same_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if str(HOSTILE) not in sys.path:
+        sys.path.insert(0, str(HOSTILE))
+    import corpus
+    from test_corpus import run_case
+
+    assert len(corpus.CASES) >= 40
+    for case in corpus.CASES:
+        folder = tmp_path / case.name
+        folder.mkdir()
+        fast = run_case(case, folder)
+        with monkeypatch.context() as patched:
+            reference.use_plain_paths(patched)
+            plain = run_case(case, folder)
+        assert fast == plain, case.name
+
+
+# --- generated records ------------------------------------------------------------------
+
+
+@cache
+def _bundle(name: str) -> tuple[tuple[tuple[str, dict[str, Any]], ...], Any]:
+    """The records (path, document) and the experiment of a sample bundle."""
+    context = BundleContext(read_bundle(SAMPLES / name, Limits()), VerifyOptions())
+    documents = tuple((r.file, context.documents[r.file]) for r in context.records)
+    return documents, context.experiment
+
+
+_ODD_RULES = ProfileRules(
+    name="odd",
+    version="1",
+    signals=CacheSignals(
+        hits=("metric:mlxcel_prompt_cache_hits_total", "stats:hits", "stats:hits"),
+        reuse=("metric:llamacpp:prompt_tokens_cached_total",),
+        lookups=("stats:lookups", "metric:mlxcel_prompt_cache_hits_total"),
+        inserts=("stats:inserts", "metric:absent_total"),
+        paths=("metric:mlxcel_paged_decode_launches_total",),
+    ),
+    reset_proof=ResetProof.STATS_ENTRIES,
+    cache_off_args=("--no-prompt-cache",),
+    cache_enabled_pointer="/enabled",
+    cache_entries_pointer="/entries",
+    opt_out_fields={"cache_prompt": False},
+    miss_reason_prefix="",
+    last_miss_reason_pointer="/hash",
+    reuse_counts_cached_tokens=True,
+)
+RULES = [*KNOWN_RULES.values(), _ODD_RULES]
+
+_NUMBER = st.one_of(
+    st.integers(-3, 40),
+    st.sampled_from([0.5, -0.0, 1e300, -1e300, 2**53, 2**53 + 2, True, False, None, "1"]),
+    st.floats(-5, 100, allow_nan=False),
+)
+_METRIC_KEYS = st.sampled_from(
+    [
+        "mlxcel_prompt_cache_hits_total",
+        'mlxcel_prompt_cache_hits_total{slot="1"}',
+        "mlxcel_prompt_cache_prefix_tokens_reused_total",
+        'mlxcel_paged_decode_launches_total{path="gather"}',
+        'mlxcel_paged_decode_launches_total{path="new"}',
+        "llamacpp:prompt_tokens_cached_total",
+        "vllm:prefix_cache_hits_total",
+        "vllm:prefix_cache_queries_total",
+        "sglang:cached_tokens_total",
+    ]
+)
+_STATS_KEYS = st.sampled_from(
+    ["hits", "lookups", "inserts", "entries", "enabled", "reject_short", "reject_other", "hash"]
+)
+_RESPONSE_FIELDS = st.sampled_from(
+    [
+        ("usage", "prompt_tokens"),
+        ("usage", "completion_tokens"),
+        ("usage", "prompt_tokens_details", "cached_tokens"),
+        ("choices", 0, "finish_reason"),
+    ]
+)
+
+
+def _set(document: Any, where: tuple[Any, ...], value: Any) -> None:
+    node = document
+    for step in where[:-1]:
+        if isinstance(node, dict):
+            node = node.setdefault(step, {})
+        elif isinstance(node, list) and isinstance(step, int) and step < len(node):
+            node = node[step]
+        else:
+            return
+    if isinstance(node, dict):
+        node[where[-1]] = value
+
+
+@st.composite
+def _mutation(draw: st.DrawFn, count: int) -> tuple[int, str, Any, Any]:
+    index = draw(st.integers(0, count - 1))
+    kind = draw(
+        st.sampled_from(
+            ["metric", "drop-metric", "stats", "no-stats", "no-metrics", "response", "field"]
+        )
+    )
+    if kind in ("metric", "drop-metric"):
+        return index, kind, draw(_METRIC_KEYS), draw(_NUMBER)
+    if kind == "stats":
+        return index, kind, draw(_STATS_KEYS), draw(_NUMBER | st.text(max_size=3))
+    if kind == "response":
+        return index, kind, draw(_RESPONSE_FIELDS), draw(_NUMBER | st.just("length"))
+    if kind == "field":
+        field = draw(st.sampled_from(["claimed_arm", "preceded_by", "http_status", "output_hash"]))
+        values = {
+            "claimed_arm": st.sampled_from([str(a) for a in Arm]),
+            "preceded_by": st.sampled_from(["server-start", "cache-reset", "request"]),
+            "http_status": st.sampled_from([200, 500, None]),
+            "output_hash": st.sampled_from([None, "0" * 64]),
+        }
+        return index, kind, field, draw(values[field])
+    return index, kind, None, None
+
+
+def _apply(documents: list[dict[str, Any]], mutation: tuple[int, str, Any, Any]) -> None:
+    index, kind, key, value = mutation
+    document = documents[index]
+    side = document["telemetry"]["before" if index % 2 else "after"]
+    if kind == "metric" and side["metrics"] is not None and isinstance(value, int | float):
+        side["metrics"][key] = value
+    elif kind == "drop-metric" and side["metrics"] is not None:
+        side["metrics"].pop(key, None)
+    elif kind == "stats":
+        if side["cache_stats"] is None:
+            side["cache_stats"] = {}
+        side["cache_stats"][key] = value
+    elif kind == "no-stats":
+        side["cache_stats"] = None
+    elif kind == "no-metrics":
+        side["metrics"] = None
+    elif kind == "response" and document["response"] is not None:
+        _set(document["response"], key, value)
+    elif kind == "field":
+        document[key] = value
+
+
+def _records(documents: list[tuple[str, dict[str, Any]]]) -> list[Record]:
+    return [Record.from_json(path, copy.deepcopy(document)) for path, document in documents]
+
+
+def _attempt(work: Any) -> Any:
+    try:
+        return work()
+    except Exception as exc:  # both paths must fail alike
+        return ("raised", type(exc))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["seed-mlxcel", "llama-cpp-real.tar.gz", "llama-cpp-cuda-flip.tar.gz"]),
+    st.sampled_from(RULES),
+    st.lists(_mutation(28), max_size=12),
+    st.booleans(),
+)
+def test_generated_records_get_the_same_proofs_and_classes(
+    bundle: str,
+    rules: ProfileRules,
+    mutations: list[tuple[int, str, Any, Any]],
+    attached: bool,
+) -> None:
+    base, experiment = _bundle(bundle)
+    documents = [copy.deepcopy(d) for _, d in base]
+    for mutation in mutations:
+        if mutation[0] < len(documents):
+            _apply(documents, mutation)
+    named = list(zip([p for p, _ in base], documents, strict=True))
+    disabled = {c.id: c.disabled_instances for c in experiment.conditions}
+    conditions = experiment.conditions
+
+    def fast() -> Any:
+        found = proofs.prove_all(_records(named), rules, disabled, attached=attached)
+        return found, classify.classify(conditions, found, rules)
+
+    def plain() -> Any:
+        with pytest.MonkeyPatch.context() as patched:
+            reference.use_plain_paths(patched)
+            found = reference.prove_all(_records(named), rules, disabled, attached=attached)
+            return found, classify.classify(conditions, found, rules)
+
+    assert _attempt(fast) == _attempt(plain)
+
+
+@given(
+    st.lists(
+        st.dictionaries(_METRIC_KEYS, st.integers(0, 5), max_size=5)
+        | st.dictionaries(st.sampled_from(["a", "a{x}", "b", "a{y}"]), st.integers(0, 5)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.lists(st.dictionaries(_STATS_KEYS, _NUMBER), min_size=1, max_size=6),
+)
+def test_snapshots_of_other_keys_are_not_confused(
+    metrics: list[dict[str, Any]], stats: list[dict[str, Any]]
+) -> None:
+    # the family index and the prefixed names are kept for the keys last seen: snapshots of
+    # other keys, in any order, get their own
+    refs = ["metric:a", "metric:mlxcel_prompt_cache_hits_total", "metric:b", "metric:vllm:x"]
+    for m in metrics:
+        for s in stats:
+            snapshot = Snapshot(s, m)
+            keys = tuple(m)
+            for ref in refs:
+                expected = {k: m[k] for k in reference.family_index(keys).get(ref[7:], ())}
+                assert snapshot.samples(ref) == expected
+            for prefix in ("reject_", "h", ""):
+                plain = {
+                    k
+                    for k in reference.prefixed(prefix, tuple(s))
+                    if isinstance(s[k], int) and not isinstance(s[k], bool)
+                }
+                assert snapshot.stat_names(prefix) == plain
+
+
+@given(st.lists(st.sampled_from(["metric:a", "stats:b", "c", "metric:x:y"]), max_size=6))
+def test_reason_names_are_those_written_each_time(refs: list[str]) -> None:
+    assert proofs._names(refs) == reference._names(refs)
+    assert proofs._names(iter(refs)) == reference._names(refs)
+
+
+def test_the_signal_tuples_are_their_fields() -> None:
+    signals = _ODD_RULES.signals
+    assert signals.hit_evidence == signals.hits + signals.reuse
+    assert signals.store_access == signals.hits + signals.reuse + signals.lookups + signals.inserts
+    assert signals.all == signals.store_access + signals.paths
+    assert signals == copy.deepcopy(signals) and hash(signals) == hash(copy.deepcopy(signals))

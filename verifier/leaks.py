@@ -187,7 +187,9 @@ _URL_HOST = re.compile(
     re.ASCII,
 )
 # Each token pattern names the secret part: what is replaced, and never shown in an excerpt.
-_TOKEN_VALUE = r"[^\s\"'<>`,;(){}\[\]\x00-\x02$*%][^\s\"'<>`,;(){}\[\]\x00-\x02]"  # noqa: S105
+_VALUE_FIRST = r"[^\s\"'<>`,;(){}\[\]\x00-\x02$*%]"
+_VALUE_CHAR = r"[^\s\"'<>`,;(){}\[\]\x00-\x02]"
+_TOKEN_VALUE = _VALUE_FIRST + _VALUE_CHAR
 _PREFIXED_TOKENS = re.compile(
     r"""
       hf_(?P<hf>[A-Za-z0-9]{20,})
@@ -700,6 +702,183 @@ def _matches_at(
             position = match.end()
 
 
+# The secret patterns in time linear in the text. Tried as `_matches` tries them, each could
+# read a long run again at every place inside it where it is rejected or fails: a secret word
+# reads its name to the end of the run (`keykeykey...`), a name its value (`monkey=monkey=...`),
+# a flag's name every secret word in it (`-keykeykey...`), a prefixed token the run after it
+# (`xsk-sk-sk-...`). Each scan below gives the same matches, deciding a place without the
+# pattern where the pattern cannot give an accepted match there, and running the pattern only
+# where it will be accepted; the ends of values are found once per run (`_RunEnd`).
+_WORD_AT = re.compile(rf"(?i:{_SECRET_WORD})", re.ASCII)
+_NAME_RUN = re.compile(r"[\w.-]*", re.ASCII)
+_NAME_CHARS_TEXT = "".join(sorted(_NAME_CHARS))
+_NOT_LETTERS = "0123456789_.-"
+# What follows a member's name up to its value, and the value's first character.
+_MEMBER_SEP = re.compile(rf"""["']?[ \t]*[:=\x01][ \t]*["']?(?={_VALUE_FIRST})""", re.ASCII)
+_VALUE_RUN = re.compile(rf"{_VALUE_CHAR}*", re.ASCII)
+_FLAG_HEAD = re.compile(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
+_FLAG_RUN = re.compile(r"[\w-]*", re.ASCII)
+_FLAG_EQUALS = re.compile(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
+_FLAG_NEXT = re.compile(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
+_FLAG_BLANKS = re.compile(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
+_TOKEN_PREFIX = re.compile(r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-")
+
+
+def _end_of(run: re.Pattern[str], text: str, at: int) -> int:
+    """Where the run (a pattern of zero or more characters of a class) from `at` ends."""
+    match = run.match(text, at)
+    assert match is not None
+    return match.end()
+
+
+class _RunEnd:
+    """Where the run of a character class that holds a place ends, for places in ascending
+    order: the run is read once, whatever the number of places inside it."""
+
+    def __init__(self, text: str, run: re.Pattern[str]) -> None:
+        self._text, self._run = text, run
+        self._start = self._end = 0
+
+    def __call__(self, at: int) -> int:
+        if not self._start <= at < self._end:
+            self._start, self._end = at, _end_of(self._run, self._text, at)
+        return self._end
+
+
+class _Cursor:
+    """The places to try in turn: from `starts` (ascending), or those `finder` finds."""
+
+    def __init__(self, text: str, starts: list[int] | None, finder: re.Pattern[str]) -> None:
+        self._text, self._starts, self._finder = text, starts, finder
+        self._index = 0
+
+    def next(self, position: int) -> int:
+        """The first place at or after `position`, or -1."""
+        if self._starts is None:
+            found = self._finder.search(self._text, position)
+            return -1 if found is None else found.start()
+        self._index = bisect.bisect_left(self._starts, position, self._index)
+        return self._starts[self._index] if self._index < len(self._starts) else -1
+
+
+def _name_at(text: str, start: int, end: int) -> str:
+    """`_name_before` for a member whose secret word starts at `start`, its run ending at
+    `end`: the run from its first letter (the run read back in C, a window at a time)."""
+    size = 256
+    while True:
+        window = text[max(0, start - size) : start]
+        kept = window.rstrip(_NAME_CHARS_TEXT)
+        if kept or len(window) < size:
+            break
+        size *= 4
+    begin = start - (len(window) - len(kept))
+    return text[begin:end].lstrip(_NOT_LETTERS)
+
+
+def _secret_members(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
+    """`_matches_at(_SECRET_MEMBER, text, starts, _accept_token)` (with `starts` None, as
+    `_matches`), in time linear in the text.
+
+    What the pattern does after its secret word, and whether the match is accepted, is the
+    same at each place of a run of name characters: the name runs to the end of the run, and
+    the rest follows it. So the first place of a run where the word matches decides the run.
+    """
+    cursor = _Cursor(text, starts, _WORD_AT)
+    values = _RunEnd(text, _VALUE_RUN)
+    position = 0
+    while (start := cursor.next(position)) >= 0:
+        word = _WORD_AT.match(text, start)
+        if word is None:
+            position = start + 1
+            continue
+        end = _end_of(_NAME_RUN, text, word.end())
+        position = end  # the whole run is decided here
+        head = _MEMBER_SEP.match(text, end)
+        if head is None:
+            continue
+        value_start = head.end()
+        value_end = values(value_start)
+        if value_end - value_start < 6:  # the value's first character and five more
+            continue
+        if not _is_secret_name(_name_at(text, start, end)):
+            continue
+        if _NUMBER.fullmatch(text, value_start, value_end):
+            continue
+        match = _SECRET_MEMBER.match(text, start)
+        if match is not None:
+            yield match
+            position = match.end()
+
+
+def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
+    """`_matches_at(_SECRET_FLAG, text, starts, _accept_token)` (with `starts` None, as
+    `_matches`), in time linear in the text.
+
+    A flag's name is the whole run of letters, digits, `_` and `-` after its dashes, if the run
+    starts with a letter and holds a secret word; what follows the run decides the value.
+    """
+    cursor = _Cursor(text, starts, _FLAG_HEAD)
+    values = _RunEnd(text, _VALUE_RUN)
+    position = 0
+    while (start := cursor.next(position)) >= 0:
+        position = start + 1
+        head = _FLAG_HEAD.match(text, start)
+        if head is None:
+            continue
+        name_start = head.end()
+        end = _end_of(_FLAG_RUN, text, name_start)
+        position = end  # no flag starts inside the run
+        if _WORD_AT.search(text, name_start, end) is None:
+            continue
+        if _FLAG_EQUALS.match(text, end) is None and _FLAG_NEXT.match(text, end) is None:
+            # `--name value`: a word of prose is not a value.
+            if (blanks := _FLAG_BLANKS.match(text, end)) is None:
+                continue
+            value_start = blanks.end()
+            value_end = values(value_start)
+            if value_end - value_start < 6:
+                continue
+            if value_end - value_start < 16 and not _tokenish(text[value_start:value_end]):
+                continue
+        if not _is_secret_name(text[name_start:end], flag=True):
+            continue
+        match = _SECRET_FLAG.match(text, start)
+        if match is not None:
+            yield match
+            position = match.end()
+
+
+def _prefixed_tokens(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
+    """`_matches_at(_PREFIXED_TOKENS, text, starts, _accept_token)` (with `starts` None, as
+    `_matches`), in time linear in the text.
+
+    After a letter or a digit no token is accepted, and after `_` or `-` only an AWS key (of
+    fixed length): the pattern runs only where its match can be accepted.
+    """
+    cursor = _Cursor(text, starts, _TOKEN_PREFIX)
+    position = 0
+    while (start := cursor.next(position)) >= 0:
+        position = start + 1
+        if start:
+            before = text[start - 1]
+            if before.isalnum():
+                continue
+            if before in "_-" and not text.startswith(("AKIA", "ASIA"), start):
+                continue
+        match = _PREFIXED_TOKENS.match(text, start)
+        if match is not None and _accept_token(match):
+            yield match
+            position = match.end()
+
+
+_LINEAR_SCANS: dict[re.Pattern[str], Callable[[str, list[int] | None], Iterator[re.Match[str]]]]
+_LINEAR_SCANS = {
+    _SECRET_MEMBER: _secret_members,
+    _SECRET_FLAG: _secret_flags,
+    _PREFIXED_TOKENS: _prefixed_tokens,
+}
+
+
 def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
     """Every hit of the generic detectors in one view of a text (overlaps included)."""
     # Each detector needs a character or word; a text without it skips the detector's pass,
@@ -720,7 +899,11 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
         starts = places.starts(pattern)
         if starts == []:
             continue
-        for match in _matches_at(pattern, text, starts, _accept_token):
+        linear = _LINEAR_SCANS.get(pattern)
+        matches = (
+            linear(text, starts) if linear else _matches_at(pattern, text, starts, _accept_token)
+        )
+        for match in matches:
             group = _secret_group(match)
             # A prefixed token goes whole; after a name or a flag, only the value.
             start, end = match.span() if pattern is _PREFIXED_TOKENS else match.span(group)

@@ -957,7 +957,13 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
 _NAME_END = r"(?=[/\\\s\"':@\x00-\x02]|\Z)"
 
 
-def _known_pattern(known: Known) -> str:
+# What may follow a user name: `@`, or `:` and then `@` before any `/` or space (the
+# password of `al:pw@host`); or, in the two forms `_KnownRegex` splits it into, `@` or `:`
+# where the colon's run leads to `@`, and `@` alone where it does not.
+_AFTER_USER = {None: r"@|:[^/@\s]*@", True: "@|:", False: "@"}
+
+
+def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
     v = re.escape(known.value)
     distinctive = len(known.value) >= 4 and any(c in known.value for c in "-._")
     token = rf"|(?<![\w.-]){v}(?![\w-]|\.\w)" if distinctive else ""
@@ -966,11 +972,72 @@ def _known_pattern(known: Known) -> str:
     if known.kind is KnownKind.USER:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
-            rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@){token})"
+            rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]}){token})"
         )
     if known.kind is KnownKind.HOST:
         return rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z){token})"
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
+
+
+_ACCOUNT_BREAK = re.compile(r"[/@\s]")
+_ACCOUNT_RUN = re.compile(r"[^/@\s]*")
+
+
+class _KnownRegex:
+    """One pattern of known values, with where it can match (`_KnownPlaces`).
+
+    After a user name and a colon, the pattern reads on to the next `/`, `@` or space: at each
+    name of a run that repeats it (`al:al:al:...`), to the end of the run. Where no user name
+    holds such a character, what it finds there is the same for every name at one place, and
+    is found once per run (`_RunEnd`): the pattern is also compiled with the colon taken as
+    leading to `@` and as not, and the run's answer picks one at each place.
+    """
+
+    def __init__(self, group: list[tuple[int, Known]]) -> None:
+        def joined(colon_to_at: bool | None) -> str:
+            return "|".join(f"(?P<k{i}>{_known_pattern(k, colon_to_at)})" for i, k in group)
+
+        self.regex = re.compile(joined(None))
+        self.places = _KnownPlaces([k for _, k in group])
+        users = [k.value for _, k in group if k.kind is KnownKind.USER]
+        self._split: tuple[re.Pattern[str], re.Pattern[str]] | None = None
+        if users and all(k.value for _, k in group) and not any(map(_ACCOUNT_BREAK.search, users)):
+            self._split = (re.compile(joined(True)), re.compile(joined(False)))
+
+    def finditer(self, places: _Places) -> Iterator[re.Match[str]]:
+        """`self.regex.finditer(places.text)`."""
+        text = places.text
+        starts = self.places.starts(places)
+        if self._split is None:
+            yield from _finditer_at(self.regex, text, starts)
+            return
+        to_at, not_to_at = self._split
+        runs = _RunEnd(text, _ACCOUNT_RUN)
+
+        def leads_to_at(start: int) -> bool:
+            end = runs(start)
+            return end < len(text) and text[end] == "@"
+
+        position = 0
+        if starts is None:
+            # Where the pattern matches, the weaker one does: the first place it does is tried.
+            while (match := to_at.search(text, position)) is not None:
+                start = match.start()
+                if not leads_to_at(start):
+                    match = not_to_at.match(text, start)
+                if match is None:
+                    position = start + 1
+                    continue
+                yield match
+                position = match.end()
+            return
+        for start in starts:
+            if start < position:
+                continue
+            regex = to_at if leads_to_at(start) else not_to_at
+            if (match := regex.match(text, start)) is not None:
+                yield match
+                position = match.end()
 
 
 class Detector:
@@ -979,22 +1046,22 @@ class Detector:
     def __init__(self, known: Sequence[Known] = ()) -> None:
         self.known = tuple(sorted({k.value: k for k in known}.values(), key=_longest_first))
         # Opaque values apart: a long one must not hide a private path inside it.
-        self._regexes: list[tuple[re.Pattern[str], _KnownPlaces]] = []
+        self._regexes: list[_KnownRegex] = []
         for opaque in (False, True):
             group = [
                 (i, k) for i, k in enumerate(self.known) if (k.kind is KnownKind.OPAQUE) is opaque
             ]
             if group:
-                joined = "|".join(f"(?P<k{i}>{_known_pattern(k)})" for i, k in group)
-                self._regexes.append((re.compile(joined), _KnownPlaces([k for _, k in group])))
+                self._regexes.append(_KnownRegex(group))
 
     def _known_hits(self, places: _Places) -> Iterator[_Found]:
         text = places.text
-        for regex, where in self._regexes:
-            for match in _finditer_at(regex, text, where.starts(places)):
+        names_an_account = _AccountNames(text)
+        for regex in self._regexes:
+            for match in regex.finditer(places):
                 assert match.lastgroup is not None
                 known = self.known[int(match.lastgroup[1:])]
-                if known.kind is KnownKind.USER and not _names_an_account(text, match.start()):
+                if known.kind is KnownKind.USER and not names_an_account(match.start()):
                     continue
                 yield _Found(
                     known.category,
@@ -1037,16 +1104,20 @@ class Detector:
             depth += 1
         # Identifying hits first, so that an opaque value (removed from free text only) never
         # hides a home path or a token inside it; then the opaque ones in the gaps.
+        # The identifying hits chosen do not overlap: by start, their ends ascend too, and the
+        # last one that starts before a hit ends is the one that can overlap it.
         chosen: list[_Found] = []
         for wanted in (True, False):
             layer = sorted(
                 (h for h in found if h.identifying is wanted),
                 key=lambda h: (h.start, not h.known, h.start - h.end),
             )
+            starts = [h.start for h in chosen]
             taken: list[_Found] = []
             for hit in layer:
                 clear = not taken or hit.start >= taken[-1].end
-                if clear and not any(h.start < hit.end and hit.start < h.end for h in chosen):
+                before = bisect.bisect_left(starts, hit.end) - 1
+                if clear and (before < 0 or chosen[before].end <= hit.start):
                     taken.append(hit)
             chosen += taken
         chosen.sort(key=lambda h: h.start)
@@ -1157,6 +1228,44 @@ def _names_an_account(text: str, start: int) -> bool:
         return True
     # Not the first component: `/usage/prompt_tokens` is a JSON pointer as often as a path.
     return word.startswith(("/", "\\")) and bool(re.search(r"[^/\\][/\\]", word))
+
+
+_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
+_BELOW_FIRST = re.compile(r"[^/\\][/\\]")
+
+
+class _AccountNames:
+    """`_names_an_account` for the places of one text, in ascending order: the way back to a
+    word's start stops at the place before, whose word start is known, so each character is
+    read once however many names a long word holds (`/al/al/al...`)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._at = -1
+        self._begin = 0  # the word start of the place before (or a bound at most 4096 back)
+
+    def __call__(self, start: int) -> bool:
+        text = self._text
+        if start == 0 or text[start - 1] not in "/\\":
+            return True
+        low = max(0, start - 4096)
+        begin = start
+        while begin > low and text[begin - 1] not in _TOKEN_STOP:
+            begin -= 1
+            if begin == self._at:  # no stop since the place before: its word goes on
+                begin = max(self._begin, low)
+                break
+        self._at, self._begin = start, begin
+        if text.startswith("/path/to/", begin):
+            return False
+        if text.startswith("file://", begin, start):
+            begin += len("file://")
+        if text.startswith("~", begin, start) or _DRIVE.match(text, begin, start):
+            return True
+        return (
+            text.startswith(("/", "\\"), begin, start)
+            and _BELOW_FIRST.search(text, begin, start) is not None
+        )
 
 
 def _longest_first(known: Known) -> tuple[int, str]:

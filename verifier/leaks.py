@@ -471,8 +471,10 @@ _AWS_RUN = bytes(ord("a") if chr(b) in _LETTERS or chr(b) in "/+" else ord(" ") 
 
 def _ascending(*groups: list[int] | None) -> list[int] | None:
     """The places of all groups, ascending and distinct; None (anywhere) if one group is."""
-    if any(group is None for group in groups):
+    if None in groups:
         return None
+    if not any(groups):  # the usual case: no place at all
+        return []
     return sorted({p for group in groups if group is not None for p in group if p >= 0})
 
 
@@ -526,6 +528,9 @@ class _Places:
         self._ats_done = False
         self._colons: list[int] | None = None
         self._colons_done = False
+        self._paths_found: bool | None = None
+        self._schemes: list[int] | None = None
+        self._schemes_done = False
 
     def bounded(self, places: Iterable[_T]) -> list[_T] | None:
         """The places, or None past the limit."""
@@ -535,9 +540,10 @@ class _Places:
     def _found(self, finder: re.Pattern[str], first: str, *offsets: int) -> list[int] | None:
         """The places `offsets` before each place where the finder matches (which starts with
         the character `first`: a text without it is ruled out at once)."""
-        if first not in self.text:
+        text = self.text
+        if first not in text or (match := finder.search(text)) is None:
             return []
-        matches = itertools.islice(finder.finditer(self.text), self.limit + 1)
+        matches = itertools.islice(finder.finditer(text, match.start()), self.limit + 1)
         found = [m.start() for m in matches]
         if len(found) > self.limit:
             return None
@@ -559,9 +565,12 @@ class _Places:
         if not self._words_done:
             self._words_done = True
             low = self.low
-            found = self.bounded(
-                m for f in _SECRET_WORDS if f.pattern[0] in low for m in f.finditer(low)
-            )
+            firsts = [
+                (f, first)
+                for f in _SECRET_WORDS
+                if f.pattern[0] in low and (first := f.search(low)) is not None
+            ]
+            found = self.bounded(m for f, first in firsts for m in f.finditer(low, first.start()))
             if found is not None:
                 self._words = sorted(m.start() - _WORD_BACK[m.group()] for m in found)
                 self._has_key = any(m.group() == "key" for m in found)
@@ -593,8 +602,10 @@ class _Places:
         return _STARTS[pattern](self)
 
     def _paths(self) -> list[int] | None:
-        text = self.text
-        return None if "~" in text or _HOME_OR_TEMP.search(text) else []
+        if self._paths_found is None:
+            text = self.text
+            self._paths_found = "~" in text or _HOME_OR_TEMP.search(text) is not None
+        return None if self._paths_found else []
 
     def _email(self) -> list[int] | None:
         return _run_starts(self.text, self.ats, _EMAIL_LOCAL)
@@ -602,8 +613,17 @@ class _Places:
     def _account(self) -> list[int] | None:
         return _run_starts(self.text, self.ats, _ACCOUNT_USER)
 
+    @property
+    def schemes(self) -> list[int] | None:
+        """Where `://` is."""
+        if not self._schemes_done:
+            self._schemes_done = True
+            text = self.text
+            self._schemes = self.bounded(_occurrences(text, "://")) if ":" in text else []
+        return self._schemes
+
     def _url_host(self) -> list[int] | None:
-        return _run_starts(self.text, self.bounded(_occurrences(self.text, "://")), _URL_SCHEME)
+        return _run_starts(self.text, self.schemes, _URL_SCHEME)
 
     def _mac(self) -> list[int] | None:
         # A MAC address with colons has the first colon of an IPv6 address.
@@ -883,7 +903,14 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
     """Every hit of the generic detectors in one view of a text (overlaps included)."""
     # Each detector needs a character or word; a text without it skips the detector's pass,
     # and a text with it tries the detector only where `_Places` says a match can start.
-    has = {c: c in text for c in "/~:.@-"}
+    slash, tilde, colon, dot, at, dash = (
+        "/" in text,
+        "~" in text,
+        ":" in text,
+        "." in text,
+        "@" in text,
+        "-" in text,
+    )
     places = _Places(text) if places is None else places
     private_key = places.has_key and "PRIVATE KEY" in text
     ends = [m.end() for m in _KEY_END.finditer(text)] if private_key else []
@@ -894,7 +921,7 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
             end = ends[following]
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
     for pattern in (_PREFIXED_TOKENS, _AWS_SECRET, _AUTH_TOKENS, _SECRET_FLAG, _SECRET_MEMBER):
-        if pattern is _SECRET_FLAG and not has["-"]:
+        if pattern is _SECRET_FLAG and not dash:
             continue
         starts = places.starts(pattern)
         if starts == []:
@@ -912,22 +939,22 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
             yield _found(TOKEN, start, end, excerpt)
     simple: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool], bool], ...] = (
-        (HOME_PATH, _HOME, lambda m: True, has["/"] or has["~"]),
-        (TEMP_PATH, _TEMP, lambda m: True, has["/"]),
+        (HOME_PATH, _HOME, lambda m: True, slash or tilde),
+        (TEMP_PATH, _TEMP, lambda m: True, slash),
         (
             EMAIL,
             _EMAIL,
             lambda m: not _RESERVED_DOMAIN.search(m.group().rsplit("@", 1)[1]),
-            has["@"],
+            at,
         ),
-        (MAC_ADDRESS, _MAC, lambda m: _is_identifying_mac(m.group()), has[":"] or has["-"]),
+        (MAC_ADDRESS, _MAC, lambda m: _is_identifying_mac(m.group()), colon or dash),
         (
             IP_ADDRESS,
             _IPV4,
             lambda m: _is_public_ipv4(text, m.start(), m.end(), m.group()),
-            has["."],
+            dot,
         ),
-        (IP_ADDRESS, _IPV6, lambda m: _is_public_ipv6(m.group()), has[":"]),
+        (IP_ADDRESS, _IPV6, lambda m: _is_public_ipv6(m.group()), colon),
     )
     for category, pattern, accept, needed in simple:
         starts = places.starts(pattern) if needed else []
@@ -935,10 +962,10 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
             continue
         for match in _matches_at(pattern, text, starts, accept):
             yield _found(category, match.start(), match.end(), _mask(match.group()))
-    for match in _WINDOWS_HOME.finditer(text) if has[":"] else ():
+    for match in _WINDOWS_HOME.finditer(text) if colon and "U" in text else ():
         start = match.start() - 1
         yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
-    if not has["@"] and "://" not in text:
+    if not at and places.schemes == []:
         return
     for match in _matches_at(
         _ACCOUNT, text, places.starts(_ACCOUNT), lambda m: _is_machine_name(m.group("host"))

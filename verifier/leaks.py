@@ -44,6 +44,7 @@ import enum
 import ipaddress
 import itertools
 import re
+import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -131,6 +132,42 @@ class Known:
     kind: KnownKind
 
 
+class _Lazy:
+    """A regular expression compiled where it is first used. Most texts need none of these
+    (what checks a candidate, the rare detectors, export's own): compiling them at import
+    would cost every start-up."""
+
+    __slots__ = ("_flags", "_pattern", "_regex")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._pattern, self._flags = pattern, flags
+        self._regex: re.Pattern[str] | None = None
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        if self._regex is None:
+            self._regex = re.compile(self._pattern, self._flags)
+        return self._regex
+
+    @property
+    def pattern(self) -> str:
+        return self._pattern
+
+    def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.regex.search(text, pos, endpos)
+
+    def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.regex.match(text, pos, endpos)
+
+    def fullmatch(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.regex.fullmatch(text, pos, endpos)
+
+    def finditer(
+        self, text: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[str]]:
+        return self.regex.finditer(text, pos, endpos)
+
+
 # ---------------------------------------------------------------------------------------------
 # Generic detectors
 
@@ -140,7 +177,7 @@ _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
 # Each pattern starts with a literal character and checks what precedes it afterwards: the
 # regular expression engine then skips quickly to the places worth trying.
 _SLASH = r"/(?<![\w.~/-]/)/*+"  # one or more slashes, not inside a longer path or a word
-_HOME = re.compile(
+_HOME = _Lazy(
     rf"""
       {_SLASH}(?:var/++)?home/++[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
     | {_SLASH}Users/++(?!Shared\b)[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
@@ -150,38 +187,38 @@ _HOME = re.compile(
     re.VERBOSE | re.ASCII,
 )
 # C:\Users\name: the match starts at the colon; its drive letter is added back.
-_WINDOWS_HOME = re.compile(
+_WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}Users{_WIN_SEP}
     [A-Za-z0-9_][A-Za-z0-9._-]*(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
-_TEMP = re.compile(
+_TEMP = _Lazy(
     rf"""{_SLASH}(?:tmp|var/++tmp|var/++folders|private/++var|private/++tmp|dev/++shm)
     /++[^\s"'<>`|;,(){{}}\[\]\\\x00-\x02]+""",
     re.VERBOSE | re.ASCII,
 )
-_IPV4 = re.compile(r"(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\w)", re.ASCII)
-_IPV6 = re.compile(
+_IPV4 = _Lazy(r"(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\w)", re.ASCII)
+_IPV6 = _Lazy(
     r"""(?<![\w:.])
     (?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?
     (?:%(?:25)?[A-Za-z0-9_.-]+)?
     (?![\w:]|\.\w)""",
     re.VERBOSE | re.ASCII,
 )
-_MAC = re.compile(
+_MAC = _Lazy(
     r"(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])",
     re.ASCII,
 )
-_EMAIL = re.compile(
+_EMAIL = _Lazy(
     r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![\w-])",
     re.ASCII,
 )
 # user@host where host is one label (ssh-style), not an e-mail address.
-_ACCOUNT = re.compile(
+_ACCOUNT = _Lazy(
     r"(?<![\w.%+@-])(?P<user>[A-Za-z_][A-Za-z0-9._-]*)@(?P<host>[A-Za-z][A-Za-z0-9-]*)(?![\w.@-])",
     re.ASCII,
 )
-_URL_HOST = re.compile(
+_URL_HOST = _Lazy(
     r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://(?:[^\s/@\"'\x00-\x02]*@)?(?P<host>[A-Za-z][A-Za-z0-9.-]*)"
     r"(?=[:/?#\]\s\"'\x00-\x02]|\Z)",
     re.ASCII,
@@ -190,7 +227,7 @@ _URL_HOST = re.compile(
 _VALUE_FIRST = r"[^\s\"'<>`,;(){}\[\]\x00-\x02$*%]"
 _VALUE_CHAR = r"[^\s\"'<>`,;(){}\[\]\x00-\x02]"
 _TOKEN_VALUE = _VALUE_FIRST + _VALUE_CHAR
-_PREFIXED_TOKENS = re.compile(
+_PREFIXED_TOKENS = _Lazy(
     r"""
       hf_(?P<hf>[A-Za-z0-9]{20,})
     | sk-(?P<sk>(?=[\w-]*\d)[\w-]{20,})
@@ -202,11 +239,11 @@ _PREFIXED_TOKENS = re.compile(
     """,
     re.VERBOSE | re.ASCII,
 )
-_AWS_SECRET = re.compile(
+_AWS_SECRET = _Lazy(
     r"(?<![A-Za-z0-9/+=])(?P<awssecret>[A-Za-z0-9][A-Za-z0-9/+]{38}[A-Za-z0-9])(?![A-Za-z0-9+=])",
     re.ASCII,
 )
-_AUTH_TOKENS = re.compile(
+_AUTH_TOKENS = _Lazy(
     rf"""
       (?<![\w-])(?i:(?:proxy-)?authorization)["']?[ \t]*[:=\x01][ \t]*["']?
       (?:(?i:basic)\s+(?P<basic>[A-Za-z0-9+/]{{8,}}={{0,2}})
@@ -217,7 +254,7 @@ _AUTH_TOKENS = re.compile(
 )
 _SECRET_WORD = r"(?:key|token(?!s|iz)|secret|passw(?:or)?d|passphrase|credential|auth)"  # noqa: S105
 # --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP).
-_SECRET_FLAG = re.compile(
+_SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
       (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
         |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
@@ -227,50 +264,50 @@ _SECRET_FLAG = re.compile(
 )
 # NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP). The
 # match starts at the secret word; the rest of the name before it is found by `_name_before`.
-_SECRET_MEMBER = re.compile(
+_SECRET_MEMBER = _Lazy(
     rf"""(?i:{_SECRET_WORD})[\w.-]*["']?[ \t]*
       (?:[:=]|\x01)[ \t]*["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
     """,
     re.VERBOSE | re.ASCII,
 )
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-_KEY_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
-_KEY_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
+_KEY_BEGIN = _Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
+_KEY_END = _Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _KEY_MAX_CHARS = 65536
 
 # A name is key-like when it names a secret: `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`...
-_SECRET_NAME = re.compile(
+_SECRET_NAME = _Lazy(
     r"(?i:(?:^|[_.-])(?:api)?key$|^apikey$|token(?!s|iz)|secret|passw(?:or)?d|passphrase"
     r"|credential|auth(?!or)(?:[_-]?(?:key|token|header))?$)",
     re.ASCII,
 )
 # ... unless what it names is not the secret itself, or is a tokenizer's special token.
-_NOT_SECRET_NAME = re.compile(
+_NOT_SECRET_NAME = _Lazy(
     r"(?i:[_.-](?:path|file|dir|url|env|len|length|count|limit|type|id|ids|size|name|format)$"
     r"|^(?:eos|bos|pad|unk|sep|cls|mask|special|start|end|stop|prefix|suffix|middle|image|audio"
     r"|video|eot|eom|fim|think|default|max|min|num|n)[_-]tokens?)",
     re.ASCII,
 )
 # Documentation domains (RFC 2606, RFC 6761) belong to nobody.
-_RESERVED_DOMAIN = re.compile(
+_RESERVED_DOMAIN = _Lazy(
     r"(?:^|\.)(?:example\.(?:com|net|org)|example|test|invalid|localhost)$", re.IGNORECASE
 )
-_LOCAL_DOMAIN = re.compile(
+_LOCAL_DOMAIN = _Lazy(
     r"(?i:\.(?:local|lan|internal|intranet|corp|home|localdomain|home\.arpa|private))$"
 )
 _NOT_HOSTS = frozenset({"localhost", "latest", "next", "stable", "beta", "canary", "head"})
 _THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")
 _SHARED = ipaddress.IPv4Network("100.64.0.0/10")
-_VERSION_BEFORE = re.compile(
+_VERSION_BEFORE = _Lazy(
     r"(?i:\b(?:version|ver|release|build|driver|runtime|headers|compiler|cuda|cudnn|cublas"
     r"|nccl|rocm|torch|mlx|library)[\W_]{0,4}$)"
 )
-_ADDRESS_BEFORE = re.compile(
+_ADDRESS_BEFORE = _Lazy(
     r"(?i:\b(?:ip|ipv4|addr|address|inet|host|hostname|peer|server|remote|client|gateway|dns"
     r"|nameserver|proxy|bind|listen|listening on|connect|connected to|connecting to|src|dst"
     r"|forwarded-for|forwarded|origin)[\W_]{0,4}$|://$|@$|\[$)"
 )
-_ADDRESS_AFTER = re.compile(r":\d{1,5}(?!\d)|/\d{1,2}(?!\d)|\]")
+_ADDRESS_AFTER = _Lazy(r":\d{1,5}(?!\d)|/\d{1,2}(?!\d)|\]")
 
 
 def _mask(text: str) -> str:
@@ -344,7 +381,7 @@ def _is_machine_name(host: str) -> bool:
     return "." not in host or bool(_LOCAL_DOMAIN.search(host))
 
 
-_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_NUMBER = _Lazy(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 
 
 def _tokenish(value: str) -> bool:
@@ -409,7 +446,7 @@ def _accept_token(match: re.Match[str]) -> bool:
 
 
 def _matches(
-    pattern: re.Pattern[str], text: str, accept: Callable[[re.Match[str]], bool]
+    pattern: re.Pattern[str] | _Lazy, text: str, accept: Callable[[re.Match[str]], bool]
 ) -> Iterator[re.Match[str]]:
     """The accepted matches; a rejected one does not hide a match that starts inside it."""
     position = 0
@@ -597,7 +634,7 @@ class _Places:
             self._colons = self._found(_IPV6_COLON, ":", 0)
         return self._colons
 
-    def starts(self, pattern: re.Pattern[str]) -> list[int] | None:
+    def starts(self, pattern: _Lazy) -> list[int] | None:
         """Every place (ascending) where `pattern` can match, or None: anywhere."""
         return _STARTS[pattern](self)
 
@@ -680,7 +717,7 @@ class _Places:
         return self.words
 
 
-_STARTS: dict[re.Pattern[str], Callable[[_Places], list[int] | None]] = {
+_STARTS: dict[_Lazy, Callable[[_Places], list[int] | None]] = {
     _HOME: _Places._paths,
     _TEMP: _Places._paths,
     _EMAIL: _Places._email,
@@ -698,7 +735,7 @@ _STARTS: dict[re.Pattern[str], Callable[[_Places], list[int] | None]] = {
 
 
 def _matches_at(
-    pattern: re.Pattern[str],
+    pattern: _Lazy,
     text: str,
     starts: list[int] | None,
     accept: Callable[[re.Match[str]], bool],
@@ -712,11 +749,12 @@ def _matches_at(
     if starts is None:
         yield from _matches(pattern, text, accept)
         return
+    regex = pattern.regex
     position = 0
     for start in starts:
         if start < position:
             continue
-        match = pattern.match(text, start)
+        match = regex.match(text, start)
         if match is not None and match.end() > start and accept(match):
             yield match
             position = match.end()
@@ -729,19 +767,19 @@ def _matches_at(
 # (`xsk-sk-sk-...`). Each scan below gives the same matches, deciding a place without the
 # pattern where the pattern cannot give an accepted match there, and running the pattern only
 # where it will be accepted; the ends of values are found once per run (`_RunEnd`).
-_WORD_AT = re.compile(rf"(?i:{_SECRET_WORD})", re.ASCII)
-_NAME_RUN = re.compile(r"[\w.-]*", re.ASCII)
+_WORD_AT = _Lazy(rf"(?i:{_SECRET_WORD})", re.ASCII)
+_NAME_RUN = _Lazy(r"[\w.-]*", re.ASCII)
 _NAME_CHARS_TEXT = "".join(sorted(_NAME_CHARS))
 _NOT_LETTERS = "0123456789_.-"
 # What follows a member's name up to its value, and the value's first character.
-_MEMBER_SEP = re.compile(rf"""["']?[ \t]*[:=\x01][ \t]*["']?(?={_VALUE_FIRST})""", re.ASCII)
-_VALUE_RUN = re.compile(rf"{_VALUE_CHAR}*", re.ASCII)
-_FLAG_HEAD = re.compile(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
-_FLAG_RUN = re.compile(r"[\w-]*", re.ASCII)
-_FLAG_EQUALS = re.compile(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
-_FLAG_NEXT = re.compile(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
-_FLAG_BLANKS = re.compile(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
-_TOKEN_PREFIX = re.compile(r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-")
+_MEMBER_SEP = _Lazy(rf"""["']?[ \t]*[:=\x01][ \t]*["']?(?={_VALUE_FIRST})""", re.ASCII)
+_VALUE_RUN = _Lazy(rf"{_VALUE_CHAR}*", re.ASCII)
+_FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
+_FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
+_FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
+_FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
+_FLAG_BLANKS = _Lazy(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
+_TOKEN_PREFIX = _Lazy(r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-")
 
 
 def _end_of(run: re.Pattern[str], text: str, at: int) -> int:
@@ -803,17 +841,18 @@ def _secret_members(text: str, starts: list[int] | None) -> Iterator[re.Match[st
     same at each place of a run of name characters: the name runs to the end of the run, and
     the rest follows it. So the first place of a run where the word matches decides the run.
     """
-    cursor = _Cursor(text, starts, _WORD_AT)
-    values = _RunEnd(text, _VALUE_RUN)
+    word_at, name_run, member_sep = _WORD_AT.regex, _NAME_RUN.regex, _MEMBER_SEP.regex
+    cursor = _Cursor(text, starts, word_at)
+    values = _RunEnd(text, _VALUE_RUN.regex)
     position = 0
     while (start := cursor.next(position)) >= 0:
-        word = _WORD_AT.match(text, start)
+        word = word_at.match(text, start)
         if word is None:
             position = start + 1
             continue
-        end = _end_of(_NAME_RUN, text, word.end())
+        end = _end_of(name_run, text, word.end())
         position = end  # the whole run is decided here
-        head = _MEMBER_SEP.match(text, end)
+        head = member_sep.match(text, end)
         if head is None:
             continue
         value_start = head.end()
@@ -824,7 +863,7 @@ def _secret_members(text: str, starts: list[int] | None) -> Iterator[re.Match[st
             continue
         if _NUMBER.fullmatch(text, value_start, value_end):
             continue
-        match = _SECRET_MEMBER.match(text, start)
+        match = _SECRET_MEMBER.regex.match(text, start)
         if match is not None:
             yield match
             position = match.end()
@@ -837,18 +876,19 @@ def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]
     A flag's name is the whole run of letters, digits, `_` and `-` after its dashes, if the run
     starts with a letter and holds a secret word; what follows the run decides the value.
     """
-    cursor = _Cursor(text, starts, _FLAG_HEAD)
-    values = _RunEnd(text, _VALUE_RUN)
+    flag_head, flag_run, word_at = _FLAG_HEAD.regex, _FLAG_RUN.regex, _WORD_AT.regex
+    cursor = _Cursor(text, starts, flag_head)
+    values = _RunEnd(text, _VALUE_RUN.regex)
     position = 0
     while (start := cursor.next(position)) >= 0:
         position = start + 1
-        head = _FLAG_HEAD.match(text, start)
+        head = flag_head.match(text, start)
         if head is None:
             continue
         name_start = head.end()
-        end = _end_of(_FLAG_RUN, text, name_start)
+        end = _end_of(flag_run, text, name_start)
         position = end  # no flag starts inside the run
-        if _WORD_AT.search(text, name_start, end) is None:
+        if word_at.search(text, name_start, end) is None:
             continue
         if _FLAG_EQUALS.match(text, end) is None and _FLAG_NEXT.match(text, end) is None:
             # `--name value`: a word of prose is not a value.
@@ -862,7 +902,7 @@ def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]
                 continue
         if not _is_secret_name(text[name_start:end], flag=True):
             continue
-        match = _SECRET_FLAG.match(text, start)
+        match = _SECRET_FLAG.regex.match(text, start)
         if match is not None:
             yield match
             position = match.end()
@@ -875,7 +915,8 @@ def _prefixed_tokens(text: str, starts: list[int] | None) -> Iterator[re.Match[s
     After a letter or a digit no token is accepted, and after `_` or `-` only an AWS key (of
     fixed length): the pattern runs only where its match can be accepted.
     """
-    cursor = _Cursor(text, starts, _TOKEN_PREFIX)
+    tokens = _PREFIXED_TOKENS.regex
+    cursor = _Cursor(text, starts, _TOKEN_PREFIX.regex)
     position = 0
     while (start := cursor.next(position)) >= 0:
         position = start + 1
@@ -885,13 +926,13 @@ def _prefixed_tokens(text: str, starts: list[int] | None) -> Iterator[re.Match[s
                 continue
             if before in "_-" and not text.startswith(("AKIA", "ASIA"), start):
                 continue
-        match = _PREFIXED_TOKENS.match(text, start)
+        match = tokens.match(text, start)
         if match is not None and _accept_token(match):
             yield match
             position = match.end()
 
 
-_LINEAR_SCANS: dict[re.Pattern[str], Callable[[str, list[int] | None], Iterator[re.Match[str]]]]
+_LINEAR_SCANS: dict[_Lazy, Callable[[str, list[int] | None], Iterator[re.Match[str]]]]
 _LINEAR_SCANS = {
     _SECRET_MEMBER: _secret_members,
     _SECRET_FLAG: _secret_flags,
@@ -938,7 +979,7 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
             yield _found(TOKEN, start, end, excerpt)
-    simple: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool], bool], ...] = (
+    simple: tuple[tuple[str, _Lazy, Callable[[re.Match[str]], bool], bool], ...] = (
         (HOME_PATH, _HOME, lambda m: True, slash or tilde),
         (TEMP_PATH, _TEMP, lambda m: True, slash),
         (
@@ -1006,8 +1047,8 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
 
 
-_ACCOUNT_BREAK = re.compile(r"[/@\s]")
-_ACCOUNT_RUN = re.compile(r"[^/@\s]*")
+_ACCOUNT_BREAK = _Lazy(r"[/@\s]")
+_ACCOUNT_RUN = _Lazy(r"[^/@\s]*")
 
 
 class _KnownRegex:
@@ -1039,7 +1080,7 @@ class _KnownRegex:
             yield from _finditer_at(self.regex, text, starts)
             return
         to_at, not_to_at = self._split
-        runs = _RunEnd(text, _ACCOUNT_RUN)
+        runs = _RunEnd(text, _ACCOUNT_RUN.regex)
 
         def leads_to_at(start: int) -> bool:
             end = runs(start)
@@ -1257,8 +1298,8 @@ def _names_an_account(text: str, start: int) -> bool:
     return word.startswith(("/", "\\")) and bool(re.search(r"[^/\\][/\\]", word))
 
 
-_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
-_BELOW_FIRST = re.compile(r"[^/\\][/\\]")
+_DRIVE = _Lazy(r"[A-Za-z]:[\\/]")
+_BELOW_FIRST = _Lazy(r"[^/\\][/\\]")
 
 
 class _AccountNames:

@@ -496,6 +496,29 @@ def test_repeated_fragments_give_the_same_hits_as_the_plain_scan(unit: str) -> N
     same_document({"api_key": unit * 50, unit * 50: [unit * 20, unit, "--token", unit * 30]})
 
 
+@pytest.mark.parametrize("unit", HOSTILE_UNITS)
+def test_each_run_is_read_a_bounded_number_of_times(
+    unit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not timed: the linear scans read names, flags and values through `_end_of`; however
+    # many places a run holds, its characters are read a few times in all, never once per
+    # place (the text, its decoded views, and a document's text: at most 3 views of a scan).
+    read = 0
+    plain = leaks._end_of
+
+    def counted(run: re.Pattern[str], text: str, at: int) -> int:
+        nonlocal read
+        end = plain(run, text, at)
+        read += end - at
+        return end
+
+    monkeypatch.setattr(leaks, "_end_of", counted)
+    text = unit * (30000 // len(unit)) + "=abcdefgh1"
+    leaks.scan_text(text)
+    detectors()[0].scan_text(text)
+    assert read <= 20 * len(text)
+
+
 # A hang guard, not a speed test: a quarter of a megabyte of one fragment is scanned in well
 # under a second on a laptop; a scan that reads each run again at every place inside it took
 # minutes to hours (`"key" * 85000`: about 5 minutes).

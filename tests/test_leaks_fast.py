@@ -15,6 +15,7 @@ import json
 import re
 import sys
 import tarfile
+import time
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -185,6 +186,94 @@ documents = st.recursive(
     max_leaves=30,
 )
 
+# Fragments that a hostile text repeats to make a scan read a long run again at each place
+# inside it: secret words (a name to the end of its run), names with values (a value to its
+# end), flags, token prefixes, addresses, paths, separators.
+HOSTILE_UNITS = (
+    "key",
+    "key.",
+    "KEY_",
+    "monkey=",
+    "monkey:",
+    "key\x01",
+    "x.key=",
+    "-key",
+    "--key\x02",
+    "--monkey=",
+    "--monkey ",
+    "-p ",
+    "- ",
+    "token",
+    "tokens",
+    "auth",
+    "passpass",
+    "password",
+    "secret:",
+    "API_KEY=",
+    "authorization",
+    "authorization:",
+    "Proxy-Authorization=",
+    "bearer ",
+    "Bearer x",
+    "sk-",
+    "xsk-",
+    "sk-1",
+    "glpat-",
+    "ghp_",
+    "github_pat_",
+    "xoxb-",
+    "hf_",
+    "AKIA",
+    "AIza",
+    "a@",
+    "a@b.",
+    "a.b@c",
+    "1.",
+    "1:",
+    ":",
+    "::%",
+    "::%a-",
+    "aa:bb:",
+    "aa-",
+    "-a",
+    "a",
+    "-",
+    ".",
+    "=",
+    "/",
+    "@",
+    "~a",
+    "~",
+    "\x01",
+    "\x02",
+    "al:",
+    "al:x",
+    "/al",
+    "Al:",
+    "opaque-env-value ",
+    "a://",
+    "ssh://a@",
+    "%2F",
+    "\\/",
+    "é",
+    "İ",
+    "key=1",
+    "/home/",
+    "/home/a",
+    "/tmp/x",
+    "C:\\Users\\a",
+    "-----BEGIN A ",
+    "PRIVATE KEY",
+    "\t",
+)
+# A text made of a few fragments repeated, then anything.
+repeated = st.builds(
+    lambda parts, count, tail: "".join(parts) * count + tail,
+    st.lists(st.sampled_from(FRAGMENTS + HOSTILE_UNITS), min_size=1, max_size=3),
+    st.integers(1, 40),
+    texts,
+)
+
 
 @cache
 def detectors() -> tuple[leaks.Detector, reference.Detector]:
@@ -261,10 +350,34 @@ def same_matches(text: str) -> None:
         assert starts == sorted(set(starts))
 
 
+def same_secret_matches(text: str) -> None:
+    """The linear scans of the secret patterns give `_matches`'s accepted matches, whether
+    tried at `_Places`'s starts or wherever their finder finds one (starts None)."""
+    places = leaks._Places(text)
+    for pattern, scan in leaks._LINEAR_SCANS.items():
+        plain = [
+            (m.span(), m.groupdict())
+            for m in reference._matches(pattern, text, reference._accept_token)
+        ]
+        for starts in (places.starts(pattern), None):
+            fast = [(m.span(), m.groupdict()) for m in scan(text, starts)]
+            assert fast == plain, (pattern.pattern[:40], starts is None)
+
+
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts)
 def test_each_pattern_is_tried_wherever_it_can_match(text: str) -> None:
     same_matches(text)
+    same_secret_matches(text)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(repeated)
+def test_repeated_fragments_give_the_same_hits(text: str) -> None:
+    same_matches(text)
+    same_secret_matches(text)
+    same_text(text)
+    same_text_odd_known(text)
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -307,10 +420,15 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "İstanbul Kelvin key=abcdefgh é@x.io",
         "/home/alİce/x ~alıce ſi@KK josé@x /home/josé/ JOSÉ@x",
         "alalal@x /home/alal/ /ho/alal ~alal kk@kk ssh://kk:22/",
+        "al:pw@gpu-box-01 al:x/y@z alice:al:pw@h al:al:al: AL:é@x al:\u2003@x al: al@",
+        "x/al/al/al/al /srv/al/x:al@b file:///al/x file://al/x ~/al C:\\x\\al /path/to/al/",
+        "/" + "a" * 5000 + "/al/x " + "b/" * 3000 + "al/ " + "/c" * 2100 + "/al/",
+        "opaque-env-value 10.0.0.7 /home/opaque-env-value opaque-env-value@x",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:
     same_matches(text)
+    same_secret_matches(text)
     same_text(text)
     same_text_odd_known(text)
 
@@ -336,6 +454,7 @@ def test_a_pattern_with_too_many_places_searches_as_before(pattern: re.Pattern[s
     assert leaks._Places(text).starts(pattern) is None
     assert leaks._Places(text[:60]).starts(pattern) is not None
     same_matches(text)
+    same_secret_matches(text)
     same_text(text)
     same_text_odd_known(text)
 
@@ -343,7 +462,9 @@ def test_a_pattern_with_too_many_places_searches_as_before(pattern: re.Pattern[s
 def test_known_values_with_too_many_places_search_as_before() -> None:
     text = "al " * 3000
     fast, _ = detectors()
-    assert all(where.starts(leaks._Places(text)) is None for _, where in fast._regexes[:1])
+    assert all(
+        where.starts(leaks._Places(text)) is None for where in (r.places for r in fast._regexes[:1])
+    )
     same_text(text)
 
 
@@ -354,6 +475,65 @@ def test_a_run_is_found_once_whatever_the_places_inside_it() -> None:
     assert leaks._run_starts("-a@b@", [2, 4], chars) == [0, 3]
     assert leaks._run_starts("@@", [0, 1], chars) == []
     assert leaks._run_starts("@@", None, chars) is None
+
+
+# --- hostile texts: the same hits as the plain scan, and no hang ----------------------------
+
+# What the end of a hostile run can be: nothing, a value, a secret value, a separator.
+HOSTILE_TAILS = ("", "=abcdefgh1", "_token=abcdefgh1", ": Bearer abcdefghijkl1", "\x02x", " 1")
+
+
+@pytest.mark.parametrize("unit", HOSTILE_UNITS)
+def test_repeated_fragments_give_the_same_hits_as_the_plain_scan(unit: str) -> None:
+    # Short texts: the plain scan reads them again at every place (it is quadratic).
+    for head in ("", "x", " -", "--"):
+        for tail in HOSTILE_TAILS:
+            text = head + unit * (600 // len(unit)) + tail
+            same_secret_matches(text)
+            same_matches(text)
+            same_text(text)
+    same_text_odd_known(unit * (600 // len(unit)))
+    same_document({"api_key": unit * 50, unit * 50: [unit * 20, unit, "--token", unit * 30]})
+
+
+@pytest.mark.parametrize("unit", HOSTILE_UNITS)
+def test_each_run_is_read_a_bounded_number_of_times(
+    unit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not timed: the linear scans read names, flags and values through `_end_of`; however
+    # many places a run holds, its characters are read a few times in all, never once per
+    # place (the text, its decoded views, and a document's text: at most 3 views of a scan).
+    read = 0
+    plain = leaks._end_of
+
+    def counted(run: re.Pattern[str], text: str, at: int) -> int:
+        nonlocal read
+        end = plain(run, text, at)
+        read += end - at
+        return end
+
+    monkeypatch.setattr(leaks, "_end_of", counted)
+    text = unit * (30000 // len(unit)) + "=abcdefgh1"
+    leaks.scan_text(text)
+    detectors()[0].scan_text(text)
+    assert read <= 20 * len(text)
+
+
+# A hang guard, not a speed test: a quarter of a megabyte of one fragment is scanned in well
+# under a second on a laptop; a scan that reads each run again at every place inside it took
+# minutes to hours (`"key" * 85000`: about 5 minutes).
+HANG_CHARS = 1 << 18
+HANG_CPU_SECONDS = 10.0
+
+
+@pytest.mark.parametrize("unit", HOSTILE_UNITS)
+def test_a_long_repeated_fragment_cannot_hang_the_scan(unit: str) -> None:
+    text = unit * (HANG_CHARS // len(unit))
+    started = time.process_time()
+    leaks.scan_text(text + "=abcdefgh1")
+    leaks.scan_document({"a": text, text: ["--api-key", text], "b": [unit] * 4096})
+    detectors()[0].scan_text(text + "@x")
+    assert time.process_time() - started < HANG_CPU_SECONDS, "the leak scan is not linear"
 
 
 # --- every sample bundle and the hostile corpus --------------------------------------------

@@ -16,7 +16,10 @@ text, whatever the number of strings: for each detector, a fast pass (a test of 
 or a regular expression that starts with a literal) finds where a match can start
 (`_Places`), and the detector's own pattern runs only there: the same matches as a search
 over the whole text, which `tests/leaks_reference.py` (the plain scan) checks. A document's
-table of string offsets is built only when its text has a hit.
+table of string offsets is built only when its text has a hit. The patterns that a hostile
+text could make read one long run again at every place inside it (repeated secret words,
+names with values, flags, token prefixes, known user names) decide a run once
+(`_secret_members`, `_secret_flags`, `_prefixed_tokens`, `_KnownRegex`, `_AccountNames`).
 
 What is private, by kind:
 
@@ -44,6 +47,7 @@ import enum
 import ipaddress
 import itertools
 import re
+import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -131,6 +135,42 @@ class Known:
     kind: KnownKind
 
 
+class _Lazy:
+    """A regular expression compiled where it is first used. Most texts need none of these
+    (what checks a candidate, the rare detectors, export's own): compiling them at import
+    would cost every start-up."""
+
+    __slots__ = ("_flags", "_pattern", "_regex")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._pattern, self._flags = pattern, flags
+        self._regex: re.Pattern[str] | None = None
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        if self._regex is None:
+            self._regex = re.compile(self._pattern, self._flags)
+        return self._regex
+
+    @property
+    def pattern(self) -> str:
+        return self._pattern
+
+    def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.regex.search(text, pos, endpos)
+
+    def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.regex.match(text, pos, endpos)
+
+    def fullmatch(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.regex.fullmatch(text, pos, endpos)
+
+    def finditer(
+        self, text: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[str]]:
+        return self.regex.finditer(text, pos, endpos)
+
+
 # ---------------------------------------------------------------------------------------------
 # Generic detectors
 
@@ -140,7 +180,7 @@ _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
 # Each pattern starts with a literal character and checks what precedes it afterwards: the
 # regular expression engine then skips quickly to the places worth trying.
 _SLASH = r"/(?<![\w.~/-]/)/*+"  # one or more slashes, not inside a longer path or a word
-_HOME = re.compile(
+_HOME = _Lazy(
     rf"""
       {_SLASH}(?:var/++)?home/++[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
     | {_SLASH}Users/++(?!Shared\b)[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
@@ -150,45 +190,47 @@ _HOME = re.compile(
     re.VERBOSE | re.ASCII,
 )
 # C:\Users\name: the match starts at the colon; its drive letter is added back.
-_WINDOWS_HOME = re.compile(
+_WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}Users{_WIN_SEP}
     [A-Za-z0-9_][A-Za-z0-9._-]*(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
-_TEMP = re.compile(
+_TEMP = _Lazy(
     rf"""{_SLASH}(?:tmp|var/++tmp|var/++folders|private/++var|private/++tmp|dev/++shm)
     /++[^\s"'<>`|;,(){{}}\[\]\\\x00-\x02]+""",
     re.VERBOSE | re.ASCII,
 )
-_IPV4 = re.compile(r"(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\w)", re.ASCII)
-_IPV6 = re.compile(
+_IPV4 = _Lazy(r"(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\w)", re.ASCII)
+_IPV6 = _Lazy(
     r"""(?<![\w:.])
     (?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?
     (?:%(?:25)?[A-Za-z0-9_.-]+)?
     (?![\w:]|\.\w)""",
     re.VERBOSE | re.ASCII,
 )
-_MAC = re.compile(
+_MAC = _Lazy(
     r"(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])",
     re.ASCII,
 )
-_EMAIL = re.compile(
+_EMAIL = _Lazy(
     r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![\w-])",
     re.ASCII,
 )
 # user@host where host is one label (ssh-style), not an e-mail address.
-_ACCOUNT = re.compile(
+_ACCOUNT = _Lazy(
     r"(?<![\w.%+@-])(?P<user>[A-Za-z_][A-Za-z0-9._-]*)@(?P<host>[A-Za-z][A-Za-z0-9-]*)(?![\w.@-])",
     re.ASCII,
 )
-_URL_HOST = re.compile(
+_URL_HOST = _Lazy(
     r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://(?:[^\s/@\"'\x00-\x02]*@)?(?P<host>[A-Za-z][A-Za-z0-9.-]*)"
     r"(?=[:/?#\]\s\"'\x00-\x02]|\Z)",
     re.ASCII,
 )
 # Each token pattern names the secret part: what is replaced, and never shown in an excerpt.
-_TOKEN_VALUE = r"[^\s\"'<>`,;(){}\[\]\x00-\x02$*%][^\s\"'<>`,;(){}\[\]\x00-\x02]"  # noqa: S105
-_PREFIXED_TOKENS = re.compile(
+_VALUE_FIRST = r"[^\s\"'<>`,;(){}\[\]\x00-\x02$*%]"
+_VALUE_CHAR = r"[^\s\"'<>`,;(){}\[\]\x00-\x02]"
+_TOKEN_VALUE = _VALUE_FIRST + _VALUE_CHAR
+_PREFIXED_TOKENS = _Lazy(
     r"""
       hf_(?P<hf>[A-Za-z0-9]{20,})
     | sk-(?P<sk>(?=[\w-]*\d)[\w-]{20,})
@@ -200,11 +242,11 @@ _PREFIXED_TOKENS = re.compile(
     """,
     re.VERBOSE | re.ASCII,
 )
-_AWS_SECRET = re.compile(
+_AWS_SECRET = _Lazy(
     r"(?<![A-Za-z0-9/+=])(?P<awssecret>[A-Za-z0-9][A-Za-z0-9/+]{38}[A-Za-z0-9])(?![A-Za-z0-9+=])",
     re.ASCII,
 )
-_AUTH_TOKENS = re.compile(
+_AUTH_TOKENS = _Lazy(
     rf"""
       (?<![\w-])(?i:(?:proxy-)?authorization)["']?[ \t]*[:=\x01][ \t]*["']?
       (?:(?i:basic)\s+(?P<basic>[A-Za-z0-9+/]{{8,}}={{0,2}})
@@ -215,7 +257,7 @@ _AUTH_TOKENS = re.compile(
 )
 _SECRET_WORD = r"(?:key|token(?!s|iz)|secret|passw(?:or)?d|passphrase|credential|auth)"  # noqa: S105
 # --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP).
-_SECRET_FLAG = re.compile(
+_SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
       (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
         |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
@@ -225,50 +267,50 @@ _SECRET_FLAG = re.compile(
 )
 # NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP). The
 # match starts at the secret word; the rest of the name before it is found by `_name_before`.
-_SECRET_MEMBER = re.compile(
+_SECRET_MEMBER = _Lazy(
     rf"""(?i:{_SECRET_WORD})[\w.-]*["']?[ \t]*
       (?:[:=]|\x01)[ \t]*["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
     """,
     re.VERBOSE | re.ASCII,
 )
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-_KEY_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
-_KEY_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
+_KEY_BEGIN = _Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
+_KEY_END = _Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _KEY_MAX_CHARS = 65536
 
 # A name is key-like when it names a secret: `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`...
-_SECRET_NAME = re.compile(
+_SECRET_NAME = _Lazy(
     r"(?i:(?:^|[_.-])(?:api)?key$|^apikey$|token(?!s|iz)|secret|passw(?:or)?d|passphrase"
     r"|credential|auth(?!or)(?:[_-]?(?:key|token|header))?$)",
     re.ASCII,
 )
 # ... unless what it names is not the secret itself, or is a tokenizer's special token.
-_NOT_SECRET_NAME = re.compile(
+_NOT_SECRET_NAME = _Lazy(
     r"(?i:[_.-](?:path|file|dir|url|env|len|length|count|limit|type|id|ids|size|name|format)$"
     r"|^(?:eos|bos|pad|unk|sep|cls|mask|special|start|end|stop|prefix|suffix|middle|image|audio"
     r"|video|eot|eom|fim|think|default|max|min|num|n)[_-]tokens?)",
     re.ASCII,
 )
 # Documentation domains (RFC 2606, RFC 6761) belong to nobody.
-_RESERVED_DOMAIN = re.compile(
+_RESERVED_DOMAIN = _Lazy(
     r"(?:^|\.)(?:example\.(?:com|net|org)|example|test|invalid|localhost)$", re.IGNORECASE
 )
-_LOCAL_DOMAIN = re.compile(
+_LOCAL_DOMAIN = _Lazy(
     r"(?i:\.(?:local|lan|internal|intranet|corp|home|localdomain|home\.arpa|private))$"
 )
 _NOT_HOSTS = frozenset({"localhost", "latest", "next", "stable", "beta", "canary", "head"})
 _THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")
 _SHARED = ipaddress.IPv4Network("100.64.0.0/10")
-_VERSION_BEFORE = re.compile(
+_VERSION_BEFORE = _Lazy(
     r"(?i:\b(?:version|ver|release|build|driver|runtime|headers|compiler|cuda|cudnn|cublas"
     r"|nccl|rocm|torch|mlx|library)[\W_]{0,4}$)"
 )
-_ADDRESS_BEFORE = re.compile(
+_ADDRESS_BEFORE = _Lazy(
     r"(?i:\b(?:ip|ipv4|addr|address|inet|host|hostname|peer|server|remote|client|gateway|dns"
     r"|nameserver|proxy|bind|listen|listening on|connect|connected to|connecting to|src|dst"
     r"|forwarded-for|forwarded|origin)[\W_]{0,4}$|://$|@$|\[$)"
 )
-_ADDRESS_AFTER = re.compile(r":\d{1,5}(?!\d)|/\d{1,2}(?!\d)|\]")
+_ADDRESS_AFTER = _Lazy(r":\d{1,5}(?!\d)|/\d{1,2}(?!\d)|\]")
 
 
 def _mask(text: str) -> str:
@@ -342,7 +384,7 @@ def _is_machine_name(host: str) -> bool:
     return "." not in host or bool(_LOCAL_DOMAIN.search(host))
 
 
-_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_NUMBER = _Lazy(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 
 
 def _tokenish(value: str) -> bool:
@@ -407,7 +449,7 @@ def _accept_token(match: re.Match[str]) -> bool:
 
 
 def _matches(
-    pattern: re.Pattern[str], text: str, accept: Callable[[re.Match[str]], bool]
+    pattern: re.Pattern[str] | _Lazy, text: str, accept: Callable[[re.Match[str]], bool]
 ) -> Iterator[re.Match[str]]:
     """The accepted matches; a rejected one does not hide a match that starts inside it."""
     position = 0
@@ -469,8 +511,10 @@ _AWS_RUN = bytes(ord("a") if chr(b) in _LETTERS or chr(b) in "/+" else ord(" ") 
 
 def _ascending(*groups: list[int] | None) -> list[int] | None:
     """The places of all groups, ascending and distinct; None (anywhere) if one group is."""
-    if any(group is None for group in groups):
+    if None in groups:
         return None
+    if not any(groups):  # the usual case: no place at all
+        return []
     return sorted({p for group in groups if group is not None for p in group if p >= 0})
 
 
@@ -524,6 +568,9 @@ class _Places:
         self._ats_done = False
         self._colons: list[int] | None = None
         self._colons_done = False
+        self._paths_found: bool | None = None
+        self._schemes: list[int] | None = None
+        self._schemes_done = False
 
     def bounded(self, places: Iterable[_T]) -> list[_T] | None:
         """The places, or None past the limit."""
@@ -533,9 +580,10 @@ class _Places:
     def _found(self, finder: re.Pattern[str], first: str, *offsets: int) -> list[int] | None:
         """The places `offsets` before each place where the finder matches (which starts with
         the character `first`: a text without it is ruled out at once)."""
-        if first not in self.text:
+        text = self.text
+        if first not in text or (match := finder.search(text)) is None:
             return []
-        matches = itertools.islice(finder.finditer(self.text), self.limit + 1)
+        matches = itertools.islice(finder.finditer(text, match.start()), self.limit + 1)
         found = [m.start() for m in matches]
         if len(found) > self.limit:
             return None
@@ -557,9 +605,12 @@ class _Places:
         if not self._words_done:
             self._words_done = True
             low = self.low
-            found = self.bounded(
-                m for f in _SECRET_WORDS if f.pattern[0] in low for m in f.finditer(low)
-            )
+            firsts = [
+                (f, first)
+                for f in _SECRET_WORDS
+                if f.pattern[0] in low and (first := f.search(low)) is not None
+            ]
+            found = self.bounded(m for f, first in firsts for m in f.finditer(low, first.start()))
             if found is not None:
                 self._words = sorted(m.start() - _WORD_BACK[m.group()] for m in found)
                 self._has_key = any(m.group() == "key" for m in found)
@@ -586,13 +637,15 @@ class _Places:
             self._colons = self._found(_IPV6_COLON, ":", 0)
         return self._colons
 
-    def starts(self, pattern: re.Pattern[str]) -> list[int] | None:
+    def starts(self, pattern: _Lazy) -> list[int] | None:
         """Every place (ascending) where `pattern` can match, or None: anywhere."""
         return _STARTS[pattern](self)
 
     def _paths(self) -> list[int] | None:
-        text = self.text
-        return None if "~" in text or _HOME_OR_TEMP.search(text) else []
+        if self._paths_found is None:
+            text = self.text
+            self._paths_found = "~" in text or _HOME_OR_TEMP.search(text) is not None
+        return None if self._paths_found else []
 
     def _email(self) -> list[int] | None:
         return _run_starts(self.text, self.ats, _EMAIL_LOCAL)
@@ -600,8 +653,17 @@ class _Places:
     def _account(self) -> list[int] | None:
         return _run_starts(self.text, self.ats, _ACCOUNT_USER)
 
+    @property
+    def schemes(self) -> list[int] | None:
+        """Where `://` is."""
+        if not self._schemes_done:
+            self._schemes_done = True
+            text = self.text
+            self._schemes = self.bounded(_occurrences(text, "://")) if ":" in text else []
+        return self._schemes
+
     def _url_host(self) -> list[int] | None:
-        return _run_starts(self.text, self.bounded(_occurrences(self.text, "://")), _URL_SCHEME)
+        return _run_starts(self.text, self.schemes, _URL_SCHEME)
 
     def _mac(self) -> list[int] | None:
         # A MAC address with colons has the first colon of an IPv6 address.
@@ -658,7 +720,7 @@ class _Places:
         return self.words
 
 
-_STARTS: dict[re.Pattern[str], Callable[[_Places], list[int] | None]] = {
+_STARTS: dict[_Lazy, Callable[[_Places], list[int] | None]] = {
     _HOME: _Places._paths,
     _TEMP: _Places._paths,
     _EMAIL: _Places._email,
@@ -676,7 +738,7 @@ _STARTS: dict[re.Pattern[str], Callable[[_Places], list[int] | None]] = {
 
 
 def _matches_at(
-    pattern: re.Pattern[str],
+    pattern: _Lazy,
     text: str,
     starts: list[int] | None,
     accept: Callable[[re.Match[str]], bool],
@@ -690,21 +752,209 @@ def _matches_at(
     if starts is None:
         yield from _matches(pattern, text, accept)
         return
+    regex = pattern.regex
     position = 0
     for start in starts:
         if start < position:
             continue
-        match = pattern.match(text, start)
+        match = regex.match(text, start)
         if match is not None and match.end() > start and accept(match):
             yield match
             position = match.end()
+
+
+# The secret patterns in time linear in the text. Tried as `_matches` tries them, each could
+# read a long run again at every place inside it where it is rejected or fails: a secret word
+# reads its name to the end of the run (`keykeykey...`), a name its value (`monkey=monkey=...`),
+# a flag's name every secret word in it (`-keykeykey...`), a prefixed token the run after it
+# (`xsk-sk-sk-...`). Each scan below gives the same matches, deciding a place without the
+# pattern where the pattern cannot give an accepted match there, and running the pattern only
+# where it will be accepted; the ends of values are found once per run (`_RunEnd`).
+_WORD_AT = _Lazy(rf"(?i:{_SECRET_WORD})", re.ASCII)
+_NAME_RUN = _Lazy(r"[\w.-]*", re.ASCII)
+_NAME_CHARS_TEXT = "".join(sorted(_NAME_CHARS))
+_NOT_LETTERS = "0123456789_.-"
+# What follows a member's name up to its value, and the value's first character.
+_MEMBER_SEP = _Lazy(rf"""["']?[ \t]*[:=\x01][ \t]*["']?(?={_VALUE_FIRST})""", re.ASCII)
+_VALUE_RUN = _Lazy(rf"{_VALUE_CHAR}*", re.ASCII)
+_FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
+_FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
+_FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
+_FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
+_FLAG_BLANKS = _Lazy(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
+_TOKEN_PREFIX = _Lazy(r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-")
+
+
+def _end_of(run: re.Pattern[str], text: str, at: int) -> int:
+    """Where the run (a pattern of zero or more characters of a class) from `at` ends."""
+    match = run.match(text, at)
+    assert match is not None
+    return match.end()
+
+
+class _RunEnd:
+    """Where the run of a character class that holds a place ends, for places in ascending
+    order: the run is read once, whatever the number of places inside it."""
+
+    def __init__(self, text: str, run: re.Pattern[str]) -> None:
+        self._text, self._run = text, run
+        self._start = self._end = 0
+
+    def __call__(self, at: int) -> int:
+        if not self._start <= at < self._end:
+            self._start, self._end = at, _end_of(self._run, self._text, at)
+        return self._end
+
+
+class _Cursor:
+    """The places to try in turn: from `starts` (ascending), or those `finder` finds."""
+
+    def __init__(self, text: str, starts: list[int] | None, finder: re.Pattern[str]) -> None:
+        self._text, self._starts, self._finder = text, starts, finder
+        self._index = 0
+
+    def next(self, position: int) -> int:
+        """The first place at or after `position`, or -1."""
+        if self._starts is None:
+            found = self._finder.search(self._text, position)
+            return -1 if found is None else found.start()
+        self._index = bisect.bisect_left(self._starts, position, self._index)
+        return self._starts[self._index] if self._index < len(self._starts) else -1
+
+
+def _name_at(text: str, start: int, end: int) -> str:
+    """`_name_before` for a member whose secret word starts at `start`, its run ending at
+    `end`: the run from its first letter (the run read back in C, a window at a time)."""
+    size = 256
+    while True:
+        window = text[max(0, start - size) : start]
+        kept = window.rstrip(_NAME_CHARS_TEXT)
+        if kept or len(window) < size:
+            break
+        size *= 4
+    begin = start - (len(window) - len(kept))
+    return text[begin:end].lstrip(_NOT_LETTERS)
+
+
+def _secret_members(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
+    """`_matches_at(_SECRET_MEMBER, text, starts, _accept_token)` (with `starts` None, as
+    `_matches`), in time linear in the text.
+
+    What the pattern does after its secret word, and whether the match is accepted, is the
+    same at each place of a run of name characters: the name runs to the end of the run, and
+    the rest follows it. So the first place of a run where the word matches decides the run.
+    """
+    word_at, name_run, member_sep = _WORD_AT.regex, _NAME_RUN.regex, _MEMBER_SEP.regex
+    cursor = _Cursor(text, starts, word_at)
+    values = _RunEnd(text, _VALUE_RUN.regex)
+    position = 0
+    while (start := cursor.next(position)) >= 0:
+        word = word_at.match(text, start)
+        if word is None:
+            position = start + 1
+            continue
+        end = _end_of(name_run, text, word.end())
+        position = end  # the whole run is decided here
+        head = member_sep.match(text, end)
+        if head is None:
+            continue
+        value_start = head.end()
+        value_end = values(value_start)
+        if value_end - value_start < 6:  # the value's first character and five more
+            continue
+        if not _is_secret_name(_name_at(text, start, end)):
+            continue
+        if _NUMBER.fullmatch(text, value_start, value_end):
+            continue
+        match = _SECRET_MEMBER.regex.match(text, start)
+        if match is not None:
+            yield match
+            position = match.end()
+
+
+def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
+    """`_matches_at(_SECRET_FLAG, text, starts, _accept_token)` (with `starts` None, as
+    `_matches`), in time linear in the text.
+
+    A flag's name is the whole run of letters, digits, `_` and `-` after its dashes, if the run
+    starts with a letter and holds a secret word; what follows the run decides the value.
+    """
+    flag_head, flag_run, word_at = _FLAG_HEAD.regex, _FLAG_RUN.regex, _WORD_AT.regex
+    cursor = _Cursor(text, starts, flag_head)
+    values = _RunEnd(text, _VALUE_RUN.regex)
+    position = 0
+    while (start := cursor.next(position)) >= 0:
+        position = start + 1
+        head = flag_head.match(text, start)
+        if head is None:
+            continue
+        name_start = head.end()
+        end = _end_of(flag_run, text, name_start)
+        position = end  # no flag starts inside the run
+        if word_at.search(text, name_start, end) is None:
+            continue
+        if _FLAG_EQUALS.match(text, end) is None and _FLAG_NEXT.match(text, end) is None:
+            # `--name value`: a word of prose is not a value.
+            if (blanks := _FLAG_BLANKS.match(text, end)) is None:
+                continue
+            value_start = blanks.end()
+            value_end = values(value_start)
+            if value_end - value_start < 6:
+                continue
+            if value_end - value_start < 16 and not _tokenish(text[value_start:value_end]):
+                continue
+        if not _is_secret_name(text[name_start:end], flag=True):
+            continue
+        match = _SECRET_FLAG.regex.match(text, start)
+        if match is not None:
+            yield match
+            position = match.end()
+
+
+def _prefixed_tokens(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
+    """`_matches_at(_PREFIXED_TOKENS, text, starts, _accept_token)` (with `starts` None, as
+    `_matches`), in time linear in the text.
+
+    After a letter or a digit no token is accepted, and after `_` or `-` only an AWS key (of
+    fixed length): the pattern runs only where its match can be accepted.
+    """
+    tokens = _PREFIXED_TOKENS.regex
+    cursor = _Cursor(text, starts, _TOKEN_PREFIX.regex)
+    position = 0
+    while (start := cursor.next(position)) >= 0:
+        position = start + 1
+        if start:
+            before = text[start - 1]
+            if before.isalnum():
+                continue
+            if before in "_-" and not text.startswith(("AKIA", "ASIA"), start):
+                continue
+        match = tokens.match(text, start)
+        if match is not None and _accept_token(match):
+            yield match
+            position = match.end()
+
+
+_LINEAR_SCANS: dict[_Lazy, Callable[[str, list[int] | None], Iterator[re.Match[str]]]]
+_LINEAR_SCANS = {
+    _SECRET_MEMBER: _secret_members,
+    _SECRET_FLAG: _secret_flags,
+    _PREFIXED_TOKENS: _prefixed_tokens,
+}
 
 
 def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
     """Every hit of the generic detectors in one view of a text (overlaps included)."""
     # Each detector needs a character or word; a text without it skips the detector's pass,
     # and a text with it tries the detector only where `_Places` says a match can start.
-    has = {c: c in text for c in "/~:.@-"}
+    slash, tilde, colon, dot, at, dash = (
+        "/" in text,
+        "~" in text,
+        ":" in text,
+        "." in text,
+        "@" in text,
+        "-" in text,
+    )
     places = _Places(text) if places is None else places
     private_key = places.has_key and "PRIVATE KEY" in text
     ends = [m.end() for m in _KEY_END.finditer(text)] if private_key else []
@@ -715,12 +965,16 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
             end = ends[following]
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
     for pattern in (_PREFIXED_TOKENS, _AWS_SECRET, _AUTH_TOKENS, _SECRET_FLAG, _SECRET_MEMBER):
-        if pattern is _SECRET_FLAG and not has["-"]:
+        if pattern is _SECRET_FLAG and not dash:
             continue
         starts = places.starts(pattern)
         if starts == []:
             continue
-        for match in _matches_at(pattern, text, starts, _accept_token):
+        linear = _LINEAR_SCANS.get(pattern)
+        matches = (
+            linear(text, starts) if linear else _matches_at(pattern, text, starts, _accept_token)
+        )
+        for match in matches:
             group = _secret_group(match)
             # A prefixed token goes whole; after a name or a flag, only the value.
             start, end = match.span() if pattern is _PREFIXED_TOKENS else match.span(group)
@@ -728,23 +982,23 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
             yield _found(TOKEN, start, end, excerpt)
-    simple: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool], bool], ...] = (
-        (HOME_PATH, _HOME, lambda m: True, has["/"] or has["~"]),
-        (TEMP_PATH, _TEMP, lambda m: True, has["/"]),
+    simple: tuple[tuple[str, _Lazy, Callable[[re.Match[str]], bool], bool], ...] = (
+        (HOME_PATH, _HOME, lambda m: True, slash or tilde),
+        (TEMP_PATH, _TEMP, lambda m: True, slash),
         (
             EMAIL,
             _EMAIL,
             lambda m: not _RESERVED_DOMAIN.search(m.group().rsplit("@", 1)[1]),
-            has["@"],
+            at,
         ),
-        (MAC_ADDRESS, _MAC, lambda m: _is_identifying_mac(m.group()), has[":"] or has["-"]),
+        (MAC_ADDRESS, _MAC, lambda m: _is_identifying_mac(m.group()), colon or dash),
         (
             IP_ADDRESS,
             _IPV4,
             lambda m: _is_public_ipv4(text, m.start(), m.end(), m.group()),
-            has["."],
+            dot,
         ),
-        (IP_ADDRESS, _IPV6, lambda m: _is_public_ipv6(m.group()), has[":"]),
+        (IP_ADDRESS, _IPV6, lambda m: _is_public_ipv6(m.group()), colon),
     )
     for category, pattern, accept, needed in simple:
         starts = places.starts(pattern) if needed else []
@@ -752,10 +1006,10 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
             continue
         for match in _matches_at(pattern, text, starts, accept):
             yield _found(category, match.start(), match.end(), _mask(match.group()))
-    for match in _WINDOWS_HOME.finditer(text) if has[":"] else ():
+    for match in _WINDOWS_HOME.finditer(text) if colon and "U" in text else ():
         start = match.start() - 1
         yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
-    if not has["@"] and "://" not in text:
+    if not at and places.schemes == []:
         return
     for match in _matches_at(
         _ACCOUNT, text, places.starts(_ACCOUNT), lambda m: _is_machine_name(m.group("host"))
@@ -774,7 +1028,13 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
 _NAME_END = r"(?=[/\\\s\"':@\x00-\x02]|\Z)"
 
 
-def _known_pattern(known: Known) -> str:
+# What may follow a user name: `@`, or `:` and then `@` before any `/` or space (the
+# password of `al:pw@host`); or, in the two forms `_KnownRegex` splits it into, `@` or `:`
+# where the colon's run leads to `@`, and `@` alone where it does not.
+_AFTER_USER = {None: r"@|:[^/@\s]*@", True: "@|:", False: "@"}
+
+
+def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
     v = re.escape(known.value)
     distinctive = len(known.value) >= 4 and any(c in known.value for c in "-._")
     token = rf"|(?<![\w.-]){v}(?![\w-]|\.\w)" if distinctive else ""
@@ -783,11 +1043,72 @@ def _known_pattern(known: Known) -> str:
     if known.kind is KnownKind.USER:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
-            rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@){token})"
+            rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]}){token})"
         )
     if known.kind is KnownKind.HOST:
         return rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z){token})"
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
+
+
+_ACCOUNT_BREAK = _Lazy(r"[/@\s]")
+_ACCOUNT_RUN = _Lazy(r"[^/@\s]*")
+
+
+class _KnownRegex:
+    """One pattern of known values, with where it can match (`_KnownPlaces`).
+
+    After a user name and a colon, the pattern reads on to the next `/`, `@` or space: at each
+    name of a run that repeats it (`al:al:al:...`), to the end of the run. Where no user name
+    holds such a character, what it finds there is the same for every name at one place, and
+    is found once per run (`_RunEnd`): the pattern is also compiled with the colon taken as
+    leading to `@` and as not, and the run's answer picks one at each place.
+    """
+
+    def __init__(self, group: list[tuple[int, Known]]) -> None:
+        def joined(colon_to_at: bool | None) -> str:
+            return "|".join(f"(?P<k{i}>{_known_pattern(k, colon_to_at)})" for i, k in group)
+
+        self.regex = re.compile(joined(None))
+        self.places = _KnownPlaces([k for _, k in group])
+        users = [k.value for _, k in group if k.kind is KnownKind.USER]
+        self._split: tuple[re.Pattern[str], re.Pattern[str]] | None = None
+        if users and all(k.value for _, k in group) and not any(map(_ACCOUNT_BREAK.search, users)):
+            self._split = (re.compile(joined(True)), re.compile(joined(False)))
+
+    def finditer(self, places: _Places) -> Iterator[re.Match[str]]:
+        """`self.regex.finditer(places.text)`."""
+        text = places.text
+        starts = self.places.starts(places)
+        if self._split is None:
+            yield from _finditer_at(self.regex, text, starts)
+            return
+        to_at, not_to_at = self._split
+        runs = _RunEnd(text, _ACCOUNT_RUN.regex)
+
+        def leads_to_at(start: int) -> bool:
+            end = runs(start)
+            return end < len(text) and text[end] == "@"
+
+        position = 0
+        if starts is None:
+            # Where the pattern matches, the weaker one does: the first place it does is tried.
+            while (match := to_at.search(text, position)) is not None:
+                start = match.start()
+                if not leads_to_at(start):
+                    match = not_to_at.match(text, start)
+                if match is None:
+                    position = start + 1
+                    continue
+                yield match
+                position = match.end()
+            return
+        for start in starts:
+            if start < position:
+                continue
+            regex = to_at if leads_to_at(start) else not_to_at
+            if (match := regex.match(text, start)) is not None:
+                yield match
+                position = match.end()
 
 
 class Detector:
@@ -796,22 +1117,22 @@ class Detector:
     def __init__(self, known: Sequence[Known] = ()) -> None:
         self.known = tuple(sorted({k.value: k for k in known}.values(), key=_longest_first))
         # Opaque values apart: a long one must not hide a private path inside it.
-        self._regexes: list[tuple[re.Pattern[str], _KnownPlaces]] = []
+        self._regexes: list[_KnownRegex] = []
         for opaque in (False, True):
             group = [
                 (i, k) for i, k in enumerate(self.known) if (k.kind is KnownKind.OPAQUE) is opaque
             ]
             if group:
-                joined = "|".join(f"(?P<k{i}>{_known_pattern(k)})" for i, k in group)
-                self._regexes.append((re.compile(joined), _KnownPlaces([k for _, k in group])))
+                self._regexes.append(_KnownRegex(group))
 
     def _known_hits(self, places: _Places) -> Iterator[_Found]:
         text = places.text
-        for regex, where in self._regexes:
-            for match in _finditer_at(regex, text, where.starts(places)):
+        names_an_account = _AccountNames(text)
+        for regex in self._regexes:
+            for match in regex.finditer(places):
                 assert match.lastgroup is not None
                 known = self.known[int(match.lastgroup[1:])]
-                if known.kind is KnownKind.USER and not _names_an_account(text, match.start()):
+                if known.kind is KnownKind.USER and not names_an_account(match.start()):
                     continue
                 yield _Found(
                     known.category,
@@ -854,16 +1175,20 @@ class Detector:
             depth += 1
         # Identifying hits first, so that an opaque value (removed from free text only) never
         # hides a home path or a token inside it; then the opaque ones in the gaps.
+        # The identifying hits chosen do not overlap: by start, their ends ascend too, and the
+        # last one that starts before a hit ends is the one that can overlap it.
         chosen: list[_Found] = []
         for wanted in (True, False):
             layer = sorted(
                 (h for h in found if h.identifying is wanted),
                 key=lambda h: (h.start, not h.known, h.start - h.end),
             )
+            starts = [h.start for h in chosen]
             taken: list[_Found] = []
             for hit in layer:
                 clear = not taken or hit.start >= taken[-1].end
-                if clear and not any(h.start < hit.end and hit.start < h.end for h in chosen):
+                before = bisect.bisect_left(starts, hit.end) - 1
+                if clear and (before < 0 or chosen[before].end <= hit.start):
                     taken.append(hit)
             chosen += taken
         chosen.sort(key=lambda h: h.start)
@@ -974,6 +1299,44 @@ def _names_an_account(text: str, start: int) -> bool:
         return True
     # Not the first component: `/usage/prompt_tokens` is a JSON pointer as often as a path.
     return word.startswith(("/", "\\")) and bool(re.search(r"[^/\\][/\\]", word))
+
+
+_DRIVE = _Lazy(r"[A-Za-z]:[\\/]")
+_BELOW_FIRST = _Lazy(r"[^/\\][/\\]")
+
+
+class _AccountNames:
+    """`_names_an_account` for the places of one text, in ascending order: the way back to a
+    word's start stops at the place before, whose word start is known, so each character is
+    read once however many names a long word holds (`/al/al/al...`)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._at = -1
+        self._begin = 0  # the word start of the place before (or a bound at most 4096 back)
+
+    def __call__(self, start: int) -> bool:
+        text = self._text
+        if start == 0 or text[start - 1] not in "/\\":
+            return True
+        low = max(0, start - 4096)
+        begin = start
+        while begin > low and text[begin - 1] not in _TOKEN_STOP:
+            begin -= 1
+            if begin == self._at:  # no stop since the place before: its word goes on
+                begin = max(self._begin, low)
+                break
+        self._at, self._begin = start, begin
+        if text.startswith("/path/to/", begin):
+            return False
+        if text.startswith("file://", begin, start):
+            begin += len("file://")
+        if text.startswith("~", begin, start) or _DRIVE.match(text, begin, start):
+            return True
+        return (
+            text.startswith(("/", "\\"), begin, start)
+            and _BELOW_FIRST.search(text, begin, start) is not None
+        )
 
 
 def _longest_first(known: Known) -> tuple[int, str]:

@@ -13,7 +13,7 @@ import signal
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,12 +30,13 @@ from verifier.checksums import format_sums
 from verifier.collector import fewer_collections
 from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
-from verifier.export.assemble import assemble
+from verifier.export.assemble import Removal, assemble, assemble_records, exchanges_in_order
+from verifier.export.forked import ChildFailed, Forked, can_fork
 from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
 from verifier.export.serialize import dumps_public
 from verifier.leaks import scan_bytes
 from verifier.model import Finding
-from verifier.raw import load_raw
+from verifier.raw import RawCapture, RawExchange, load_raw
 from verifier.verify import VerifyOptions, verify_path
 
 Progress = Callable[[str], None]
@@ -230,6 +231,10 @@ def _write_tree(
     return [pool.submit(_fsync_all, chunk, stop) for chunk in chunks if chunk]
 
 
+PARALLEL_MIN_RECORDS = 2_000
+"""From this many records on, a forked child builds half of them (`_redact_in_two`)."""
+
+
 def _build_files(
     options: ExportOptions, key: Ed25519PrivateKey | None, progress: Progress
 ) -> tuple[dict[str, bytes], Counter[str], int, tuple[str, ...]]:
@@ -244,23 +249,20 @@ def _build_files(
             "run the capture again and export the completed one"
         )
     progress("assembling the public documents")
-    assembled = assemble(raw, options.keep_env)
-    values = collect_private_values(
-        raw,
-        private_paths=options.private_paths,
-        public_env=options.keep_env,
-        allowed=options.allowed,
-    )
-    redactor = Redactor(values, options.allowed)
-    progress(f"redacting, field by field, with {len(values)} known private values")
-    documents, replaced, allowed = redactor.redact_and_check(assembled.documents, assembled.sources)
-    removed = [
-        LedgerEntry(r.category, r.file, r.pointer, r.count, r.placeholder)
-        for r in assembled.removals
-    ]
-    ledger = [*removed, *replaced, *allowed]
-    documents[layout.REDACTION_LEDGER] = _ledger_document(ledger)
-    files = {name: dumps_public(documents[name]) for name in sorted(documents)}
+    records = sum(len(x) for x in raw.exchanges.values())
+    said: list[str] = []
+
+    def once(message: str) -> None:  # a fallback to the plain path does not say it again
+        if message not in said:
+            said.append(message)
+            progress(message)
+
+    built = None
+    if records >= PARALLEL_MIN_RECORDS and can_fork():
+        built = _redact_in_two(raw, options, once)
+    if built is None:
+        built = _redact_in_one(raw, options, once)
+    files, ledger = built
     files[layout.SHA256SUMS] = format_sums(files)
     if key is not None:
         files[layout.SIGNATURE] = signing.sign(files[layout.SHA256SUMS], key)
@@ -268,8 +270,94 @@ def _build_files(
     counts: Counter[str] = Counter()
     for entry in ledger:
         counts[entry.category] += entry.count
-    records = sum(len(x) for x in raw.exchanges.values())
     return files, counts, records, tuple(c.id for c in raw.run.conditions)
+
+
+Built = tuple[dict[str, bytes], list[LedgerEntry]]
+
+
+def _redactor(raw: RawCapture, options: ExportOptions) -> Redactor:
+    values = collect_private_values(
+        raw,
+        private_paths=options.private_paths,
+        public_env=options.keep_env,
+        allowed=options.allowed,
+    )
+    return Redactor(values, options.allowed)
+
+
+def _say_redacting(redactor: Redactor, progress: Progress) -> None:
+    progress(f"redacting, field by field, with {len(redactor.known)} known private values")
+
+
+def _with_ledger(
+    documents: dict[str, bytes], removals: Iterable[Removal], ledger: Iterable[LedgerEntry]
+) -> Built:
+    """The files in name order, the ledger among them: what assembly removed, then `ledger`."""
+    removed = [
+        LedgerEntry(r.category, r.file, r.pointer, r.count, r.placeholder) for r in removals
+    ]
+    entries = [*removed, *ledger]
+    documents[layout.REDACTION_LEDGER] = dumps_public(_ledger_document(entries))
+    return {name: documents[name] for name in sorted(documents)}, entries
+
+
+def _redact_in_one(raw: RawCapture, options: ExportOptions, progress: Progress) -> Built:
+    """The plain path: every document assembled, redacted and serialized in this process."""
+    assembled = assemble(raw, options.keep_env)
+    redactor = _redactor(raw, options)
+    _say_redacting(redactor, progress)
+    documents, replaced, allowed = redactor.redact_and_check(assembled.documents, assembled.sources)
+    files = {name: dumps_public(document) for name, document in documents.items()}
+    return _with_ledger(files, assembled.removals, [*replaced, *allowed])
+
+
+def _records_part(redactor: Redactor, exchanges: Sequence[RawExchange]) -> Built:
+    """The serialized records of `exchanges`, with the ledger entries of their redaction."""
+    documents, sources = assemble_records(exchanges)
+    redacted, replaced, allowed = redactor.redact_and_check(documents, sources)
+    files = {name: dumps_public(document) for name, document in redacted.items()}
+    return files, [*replaced, *allowed]
+
+
+def _redact_in_two(raw: RawCapture, options: ExportOptions, progress: Progress) -> Built | None:
+    """`_redact_in_one`'s files and ledger, the second half of the records built in a forked
+    child; None on any failure, and the plain path then runs (and reports the error).
+
+    Each record is assembled, redacted and serialized from its own exchange with the same
+    detectors, so the halves give the plain path's files. The ledger is sorted when written;
+    entries sort by file first, and no file is in both halves, so the order of the halves'
+    entries changes nothing. Refusals and every other error stop one half or the other: the
+    plain path then runs from the start, so the error reported, and its message, are the
+    plain path's own.
+    """
+    try:
+        redactor = _redactor(raw, options)
+        exchanges = exchanges_in_order(raw)
+    except Exception:  # noqa: BLE001 - the plain path reports it
+        return None
+    half = len(exchanges) // 2
+    child = Forked(lambda: _records_part(redactor, exchanges[half:]))
+    try:
+        assembled = assemble(raw, options.keep_env, exchanges[:half])
+        _say_redacting(redactor, progress)
+        documents, replaced, allowed = redactor.redact_and_check(
+            assembled.documents, assembled.sources
+        )
+        files = {name: dumps_public(document) for name, document in documents.items()}
+        theirs, their_ledger = child.result()
+    except ChildFailed:
+        return None
+    except Exception:  # noqa: BLE001 - the plain path reports it
+        child.cancel()
+        return None
+    except BaseException:
+        child.cancel()
+        raise
+    if not files.keys().isdisjoint(theirs):
+        return None  # two exchanges of one record name: the plain path decides
+    files.update(theirs)
+    return _with_ledger(files, assembled.removals, [*replaced, *allowed, *their_ledger])
 
 
 def _public_pem(key: Ed25519PrivateKey | None) -> bytes | None:

@@ -132,6 +132,7 @@ class Redactor:
     """The treatments applied to the public documents, with one detector set."""
 
     def __init__(self, known: Sequence[Known], allowed: Sequence[str] = ()) -> None:
+        self.known = tuple(known)
         self.detector = Detector(known)
         self.allowed = tuple(a for a in allowed if a)
 

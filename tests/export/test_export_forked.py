@@ -1,0 +1,231 @@
+"""Half of a large export's records built in a forked child give the plain path's bundle.
+
+`exporter._redact_in_two` (from `PARALLEL_MIN_RECORDS` records on) against
+`exporter._redact_in_one`, the plain path in one process: the same files byte for byte, the
+same ledger counts, or the same error message, on the committed raw sample, the seed and
+factory captures and hypothesis-planted private values (the generator of
+test_export_properties). A child that fails, crashes or is interrupted only sends the work
+back to the plain path; a parent that fails or is interrupted stops and reaps its child.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rawfactory import RawFactory
+from test_export_properties import SITES, _factory, _phrase, privates
+
+from verifier.errors import ExportError
+from verifier.export import ExportOptions, export_bundle, exporter, forked
+from verifier.export.forked import ChildFailed, Forked, can_fork
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_RAW = REPO / "sample_bundles" / "raw" / "seed-mlxcel"
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+
+
+def _no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every export of the test takes the two-process path (the calls are recorded)."""
+    calls: list[str] = []
+    original = exporter._redact_in_two
+
+    def recorded(*args: Any) -> Any:
+        result = original(*args)
+        calls.append("two" if result is not None else "fell back")
+        return result
+
+    monkeypatch.setattr(exporter, "PARALLEL_MIN_RECORDS", 1)
+    monkeypatch.setattr(exporter, "can_fork", lambda: True)
+    monkeypatch.setattr(exporter, "_redact_in_two", recorded)
+    yield calls
+    assert _no_children_left()
+
+
+def _built(raw: Path, *, two: bool, allowed: tuple[str, ...] = ()) -> tuple[str, Any]:
+    """("ok", files, counts, records, conditions, progress) or ("error", message)."""
+    options = ExportOptions(raw, raw.parent / "out", allowed=allowed)
+    said: list[str] = []
+    saved = exporter.PARALLEL_MIN_RECORDS
+    exporter.PARALLEL_MIN_RECORDS = 1 if two else 10**9
+    try:
+        return ("ok", (*exporter._build_files(options, None, said.append), said))
+    except ExportError as exc:
+        return ("error", exc.message)
+    finally:
+        exporter.PARALLEL_MIN_RECORDS = saved
+
+
+def _same_both_ways(raw: Path, calls: list[str], allowed: tuple[str, ...] = ()) -> tuple[str, Any]:
+    plain = _built(raw, two=False, allowed=allowed)
+    assert not calls
+    assert _built(raw, two=True, allowed=allowed) == plain
+    assert calls == (["two"] if plain[0] == "ok" else ["fell back"])
+    calls.clear()
+    return plain
+
+
+def test_two_processes_give_the_plain_bundle_on_the_samples(
+    forking: list[str], seed_raw: Path, factory_raw: Path, tmp_path: Path
+) -> None:
+    sample = tmp_path / "sample" / "raw"
+    shutil.copytree(SAMPLE_RAW, sample)
+    for raw in (sample, seed_raw, factory_raw):
+        outcome, (files, counts, records, _conditions, said) = _same_both_ways(raw, forking)
+        assert outcome == "ok" and counts and records >= 2 and len(files) > 4
+        assert len(said) == len(set(said)) == 3  # reading, assembling, redacting: once each
+
+
+def test_two_processes_give_the_plain_refusal(forking: list[str], tmp_path: Path) -> None:
+    # a private value in evidence in the child's half, then in the parent's: the plain
+    # path's message, naming the field, either way
+    for index in (-1, 0):
+        f = RawFactory()
+        message = f.exchanges()[index]["response"]["body"]["choices"][0]["message"]
+        message["content"] = "see /home/alice/notes"
+        outcome, text = _same_both_ways(f.write(tmp_path / f"raw{index}" / "raw"), forking)
+        assert outcome == "error" and "/response/choices/0/message/content" in text
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    private=privates(),
+    planted=st.lists(
+        st.tuples(st.sampled_from(sorted(SITES)), st.integers(0, 200)),
+        min_size=1,
+        max_size=6,
+        unique_by=lambda item: item[0],
+    ),
+    allow=st.booleans(),
+)
+def test_two_processes_give_the_plain_bundle_on_planted_values(
+    private: Any, planted: list[tuple[str, int]], allow: bool
+) -> None:
+    forms = private.forms()
+    f = _factory(private)
+    chosen = [forms[which % len(forms)] for _, which in planted]
+    for (site, _), (form, _core) in zip(planted, chosen, strict=True):
+        SITES[site].plant(f, _phrase(form))
+    allowed = (chosen[0][1],) if allow else ()
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = f.write(Path(tmp) / "raw")
+        plain = _built(raw, two=False, allowed=allowed)
+        calls: list[bool] = []
+        original, in_two = exporter.can_fork, exporter._redact_in_two
+        exporter.can_fork = lambda: True
+        exporter._redact_in_two = lambda *a: calls.append(True) or in_two(*a)  # type: ignore[func-returns-value]
+        try:
+            assert _built(raw, two=True, allowed=allowed) == plain
+        finally:
+            exporter.can_fork, exporter._redact_in_two = original, in_two
+    assert calls == [True]
+    assert _no_children_left()
+
+
+def test_a_failing_child_sends_the_work_back_to_the_plain_path(
+    forking: list[str], factory_raw: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = _built(factory_raw, two=False)
+    for failure in ("raise", "exit", "kill"):
+
+        def broken(*_args: Any, failure: str = failure) -> Any:
+            if failure == "raise":
+                raise ExportError("the child's own error, never shown")
+            if failure == "exit":
+                os._exit(0)  # no value sent
+            os.kill(os.getpid(), signal.SIGKILL)
+            raise AssertionError("unreachable")
+
+        monkeypatch.setattr(exporter, "_records_part", broken)
+        assert _built(factory_raw, two=True) == plain
+        assert forking == ["fell back"]
+        forking.clear()
+
+
+def test_an_interrupted_parent_stops_and_reaps_its_child(
+    forking: list[str], factory_raw: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def slow(*_args: Any) -> Any:
+        time.sleep(60)
+
+    def interrupted(*_args: Any, **_kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exporter, "_records_part", slow)
+    monkeypatch.setattr(exporter.Redactor, "redact_and_check", interrupted)
+    started = time.monotonic()
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        export_bundle(ExportOptions(factory_raw, out, tmp_path / "out.tar.gz"))
+    assert time.monotonic() - started < 30
+    assert not out.exists() and not (tmp_path / "out.tar.gz").exists()
+    assert forking == []  # interrupted, not fallen back
+
+
+def test_the_two_process_export_publishes_the_plain_bytes(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outputs = []
+    for name, threshold in (("two", 1), ("one", 10**9)):
+        monkeypatch.setattr(exporter, "PARALLEL_MIN_RECORDS", threshold)
+        out = tmp_path / name
+        export_bundle(ExportOptions(factory_raw, out, tmp_path / f"{name}.tar.gz"))
+        files = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        outputs.append((files, (tmp_path / f"{name}.tar.gz").read_bytes()))
+    assert forking == ["two"]
+    assert outputs[0] == outputs[1]
+
+
+def test_forked_gives_the_childs_value_or_child_failed() -> None:
+    big = bytes(range(256)) * 4096  # more than a pipe holds
+    assert Forked(lambda: {"x": [1, big]}).result() == {"x": [1, big]}
+
+    def fails() -> None:
+        raise ValueError("no")
+
+    with pytest.raises(ChildFailed):
+        Forked(fails).result()
+    with pytest.raises(ChildFailed):
+        Forked(lambda: os._exit(0)).result()
+    with pytest.raises(ChildFailed):
+        Forked(lambda: threading.Lock()).result()  # a value pickle refuses: nothing is sent
+    sleeper = Forked(lambda: time.sleep(60))
+    started = time.monotonic()
+    sleeper.cancel()
+    assert time.monotonic() - started < 10
+    assert _no_children_left()
+
+
+def test_no_fork_beside_another_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    assert can_fork() is (threading.active_count() == 1)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not can_fork()
+    finally:
+        stop.set()
+        thread.join()
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _pid: {0}, raising=False)
+    assert not can_fork()  # one core: nothing to gain

@@ -190,7 +190,9 @@ def test_the_two_process_export_publishes_the_plain_bytes(
         monkeypatch.setattr(exporter, "PARALLEL_MIN_RECORDS", threshold)
         out = tmp_path / name
         export_bundle(ExportOptions(factory_raw, out, tmp_path / f"{name}.tar.gz"))
-        files = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        found = [p for p in out.rglob("*") if p.is_file()]
+        files = {p.relative_to(out).as_posix(): p.read_bytes() for p in found}
+        assert "SHA256SUMS" in files
         outputs.append((files, (tmp_path / f"{name}.tar.gz").read_bytes()))
     assert forking == ["two"]
     assert outputs[0] == outputs[1]

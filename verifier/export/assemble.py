@@ -597,9 +597,7 @@ def assemble(
     experiment = _build("experiment", run, lambda name: _EXPERIMENT_BUILDERS[name](raw, keep_env))
     documents: dict[str, dict[str, Any]] = {layout.EXPERIMENT: experiment}
     sources = {layout.EXPERIMENT: layout.RAW_RUN, layout.MODEL_MANIFEST: layout.RAW_MODEL_MANIFEST}
-    built, built_sources = assemble_records(
-        exchanges_in_order(raw) if records is None else records
-    )
+    built, built_sources = assemble_records(exchanges_in_order(raw) if records is None else records)
     documents.update(built)
     sources.update(built_sources)
     documents[layout.MODEL_MANIFEST] = _build("manifest", raw.manifest.document, _no_builder)

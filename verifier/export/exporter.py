@@ -294,9 +294,7 @@ def _with_ledger(
     documents: dict[str, bytes], removals: Iterable[Removal], ledger: Iterable[LedgerEntry]
 ) -> Built:
     """The files in name order, the ledger among them: what assembly removed, then `ledger`."""
-    removed = [
-        LedgerEntry(r.category, r.file, r.pointer, r.count, r.placeholder) for r in removals
-    ]
+    removed = [LedgerEntry(r.category, r.file, r.pointer, r.count, r.placeholder) for r in removals]
     entries = [*removed, *ledger]
     documents[layout.REDACTION_LEDGER] = dumps_public(_ledger_document(entries))
     return {name: documents[name] for name in sorted(documents)}, entries
@@ -334,7 +332,7 @@ def _redact_in_two(raw: RawCapture, options: ExportOptions, progress: Progress) 
     try:
         redactor = _redactor(raw, options)
         exchanges = exchanges_in_order(raw)
-    except Exception:  # noqa: BLE001 - the plain path reports it
+    except Exception:  # the plain path reports it
         return None
     half = len(exchanges) // 2
     child = Forked(lambda: _records_part(redactor, exchanges[half:]))
@@ -348,7 +346,7 @@ def _redact_in_two(raw: RawCapture, options: ExportOptions, progress: Progress) 
         theirs, their_ledger = child.result()
     except ChildFailed:
         return None
-    except Exception:  # noqa: BLE001 - the plain path reports it
+    except Exception:  # the plain path reports it
         child.cancel()
         return None
     except BaseException:

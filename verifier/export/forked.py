@@ -51,7 +51,7 @@ class Forked(Generic[T]):
                 os.close(read)
                 try:
                     payload = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-                except BaseException:  # noqa: BLE001 - the parent redoes the work
+                except BaseException:  # the parent redoes the work
                     payload = b""
                 with open(write, "wb") as stream:
                     stream.write(payload)
@@ -74,7 +74,7 @@ class Forked(Generic[T]):
             raise ChildFailed
         try:
             value: T = pickle.loads(payload)  # noqa: S301 - our own child's bytes
-        except Exception:  # noqa: BLE001 - a truncated value
+        except Exception:  # a truncated value
             raise ChildFailed from None
         return value
 

@@ -11,6 +11,7 @@ back to the plain path; a parent that fails or is interrupted stops and reaps it
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -231,3 +232,101 @@ def test_no_fork_beside_another_thread(monkeypatch: pytest.MonkeyPatch) -> None:
         thread.join()
     monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _pid: {0}, raising=False)
     assert not can_fork()  # one core: nothing to gain
+
+
+# ---- the archive, built, written and read back in a forked child during the verification
+
+
+def _export_and_read(raw: Path, tmp_path: Path, name: str) -> tuple[dict[str, bytes], bytes]:
+    out, archive = tmp_path / name, tmp_path / f"{name}.tar.gz"
+    export_bundle(ExportOptions(raw, out, archive))
+    found = [p for p in out.rglob("*") if p.is_file()]
+    assert oct(archive.stat().st_mode & 0o777) == "0o644"
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in found}, archive.read_bytes()
+
+
+def test_the_archive_job_publishes_the_plain_archive(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs: list[str] = []
+    original = exporter._archive_job
+    monkeypatch.setattr(exporter, "_archive_job", lambda *a: jobs.append("child") or original(*a))
+    forked_way = _export_and_read(factory_raw, tmp_path, "forked")
+    monkeypatch.setattr(exporter, "can_fork", lambda: False)
+    plain_way = _export_and_read(factory_raw, tmp_path, "plain")
+    monkeypatch.setattr(exporter, "can_fork", lambda: True)
+    monkeypatch.setattr(exporter, "_same_device", lambda *_a: False)
+    other_device = _export_and_read(factory_raw, tmp_path, "other")
+    assert forked_way == plain_way == other_device
+    assert jobs == []  # appended in the child, never seen here
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted(
+        ["raw", "forked", "forked.tar.gz", "plain", "plain.tar.gz", "other", "other.tar.gz"]
+    )
+
+
+def test_a_failing_archive_job_sends_the_archive_back_to_the_plain_way(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _export_and_read(factory_raw, tmp_path, "first")
+    for failure in ("raise", "exit"):
+
+        def broken(*_args: Any, failure: str = failure) -> Any:
+            if failure == "raise":
+                raise OSError("the child's own error, never shown")
+            os._exit(0)
+
+        monkeypatch.setattr(exporter, "_archive_job", broken)
+        assert _export_and_read(factory_raw, tmp_path, failure) == expected
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
+
+
+@pytest.mark.parametrize("tamper", ["changed", "missing", "extra", "not-gzip"])
+def test_an_archive_the_job_reads_back_wrong_is_never_published(
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tamper: str,
+) -> None:
+    from verifier.export.archive import build_archive
+
+    def tampered(files: dict[str, bytes]) -> bytes:
+        if tamper == "not-gzip":
+            return b"not an archive"
+        changed = dict(files)
+        if tamper == "changed":
+            changed["experiment.json"] = changed["experiment.json"][:-1] + b" "
+        elif tamper == "missing":
+            del changed["model-manifest.json"]
+        else:
+            changed["notes.txt"] = b"hello\n"
+        return build_archive(changed)
+
+    monkeypatch.setattr(exporter, "build_archive", tampered)
+    with pytest.raises(ExportError, match="archive") as raised:
+        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+    # the plain way's message, word for word but for the temporary file's random name
+    monkeypatch.setattr(exporter, "can_fork", lambda: False)
+    with pytest.raises(ExportError) as plain:
+        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    named = re.compile(r"\S*\.tar\.gz")
+    assert named.sub("ARCHIVE", raised.value.message) == named.sub("ARCHIVE", plain.value.message)
+
+
+@pytest.mark.parametrize("step", ["_write_tree", "_verify", "_check_directory_sums"])
+def test_an_interrupt_beside_the_archive_job_stops_it_and_leaves_nothing(
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    step: str,
+) -> None:
+    def interrupted(*_args: Any, **_kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exporter, step, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]

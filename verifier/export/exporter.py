@@ -7,6 +7,7 @@ a failure or an interrupt (Ctrl-C included) removes every partial file.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -434,6 +435,57 @@ def _export_bundle(options: ExportOptions, progress: Progress | None) -> ExportS
         return _export_bundle_work(options, progress)
 
 
+_EARLY_ARCHIVE = "archive.tar.gz"
+
+
+def _same_device(out: Path, archive: Path) -> bool:
+    """Whether a file made beside `out` can be linked to `archive`."""
+    try:
+        return os.stat(out.parent).st_dev == os.stat(archive.parent).st_dev
+    except OSError:
+        return False
+
+
+def _start_archive_job(
+    out: Path, files: Mapping[str, bytes]
+) -> tuple[Path | None, Forked[str | None] | None]:
+    """On a large bundle with a second core: the archive built, written, flushed and read
+    back (`_archive_job`) in a forked child while this process writes and verifies the
+    directory. Its file is created here, empty, in a partial directory beside `out` (which
+    the next export to `out` clears if this one is killed); the child only writes into it.
+    (None, None) where no child can be forked: the archive is then made the plain way.
+    """
+    if not can_fork():
+        return None, None
+    early = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
+    try:
+        descriptor = os.open(early / _EARLY_ARCHIVE, _FILE_FLAGS, 0o644)
+        try:
+            job = Forked(functools.partial(_archive_job, descriptor, early / _EARLY_ARCHIVE, files))
+        finally:
+            os.close(descriptor)
+    except BaseException:
+        _remove(early)
+        raise
+    return early, job
+
+
+def _archive_job(descriptor: int, path: Path, files: Mapping[str, bytes]) -> str | None:
+    """In the child: what the plain way does after the verification, from `build_archive` to
+    `_check_archive`; None, or the message of the archive's refusal."""
+    data = build_archive(files)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+    os.fchmod(descriptor, 0o644)
+    os.fsync(descriptor)
+    try:
+        _check_archive(path, files)
+    except ExportError as exc:
+        return exc.message
+    return None
+
+
 def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> ExportSummary:
     report = progress or (lambda _message: None)
     _refuse_existing(options)
@@ -447,6 +499,8 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
     out, archive = options.out_dir, options.archive
     staging: Path | None = None
     archive_tmp: Path | None = None
+    early: Path | None = None  # the partial directory the forked archive job writes in
+    job: Forked[str | None] | None = None
     published: list[Path] = []
     # Background work, while the bundle is verified: the fsyncs, and the archive (zlib
     # compresses without the GIL). Both are awaited before anything is published.
@@ -454,28 +508,40 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
     stop = threading.Event()
     try:
         staging = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
+        if archive is not None and records >= PARALLEL_MIN_RECORDS and _same_device(out, archive):
+            early, job = _start_archive_job(out, files)  # before any thread starts
         report(f"writing {len(files)} files")
         syncing = _write_tree(staging, files, pool, stop)
-        packing = pool.submit(build_archive, files) if archive is not None else None
+        packing = pool.submit(build_archive, files) if archive is not None and job is None else None
         report("verifying the written bundle")
         verdict = _verify(staging, public_key)
         _check_directory_sums(staging, files)
-        if archive is not None and packing is not None:
+        if archive is not None:
             report("writing the archive")
-            data = packing.result()
-            handle, name = tempfile.mkstemp(
-                prefix=_partial_prefix(archive), suffix=".tar.gz", dir=archive.parent
-            )
-            archive_tmp = Path(name)
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
-                stream.flush()
-                os.fsync(stream.fileno())
-            os.chmod(archive_tmp, 0o644)
-            report("reading the archive back")
-            _check_archive(archive_tmp, files)
-        for job in syncing:
-            job.result()
+            refused: str | None = None
+            if job is not None and early is not None:
+                with contextlib.suppress(ChildFailed):  # the plain way below instead
+                    refused, archive_tmp = job.result(), early / _EARLY_ARCHIVE
+                job = None
+            if archive_tmp is None:
+                data = packing.result() if packing is not None else build_archive(files)
+                handle, name = tempfile.mkstemp(
+                    prefix=_partial_prefix(archive), suffix=".tar.gz", dir=archive.parent
+                )
+                archive_tmp = Path(name)
+                with os.fdopen(handle, "wb") as stream:
+                    stream.write(data)
+                    stream.flush()
+                    os.fsync(stream.fileno())
+                os.chmod(archive_tmp, 0o644)
+                report("reading the archive back")
+                _check_archive(archive_tmp, files)
+            else:
+                report("reading the archive back")
+                if refused is not None:
+                    raise ExportError(refused)
+        for sync in syncing:
+            sync.result()
         _refuse_existing(options)
         os.rename(staging, out)
         staging = None
@@ -485,12 +551,15 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
             archive_tmp = None
     except BaseException:
         stop.set()
+        if job is not None:
+            job.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         for path in (staging, archive_tmp, *published):
             _remove(path)
         raise
     finally:
         pool.shutdown(wait=True)
+        _remove(early)
     return ExportSummary(
         out_dir=out,
         archive=archive,

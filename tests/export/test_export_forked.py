@@ -1,15 +1,18 @@
-"""Half of a large export's records built in a forked child give the plain path's bundle.
+"""Half of a large export's records loaded and built in a forked child give the plain
+path's bundle, and the archive built and read back in a forked child the plain archive.
 
-`exporter._redact_in_two` (from `PARALLEL_MIN_RECORDS` records on) against
-`exporter._redact_in_one`, the plain path in one process: the same files byte for byte, the
+`exporter._build_in_two` (from `PARALLEL_MIN_RECORDS` records on) against
+`exporter._build_in_one`, the plain path in one process: the same files byte for byte, the
 same ledger counts, or the same error message, on the committed raw sample, the seed and
 factory captures and hypothesis-planted private values (the generator of
 test_export_properties). A child that fails, crashes or is interrupted only sends the work
 back to the plain path; a parent that fails or is interrupted stops and reaps its child.
+`raw.load_raw` with exchanges skipped plus `raw.load_exchanges` of those is `load_raw`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -29,7 +32,8 @@ from test_export_properties import SITES, _factory, _phrase, privates
 
 from verifier.errors import ExportError
 from verifier.export import ExportOptions, export_bundle, exporter, forked
-from verifier.export.forked import ChildFailed, Forked, can_fork
+from verifier.export.forked import Channel, ChildFailed, Forked, can_fork
+from verifier.raw import list_exchanges, load_exchanges, load_raw
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_RAW = REPO / "sample_bundles" / "raw" / "seed-mlxcel"
@@ -49,7 +53,7 @@ def _no_children_left() -> bool:
 def forking(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every export of the test takes the two-process path (the calls are recorded)."""
     calls: list[str] = []
-    original = exporter._redact_in_two
+    original = exporter._build_in_two
 
     def recorded(*args: Any) -> Any:
         result = original(*args)
@@ -58,7 +62,7 @@ def forking(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     monkeypatch.setattr(exporter, "PARALLEL_MIN_RECORDS", 1)
     monkeypatch.setattr(exporter, "can_fork", lambda: True)
-    monkeypatch.setattr(exporter, "_redact_in_two", recorded)
+    monkeypatch.setattr(exporter, "_build_in_two", recorded)
     yield calls
     assert _no_children_left()
 
@@ -67,14 +71,15 @@ def _built(raw: Path, *, two: bool, allowed: tuple[str, ...] = ()) -> tuple[str,
     """("ok", files, counts, records, conditions, progress) or ("error", message)."""
     options = ExportOptions(raw, raw.parent / "out", allowed=allowed)
     said: list[str] = []
-    saved = exporter.PARALLEL_MIN_RECORDS
+    saved = exporter.PARALLEL_MIN_RECORDS, exporter.can_fork
     exporter.PARALLEL_MIN_RECORDS = 1 if two else 10**9
+    exporter.can_fork = lambda: two
     try:
         return ("ok", (*exporter._build_files(options, None, said.append), said))
     except ExportError as exc:
         return ("error", exc.message)
     finally:
-        exporter.PARALLEL_MIN_RECORDS = saved
+        exporter.PARALLEL_MIN_RECORDS, exporter.can_fork = saved
 
 
 def _same_both_ways(raw: Path, calls: list[str], allowed: tuple[str, ...] = ()) -> tuple[str, Any]:
@@ -132,13 +137,12 @@ def test_two_processes_give_the_plain_bundle_on_planted_values(
         raw = f.write(Path(tmp) / "raw")
         plain = _built(raw, two=False, allowed=allowed)
         calls: list[bool] = []
-        original, in_two = exporter.can_fork, exporter._redact_in_two
-        exporter.can_fork = lambda: True
-        exporter._redact_in_two = lambda *a: calls.append(True) or in_two(*a)  # type: ignore[func-returns-value]
+        in_two = exporter._build_in_two
+        exporter._build_in_two = lambda *a: calls.append(True) or in_two(*a)  # type: ignore[func-returns-value]
         try:
             assert _built(raw, two=True, allowed=allowed) == plain
         finally:
-            exporter.can_fork, exporter._redact_in_two = original, in_two
+            exporter._build_in_two = in_two
     assert calls == [True]
     assert _no_children_left()
 
@@ -195,24 +199,39 @@ def test_the_two_process_export_publishes_the_plain_bytes(
         files = {p.relative_to(out).as_posix(): p.read_bytes() for p in found}
         assert "SHA256SUMS" in files
         outputs.append((files, (tmp_path / f"{name}.tar.gz").read_bytes()))
-    assert forking == ["two"]
+    assert forking == ["two", "fell back"]  # the second below the threshold: the plain path
     assert outputs[0] == outputs[1]
 
 
 def test_forked_gives_the_childs_value_or_child_failed() -> None:
     big = bytes(range(256)) * 4096  # more than a pipe holds
-    assert Forked(lambda: {"x": [1, big]}).result() == {"x": [1, big]}
+    assert Forked(lambda _c: {"x": [1, big]}).result() == {"x": [1, big]}
 
-    def fails() -> None:
+    def talks(channel: Channel) -> list[Any]:
+        channel.send(["up", big])
+        return [channel.receive(), "done"]
+
+    talking = Forked(talks)
+    assert talking.receive() == ["up", big]
+    talking.send({"down": big})
+    assert talking.result() == [{"down": big}, "done"]
+
+    def fails(_channel: Channel) -> None:
         raise ValueError("no")
 
     with pytest.raises(ChildFailed):
         Forked(fails).result()
     with pytest.raises(ChildFailed):
-        Forked(lambda: os._exit(0)).result()
+        Forked(lambda _c: os._exit(0)).result()
     with pytest.raises(ChildFailed):
-        Forked(lambda: threading.Lock()).result()  # a value pickle refuses: nothing is sent
-    sleeper = Forked(lambda: time.sleep(60))
+        Forked(lambda _c: threading.Lock()).result()  # a value pickle refuses: nothing is sent
+    with pytest.raises(ChildFailed):
+        Forked(fails).receive()  # nothing sent before it failed
+    gone = Forked(lambda _c: None)
+    gone.result()
+    with pytest.raises(ChildFailed):
+        gone.send(big)  # the child is gone, its pipe closed
+    sleeper = Forked(lambda _c: time.sleep(60))
     started = time.monotonic()
     sleeper.cancel()
     assert time.monotonic() - started < 10
@@ -330,3 +349,54 @@ def test_an_interrupt_beside_the_archive_job_stops_it_and_leaves_nothing(
     with pytest.raises(KeyboardInterrupt):
         export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+
+
+# ---- the raw capture loaded in two parts
+
+
+def test_a_capture_loaded_in_two_parts_is_the_capture_loaded_whole(
+    seed_raw: Path, factory_raw: Path, tmp_path: Path
+) -> None:
+    sample = tmp_path / "sample" / "raw"
+    shutil.copytree(SAMPLE_RAW, sample)
+    for raw in (sample, seed_raw, factory_raw):
+        whole = load_raw(raw)
+        listed = list_exchanges(raw)
+        in_order = [e for c in whole.run.conditions for e in whole.exchanges[c.id]]
+        assert [(f.condition, f.number) for f in listed] == [
+            (e.condition, e.sequence) for e in in_order
+        ]
+        assert [f.relative for f in listed] == [e.file for e in in_order]
+        for cut in range(len(listed) + 1):
+            theirs = listed[cut:]
+            part = load_raw(raw, frozenset(f.relative for f in theirs))
+            assert load_exchanges(raw, theirs) == in_order[cut:]
+            mine = [e for c in part.run.conditions for e in part.exchanges[c.id]]
+            assert mine == in_order[:cut]
+            assert (part.run, part.manifest, part.servers, part.logs) == (
+                whole.run,
+                whole.manifest,
+                whole.servers,
+                whole.logs,
+            )
+
+
+def test_an_exchange_the_child_loads_is_checked_as_load_raw_checks_it(
+    factory_raw: Path,
+) -> None:
+    exchange = factory_raw / "conditions" / "c1" / "exchanges" / "002.json"
+    document = json.loads(exchange.read_text())
+    for field, value, message in [
+        ("sequence", 7, "/sequence: is not 2"),
+        ("condition", "c9", "/condition: is not 'c1'"),
+        ("server_instance", 9, "/server_instance: names server 9"),
+        ("phase", 3, "not a valid raw-exchange document"),
+    ]:
+        exchange.write_text(json.dumps({**document, field: value}))
+        listed = [f for f in list_exchanges(factory_raw) if f.number == 2]
+        with pytest.raises(ExportError) as whole:
+            load_raw(factory_raw)
+        with pytest.raises(ExportError) as part:
+            load_exchanges(factory_raw, listed)
+        assert part.value.message == whole.value.message
+        assert message in whole.value.message

@@ -31,13 +31,20 @@ from verifier.checksums import format_sums
 from verifier.collector import fewer_collections
 from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
-from verifier.export.assemble import Removal, assemble, assemble_records, exchanges_in_order
-from verifier.export.forked import ChildFailed, Forked, can_fork
+from verifier.export.assemble import Removal, assemble, assemble_records
+from verifier.export.forked import Channel, ChildFailed, Forked, can_fork
 from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
 from verifier.export.serialize import dumps_public
 from verifier.leaks import scan_bytes
 from verifier.model import Finding
-from verifier.raw import RawCapture, RawExchange, load_raw
+from verifier.raw import (
+    ExchangeFile,
+    RawCapture,
+    RawExchange,
+    list_exchanges,
+    load_exchanges,
+    load_raw,
+)
 from verifier.verify import VerifyOptions, verify_path
 
 Progress = Callable[[str], None]
@@ -233,24 +240,15 @@ def _write_tree(
 
 
 PARALLEL_MIN_RECORDS = 2_000
-"""From this many records on, a forked child builds half of them (`_redact_in_two`)."""
+"""From this many records on, a forked child loads and builds half of them (`_build_in_two`)."""
+
+Built = tuple[dict[str, bytes], list[LedgerEntry]]
 
 
 def _build_files(
     options: ExportOptions, key: Ed25519PrivateKey | None, progress: Progress
 ) -> tuple[dict[str, bytes], Counter[str], int, tuple[str, ...]]:
     """The bundle's bytes by path; the redaction counts; the record count; the conditions."""
-    progress(f"reading the raw capture {options.raw_dir}")
-    raw = load_raw(options.raw_dir)
-    outcome = raw.run.document.get("outcome", "completed")
-    if outcome != "completed":
-        # A broken-off capture is kept privately for diagnosis; it is not evidence.
-        raise ExportError(
-            f"{options.raw_dir} is a capture that did not complete (outcome: {outcome}); "
-            "run the capture again and export the completed one"
-        )
-    progress("assembling the public documents")
-    records = sum(len(x) for x in raw.exchanges.values())
     said: list[str] = []
 
     def once(message: str) -> None:  # a fallback to the plain path does not say it again
@@ -258,12 +256,11 @@ def _build_files(
             said.append(message)
             progress(message)
 
-    built = None
-    if records >= PARALLEL_MIN_RECORDS and can_fork():
-        built = _redact_in_two(raw, options, once)
+    once(f"reading the raw capture {options.raw_dir}")
+    built = _build_in_two(options, once) if can_fork() else None
     if built is None:
-        built = _redact_in_one(raw, options, once)
-    files, ledger = built
+        built = _build_in_one(options, once)
+    files, ledger, records, conditions = built
     files[layout.SHA256SUMS] = format_sums(files)
     if key is not None:
         files[layout.SIGNATURE] = signing.sign(files[layout.SHA256SUMS], key)
@@ -271,18 +268,26 @@ def _build_files(
     counts: Counter[str] = Counter()
     for entry in ledger:
         counts[entry.category] += entry.count
-    return files, counts, records, tuple(c.id for c in raw.run.conditions)
+    return files, counts, records, conditions
 
 
-Built = tuple[dict[str, bytes], list[LedgerEntry]]
+def _check_outcome(options: ExportOptions, raw: RawCapture) -> None:
+    outcome = raw.run.document.get("outcome", "completed")
+    if outcome != "completed":
+        # A broken-off capture is kept privately for diagnosis; it is not evidence.
+        raise ExportError(
+            f"{options.raw_dir} is a capture that did not complete (outcome: {outcome}); "
+            "run the capture again and export the completed one"
+        )
 
 
-def _redactor(raw: RawCapture, options: ExportOptions) -> Redactor:
+def _redactor(raw: RawCapture, options: ExportOptions, other_urls: Sequence[str] = ()) -> Redactor:
     values = collect_private_values(
         raw,
         private_paths=options.private_paths,
         public_env=options.keep_env,
         allowed=options.allowed,
+        other_urls=other_urls,
     )
     return Redactor(values, options.allowed)
 
@@ -301,14 +306,21 @@ def _with_ledger(
     return {name: documents[name] for name in sorted(documents)}, entries
 
 
-def _redact_in_one(raw: RawCapture, options: ExportOptions, progress: Progress) -> Built:
-    """The plain path: every document assembled, redacted and serialized in this process."""
+def _build_in_one(
+    options: ExportOptions, progress: Progress
+) -> tuple[dict[str, bytes], list[LedgerEntry], int, tuple[str, ...]]:
+    """The plain path: the whole capture loaded, assembled, redacted and serialized here."""
+    raw = load_raw(options.raw_dir)
+    _check_outcome(options, raw)
+    progress("assembling the public documents")
     assembled = assemble(raw, options.keep_env)
     redactor = _redactor(raw, options)
     _say_redacting(redactor, progress)
     documents, replaced, allowed = redactor.redact_and_check(assembled.documents, assembled.sources)
     files = {name: dumps_public(document) for name, document in documents.items()}
-    return _with_ledger(files, assembled.removals, [*replaced, *allowed])
+    records = sum(len(x) for x in raw.exchanges.values())
+    conditions = tuple(c.id for c in raw.run.conditions)
+    return (*_with_ledger(files, assembled.removals, [*replaced, *allowed]), records, conditions)
 
 
 def _records_part(redactor: Redactor, exchanges: Sequence[RawExchange]) -> Built:
@@ -319,32 +331,53 @@ def _records_part(redactor: Redactor, exchanges: Sequence[RawExchange]) -> Built
     return files, [*replaced, *allowed]
 
 
-def _redact_in_two(raw: RawCapture, options: ExportOptions, progress: Progress) -> Built | None:
-    """`_redact_in_one`'s files and ledger, the second half of the records built in a forked
-    child; None on any failure, and the plain path then runs (and reports the error).
+def _child_part(root: Path, listed: list[ExchangeFile], channel: Channel) -> Built:
+    """In the child: load the exchanges of `listed`; send their request URLs (the host names
+    in them are private values); receive the private values; build their records."""
+    exchanges = load_exchanges(root, listed)
+    channel.send(sorted({e.request_url for e in exchanges}))
+    known, allowed = channel.receive()
+    return _records_part(Redactor(known, allowed), exchanges)
 
-    Each record is assembled, redacted and serialized from its own exchange with the same
-    detectors, so the halves give the plain path's files. The ledger is sorted when written;
-    entries sort by file first, and no file is in both halves, so the order of the halves'
-    entries changes nothing. Refusals and every other error stop one half or the other: the
-    plain path then runs from the start, so the error reported, and its message, are the
-    plain path's own.
+
+def _build_in_two(
+    options: ExportOptions, progress: Progress
+) -> tuple[dict[str, bytes], list[LedgerEntry], int, tuple[str, ...]] | None:
+    """`_build_in_one`'s files, ledger and counts, the second half of the exchange files
+    loaded and built in a forked child; None below `PARALLEL_MIN_RECORDS` records and on any
+    failure, and the plain path then runs (and reports the error).
+
+    The child loads its exchanges as `load_raw` would (the same reads and checks) and sends
+    their request URLs, which `collect_private_values` reads host names from; this process
+    loads the rest of the capture, collects the private values and sends them back. Each
+    record is then assembled, redacted and serialized from its own exchange with the same
+    detectors, so the halves give the plain path's files. The ledger is sorted when
+    written; entries sort by file first, and no file is in both halves, so the order of the
+    halves' entries changes nothing. Refusals and every other error stop one half or the
+    other: the plain path then runs from the start, so the error reported, and its
+    message, are the plain path's own.
     """
     try:
-        redactor = _redactor(raw, options)
-        exchanges = exchanges_in_order(raw)
+        listed = list_exchanges(options.raw_dir)
     except Exception:  # the plain path reports it
         return None
-    half = len(exchanges) // 2
-    child = Forked(lambda: _records_part(redactor, exchanges[half:]))
+    if len(listed) < PARALLEL_MIN_RECORDS:
+        return None
+    theirs = listed[len(listed) // 2 :]
+    child = Forked(functools.partial(_child_part, options.raw_dir, theirs))
     try:
-        assembled = assemble(raw, options.keep_env, exchanges[:half])
+        raw = load_raw(options.raw_dir, frozenset(f.relative for f in theirs))
+        _check_outcome(options, raw)
+        progress("assembling the public documents")
+        redactor = _redactor(raw, options, child.receive())
+        child.send((redactor.known, redactor.allowed_given))
+        assembled = assemble(raw, options.keep_env)
         _say_redacting(redactor, progress)
         documents, replaced, allowed = redactor.redact_and_check(
             assembled.documents, assembled.sources
         )
         files = {name: dumps_public(document) for name, document in documents.items()}
-        theirs, their_ledger = child.result()
+        their_files, their_ledger = child.result()
     except ChildFailed:
         return None
     except Exception:  # the plain path reports it
@@ -353,10 +386,13 @@ def _redact_in_two(raw: RawCapture, options: ExportOptions, progress: Progress) 
     except BaseException:
         child.cancel()
         raise
-    if not files.keys().isdisjoint(theirs):
+    if not files.keys().isdisjoint(their_files):
         return None  # two exchanges of one record name: the plain path decides
-    files.update(theirs)
-    return _with_ledger(files, assembled.removals, [*replaced, *allowed, *their_ledger])
+    files.update(their_files)
+    records = sum(len(x) for x in raw.exchanges.values()) + len(theirs)
+    conditions = tuple(c.id for c in raw.run.conditions)
+    ledger = [*replaced, *allowed, *their_ledger]
+    return (*_with_ledger(files, assembled.removals, ledger), records, conditions)
 
 
 def _public_pem(key: Ed25519PrivateKey | None) -> bytes | None:
@@ -470,7 +506,9 @@ def _start_archive_job(
     return early, job
 
 
-def _archive_job(descriptor: int, path: Path, files: Mapping[str, bytes]) -> str | None:
+def _archive_job(
+    descriptor: int, path: Path, files: Mapping[str, bytes], _channel: Channel
+) -> str | None:
     """In the child: what the plain way does after the verification, from `build_archive` to
     `_check_archive`; None, or the message of the archive's refusal."""
     data = build_archive(files)

@@ -406,3 +406,23 @@ def test_an_exchange_the_child_loads_is_checked_as_load_raw_checks_it(
             load_exchanges(factory_raw, listed)
         assert part.value.message == whole.value.message
         assert message in whole.value.message
+
+
+def test_no_process_to_be_had_is_the_plain_way(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _export_and_read(factory_raw, tmp_path, "first")
+    opened = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+
+    def no_fork() -> int:
+        raise BlockingIOError("fork: Resource temporarily unavailable")
+
+    monkeypatch.setattr(forked.os, "fork", no_fork)
+    with pytest.raises(ChildFailed):
+        Forked(lambda _c: None)
+    forking.clear()
+    assert _export_and_read(factory_raw, tmp_path, "again") == expected
+    assert forking == ["fell back"]
+    if opened is not None:
+        assert len(os.listdir("/proc/self/fd")) == opened  # no pipe left open
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]

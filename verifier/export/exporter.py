@@ -371,7 +371,10 @@ def _build_in_two(
     if len(listed) < PARALLEL_MIN_RECORDS:
         return None
     theirs = listed[round(len(listed) * (1 - CHILD_SHARE)) :]
-    child = Forked(functools.partial(_child_part, options.raw_dir, theirs))
+    try:
+        child = Forked(functools.partial(_child_part, options.raw_dir, theirs))
+    except ChildFailed:
+        return None
     try:
         raw = load_raw(options.raw_dir, frozenset(f.relative for f in theirs))
         _check_outcome(options, raw)
@@ -507,6 +510,9 @@ def _start_archive_job(
             job = Forked(functools.partial(_archive_job, descriptor, early / _EARLY_ARCHIVE, files))
         finally:
             os.close(descriptor)
+    except ChildFailed:
+        _remove(early)
+        return None, None
     except BaseException:
         _remove(early)
         raise

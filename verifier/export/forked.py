@@ -92,16 +92,24 @@ class Channel:
 
 
 class Forked(Generic[T]):
-    """`work(channel)` running in a forked child; `result()` is its value or ChildFailed.
+    """`work(channel)` running in a forked child; `result()` is its value or ChildFailed
+    (also raised here, at once, when no child can be forked).
 
     Between the start and the result, the parent may `receive` what the child sends and
     `send` values the child receives, in the order the work expects them.
     """
 
     def __init__(self, work: Callable[[Channel], T]) -> None:
-        up_read, up_write = os.pipe()
-        down_read, down_write = os.pipe()
-        pid = os.fork()
+        pipes: list[int] = []
+        try:
+            pipes += os.pipe()
+            pipes += os.pipe()
+            pid = os.fork()
+        except OSError:  # no process to be had (EAGAIN, ENOMEM): the plain way
+            for descriptor in pipes:
+                os.close(descriptor)
+            raise ChildFailed from None
+        up_read, up_write, down_read, down_write = pipes
         if pid == 0:  # the child: never returns into the parent's code
             status = 1
             try:

@@ -6,7 +6,7 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -442,18 +442,83 @@ def _check(condition: bool, where: str, message: str) -> None:
         raise ExportError(f"{where}: {message}")
 
 
-def load_raw(root: Path) -> RawCapture:
-    """Load a raw capture directory; every problem is an ExportError naming file and pointer."""
+def load_raw(root: Path, skip: frozenset[str] = frozenset()) -> RawCapture:
+    """Load a raw capture directory; every problem is an ExportError naming file and pointer.
+
+    `skip`: exchange files (relative names) listed but not read, left out of `exchanges`:
+    another process loads them (`load_exchanges`).
+    """
     if not root.is_dir():
         raise ExportError(f"{root} is not a raw capture directory")
     tree = _Tree(root)
     try:
-        return _load(root, tree)
+        return _load(root, tree, skip)
     finally:
         tree.close()
 
 
-def _load(root: Path, tree: _Tree | None) -> RawCapture:
+@dataclass(frozen=True)
+class ExchangeFile:
+    """An exchange file of the capture, listed, not read."""
+
+    condition: str
+    number: int
+    name: str
+    instances: frozenset[int]
+    """The numbers of the condition's server files (what its servers' instances must be)."""
+
+    @property
+    def relative(self) -> str:
+        return f"{layout.RAW_CONDITIONS_DIR}/{self.condition}/exchanges/{self.name}"
+
+
+def list_exchanges(root: Path) -> list[ExchangeFile]:
+    """Every exchange file, condition by condition in run.json's order, by number; run.json
+    read for its conditions, nothing else read. An error here is one `load_raw` reports too."""
+    tree = _Tree(root)
+    try:
+        run = _read_document(root, layout.RAW_RUN, "raw-run", tree)
+    finally:
+        tree.close()
+    found = []
+    for condition in run["conditions"]:
+        cond = condition["id"]
+        base = f"{layout.RAW_CONDITIONS_DIR}/{cond}"
+        servers = _numbered_files(root / base / "servers", f"{base}/servers")
+        instances = frozenset(number for number, _ in servers)
+        for number, name in sorted(_numbered_files(root / base / "exchanges", f"{base}/exchanges")):
+            found.append(ExchangeFile(cond, number, name, instances))
+    return found
+
+
+def load_exchanges(root: Path, files: list[ExchangeFile]) -> list[RawExchange]:
+    """The exchanges of `files`, read and checked as `load_raw` reads and checks them."""
+    tree = _Tree(root)
+    try:
+        return [
+            _load_exchange(root, tree, f.condition, f.number, f.name, f.instances) for f in files
+        ]
+    finally:
+        tree.close()
+
+
+def _load_exchange(
+    root: Path, tree: _Tree | None, cond: str, number: int, name: str, instances: Collection[int]
+) -> RawExchange:
+    base = f"{layout.RAW_CONDITIONS_DIR}/{cond}"
+    relative = f"{base}/exchanges/{name}"
+    exchange = _parse_exchange(relative, _read_document(root, relative, "raw-exchange", tree))
+    _check(exchange.condition == cond, relative + "/condition", f"is not {cond!r}")
+    _check(exchange.sequence == number, relative + "/sequence", f"is not {number}")
+    _check(
+        not instances or exchange.server_instance in instances,
+        relative + "/server_instance",
+        f"names server {exchange.server_instance}, which {base}/servers does not hold",
+    )
+    return exchange
+
+
+def _load(root: Path, tree: _Tree | None, skip: frozenset[str] = frozenset()) -> RawCapture:
     run = _parse_run(_read_document(root, layout.RAW_RUN, "raw-run", tree))
     manifest_doc = _read_document(root, layout.RAW_MODEL_MANIFEST, "raw-model-manifest", tree)
     manifest = RawManifest(
@@ -488,22 +553,14 @@ def _load(root: Path, tree: _Tree | None) -> RawCapture:
             log = _read_log(root, relative.removesuffix(".json") + ".log", tree)
             if log is not None:
                 logs.append(log)
-        cond_exchanges = []
         instances = {s.instance for s in cond_servers}
-        for number, name in _numbered_files(root / base / "exchanges", f"{base}/exchanges"):
-            relative = f"{base}/exchanges/{name}"
-            exchange = _parse_exchange(
-                relative, _read_document(root, relative, "raw-exchange", tree)
-            )
-            _check(exchange.condition == cond, relative + "/condition", f"is not {cond!r}")
-            _check(exchange.sequence == number, relative + "/sequence", f"is not {number}")
-            _check(
-                not instances or exchange.server_instance in instances,
-                relative + "/server_instance",
-                f"names server {exchange.server_instance}, which {base}/servers does not hold",
-            )
-            cond_exchanges.append(exchange)
-        _check(bool(cond_exchanges), f"{layout.RAW_RUN}/conditions/{index}", "has no exchanges")
+        listed = _numbered_files(root / base / "exchanges", f"{base}/exchanges")
+        cond_exchanges = [
+            _load_exchange(root, tree, cond, number, name, instances)
+            for number, name in listed
+            if f"{base}/exchanges/{name}" not in skip
+        ]
+        _check(bool(listed), f"{layout.RAW_RUN}/conditions/{index}", "has no exchanges")
         servers[cond] = tuple(cond_servers)
         exchanges[cond] = tuple(sorted(cond_exchanges, key=lambda e: e.sequence))
     harness_log = _read_log(root, layout.RAW_HARNESS_LOG, tree)

@@ -579,21 +579,45 @@ def _removals(raw: RawCapture, experiment: dict[str, Any]) -> list[Removal]:
     return removals
 
 
-def assemble(raw: RawCapture, keep_env: Sequence[str] = ()) -> Assembled:
-    """The public documents of a raw capture, field by field, before redaction."""
+def exchanges_in_order(raw: RawCapture) -> list[RawExchange]:
+    """Every exchange, in the order of the records `assemble` builds: condition by condition,
+    by sequence."""
+    return [e for condition in raw.run.conditions for e in raw.exchanges[condition.id]]
+
+
+def assemble(
+    raw: RawCapture, keep_env: Sequence[str] = (), records: Sequence[RawExchange] | None = None
+) -> Assembled:
+    """The public documents of a raw capture, field by field, before redaction.
+
+    `records`: the exchanges whose records are built (by default every exchange, in order);
+    export builds the others with `assemble_records`, in a second process.
+    """
     run = raw.run.document
     experiment = _build("experiment", run, lambda name: _EXPERIMENT_BUILDERS[name](raw, keep_env))
     documents: dict[str, dict[str, Any]] = {layout.EXPERIMENT: experiment}
     sources = {layout.EXPERIMENT: layout.RAW_RUN, layout.MODEL_MANIFEST: layout.RAW_MODEL_MANIFEST}
-    for condition in raw.run.conditions:
-        for exchange in raw.exchanges[condition.id]:
-            name = layout.record_path(condition.id, exchange.sequence)
-            documents[name] = _build(
-                "record", exchange.document, functools.partial(_record_value, exchange)
-            )
-            sources[name] = exchange.file
+    built, built_sources = assemble_records(exchanges_in_order(raw) if records is None else records)
+    documents.update(built)
+    sources.update(built_sources)
     documents[layout.MODEL_MANIFEST] = _build("manifest", raw.manifest.document, _no_builder)
     return Assembled(documents, sources, tuple(_removals(raw, experiment)))
+
+
+def assemble_records(
+    exchanges: Sequence[RawExchange],
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The record documents of `exchanges` by bundle path, in their order, and their
+    sources: each record is built from its exchange alone."""
+    documents: dict[str, dict[str, Any]] = {}
+    sources: dict[str, str] = {}
+    for exchange in exchanges:
+        name = layout.record_path(exchange.condition, exchange.sequence)
+        documents[name] = _build(
+            "record", exchange.document, functools.partial(_record_value, exchange)
+        )
+        sources[name] = exchange.file
+    return documents, sources
 
 
 def _record_value(exchange: RawExchange, builder: str) -> Any:

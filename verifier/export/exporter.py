@@ -7,13 +7,14 @@ a failure or an interrupt (Ctrl-C included) removes every partial file.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,12 +31,19 @@ from verifier.checksums import format_sums
 from verifier.collector import fewer_collections
 from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
-from verifier.export.assemble import assemble
+from verifier.export.assemble import Removal, assemble, assemble_records
+from verifier.export.forked import Channel, ChildFailed, Forked, can_fork
 from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
 from verifier.export.serialize import dumps_public
 from verifier.leaks import scan_bytes
 from verifier.model import Finding
-from verifier.raw import load_raw
+from verifier.raw import (
+    ExchangeFile,
+    RawCapture,
+    list_exchanges,
+    load_exchanges,
+    load_raw,
+)
 from verifier.verify import VerifyOptions, verify_path
 
 Progress = Callable[[str], None]
@@ -230,37 +238,33 @@ def _write_tree(
     return [pool.submit(_fsync_all, chunk, stop) for chunk in chunks if chunk]
 
 
+PARALLEL_MIN_RECORDS = 2_000
+"""From this many records on, a forked child loads and builds a share of them (`_build_in_two`)."""
+
+CHILD_SHARE = 0.55
+"""The share of the exchange files the child loads and builds: a little more than half, as
+this process also loads the rest of the capture, collects the private values and writes
+the ledger (balanced on the 10,024-record capture of `make bench`)."""
+
+Built = tuple[dict[str, bytes], list[LedgerEntry]]
+
+
 def _build_files(
     options: ExportOptions, key: Ed25519PrivateKey | None, progress: Progress
 ) -> tuple[dict[str, bytes], Counter[str], int, tuple[str, ...]]:
     """The bundle's bytes by path; the redaction counts; the record count; the conditions."""
-    progress(f"reading the raw capture {options.raw_dir}")
-    raw = load_raw(options.raw_dir)
-    outcome = raw.run.document.get("outcome", "completed")
-    if outcome != "completed":
-        # A broken-off capture is kept privately for diagnosis; it is not evidence.
-        raise ExportError(
-            f"{options.raw_dir} is a capture that did not complete (outcome: {outcome}); "
-            "run the capture again and export the completed one"
-        )
-    progress("assembling the public documents")
-    assembled = assemble(raw, options.keep_env)
-    values = collect_private_values(
-        raw,
-        private_paths=options.private_paths,
-        public_env=options.keep_env,
-        allowed=options.allowed,
-    )
-    redactor = Redactor(values, options.allowed)
-    progress(f"redacting, field by field, with {len(values)} known private values")
-    documents, replaced, allowed = redactor.redact_and_check(assembled.documents, assembled.sources)
-    removed = [
-        LedgerEntry(r.category, r.file, r.pointer, r.count, r.placeholder)
-        for r in assembled.removals
-    ]
-    ledger = [*removed, *replaced, *allowed]
-    documents[layout.REDACTION_LEDGER] = _ledger_document(ledger)
-    files = {name: dumps_public(documents[name]) for name in sorted(documents)}
+    said: list[str] = []
+
+    def once(message: str) -> None:  # a fallback to the plain path does not say it again
+        if message not in said:
+            said.append(message)
+            progress(message)
+
+    once(f"reading the raw capture {options.raw_dir}")
+    built = _build_in_two(options, once) if can_fork() else None
+    if built is None:
+        built = _build_in_one(options, once)
+    files, ledger, records, conditions = built
     files[layout.SHA256SUMS] = format_sums(files)
     if key is not None:
         files[layout.SIGNATURE] = signing.sign(files[layout.SHA256SUMS], key)
@@ -268,8 +272,137 @@ def _build_files(
     counts: Counter[str] = Counter()
     for entry in ledger:
         counts[entry.category] += entry.count
+    return files, counts, records, conditions
+
+
+def _check_outcome(options: ExportOptions, raw: RawCapture) -> None:
+    outcome = raw.run.document.get("outcome", "completed")
+    if outcome != "completed":
+        # A broken-off capture is kept privately for diagnosis; it is not evidence.
+        raise ExportError(
+            f"{options.raw_dir} is a capture that did not complete (outcome: {outcome}); "
+            "run the capture again and export the completed one"
+        )
+
+
+def _redactor(raw: RawCapture, options: ExportOptions, other_urls: Sequence[str] = ()) -> Redactor:
+    values = collect_private_values(
+        raw,
+        private_paths=options.private_paths,
+        public_env=options.keep_env,
+        allowed=options.allowed,
+        other_urls=other_urls,
+    )
+    return Redactor(values, options.allowed)
+
+
+def _say_redacting(redactor: Redactor, progress: Progress) -> None:
+    progress(f"redacting, field by field, with {len(redactor.known)} known private values")
+
+
+def _with_ledger(
+    documents: dict[str, bytes], removals: Iterable[Removal], ledger: Iterable[LedgerEntry]
+) -> Built:
+    """The files in name order, the ledger among them: what assembly removed, then `ledger`."""
+    removed = [LedgerEntry(r.category, r.file, r.pointer, r.count, r.placeholder) for r in removals]
+    entries = [*removed, *ledger]
+    documents[layout.REDACTION_LEDGER] = dumps_public(_ledger_document(entries))
+    return {name: documents[name] for name in sorted(documents)}, entries
+
+
+def _build_in_one(
+    options: ExportOptions, progress: Progress
+) -> tuple[dict[str, bytes], list[LedgerEntry], int, tuple[str, ...]]:
+    """The plain path: the whole capture loaded, assembled, redacted and serialized here."""
+    raw = load_raw(options.raw_dir)
+    _check_outcome(options, raw)
+    progress("assembling the public documents")
+    assembled = assemble(raw, options.keep_env)
+    redactor = _redactor(raw, options)
+    _say_redacting(redactor, progress)
+    documents, replaced, allowed = redactor.redact_and_check(assembled.documents, assembled.sources)
+    files = {name: dumps_public(document) for name, document in documents.items()}
     records = sum(len(x) for x in raw.exchanges.values())
-    return files, counts, records, tuple(c.id for c in raw.run.conditions)
+    conditions = tuple(c.id for c in raw.run.conditions)
+    return (*_with_ledger(files, assembled.removals, [*replaced, *allowed]), records, conditions)
+
+
+def _records_part(
+    redactor: Redactor, documents: dict[str, dict[str, Any]], sources: dict[str, str]
+) -> Built:
+    """The serialized records, redacted, with the ledger entries of their redaction."""
+    redacted, replaced, allowed = redactor.redact_and_check(documents, sources)
+    files = {name: dumps_public(document) for name, document in redacted.items()}
+    return files, [*replaced, *allowed]
+
+
+def _child_part(root: Path, listed: list[ExchangeFile], channel: Channel) -> Built:
+    """In the child: load the exchanges of `listed`; send their request URLs (the host names
+    in them are private values); assemble their records; receive the private values;
+    redact and serialize the records."""
+    exchanges = load_exchanges(root, listed)
+    channel.send(sorted({e.request_url for e in exchanges}))
+    documents, sources = assemble_records(exchanges)
+    known, allowed = channel.receive()
+    return _records_part(Redactor(known, allowed), documents, sources)
+
+
+def _build_in_two(
+    options: ExportOptions, progress: Progress
+) -> tuple[dict[str, bytes], list[LedgerEntry], int, tuple[str, ...]] | None:
+    """`_build_in_one`'s files, ledger and counts, the last `CHILD_SHARE` of the exchange
+    files loaded and built in a forked child; None below `PARALLEL_MIN_RECORDS` records and on any
+    failure, and the plain path then runs (and reports the error).
+
+    The child loads its exchanges as `load_raw` would (the same reads and checks) and sends
+    their request URLs, which `collect_private_values` reads host names from; this process
+    loads the rest of the capture, collects the private values and sends them back. Each
+    record is then assembled, redacted and serialized from its own exchange with the same
+    detectors, so the halves give the plain path's files. The ledger is sorted when
+    written; entries sort by file first, and no file is in both halves, so the order of the
+    halves' entries changes nothing. Refusals and every other error stop one half or the
+    other: the plain path then runs from the start, so the error reported, and its
+    message, are the plain path's own.
+    """
+    try:
+        listed = list_exchanges(options.raw_dir)
+    except Exception:  # the plain path reports it
+        return None
+    if len(listed) < PARALLEL_MIN_RECORDS:
+        return None
+    theirs = listed[round(len(listed) * (1 - CHILD_SHARE)) :]
+    try:
+        child = Forked(functools.partial(_child_part, options.raw_dir, theirs))
+    except ChildFailed:
+        return None
+    try:
+        raw = load_raw(options.raw_dir, frozenset(f.relative for f in theirs))
+        _check_outcome(options, raw)
+        progress("assembling the public documents")
+        redactor = _redactor(raw, options, child.receive())
+        child.send((redactor.known, redactor.allowed_given))
+        assembled = assemble(raw, options.keep_env)
+        _say_redacting(redactor, progress)
+        documents, replaced, allowed = redactor.redact_and_check(
+            assembled.documents, assembled.sources
+        )
+        files = {name: dumps_public(document) for name, document in documents.items()}
+        their_files, their_ledger = child.result()
+    except ChildFailed:
+        return None
+    except Exception:  # the plain path reports it
+        child.cancel()
+        return None
+    except BaseException:
+        child.cancel()
+        raise
+    if not files.keys().isdisjoint(their_files):
+        return None  # two exchanges of one record name: the plain path decides
+    files.update(their_files)
+    records = sum(len(x) for x in raw.exchanges.values()) + len(theirs)
+    conditions = tuple(c.id for c in raw.run.conditions)
+    ledger = [*replaced, *allowed, *their_ledger]
+    return (*_with_ledger(files, assembled.removals, ledger), records, conditions)
 
 
 def _public_pem(key: Ed25519PrivateKey | None) -> bytes | None:
@@ -348,6 +481,62 @@ def _export_bundle(options: ExportOptions, progress: Progress | None) -> ExportS
         return _export_bundle_work(options, progress)
 
 
+_EARLY_ARCHIVE = "archive.tar.gz"
+
+
+def _same_device(out: Path, archive: Path) -> bool:
+    """Whether a file made beside `out` can be linked to `archive`."""
+    try:
+        return os.stat(out.parent).st_dev == os.stat(archive.parent).st_dev
+    except OSError:
+        return False
+
+
+def _start_archive_job(
+    out: Path, files: Mapping[str, bytes]
+) -> tuple[Path | None, Forked[str | None] | None]:
+    """On a large bundle with a second core: the archive built, written, flushed and read
+    back (`_archive_job`) in a forked child while this process writes and verifies the
+    directory. Its file is created here, empty, in a partial directory beside `out` (which
+    the next export to `out` clears if this one is killed); the child only writes into it.
+    (None, None) where no child can be forked: the archive is then made the plain way.
+    """
+    if not can_fork():
+        return None, None
+    early = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
+    try:
+        descriptor = os.open(early / _EARLY_ARCHIVE, _FILE_FLAGS, 0o644)
+        try:
+            job = Forked(functools.partial(_archive_job, descriptor, early / _EARLY_ARCHIVE, files))
+        finally:
+            os.close(descriptor)
+    except ChildFailed:
+        _remove(early)
+        return None, None
+    except BaseException:
+        _remove(early)
+        raise
+    return early, job
+
+
+def _archive_job(
+    descriptor: int, path: Path, files: Mapping[str, bytes], _channel: Channel
+) -> str | None:
+    """In the child: what the plain way does after the verification, from `build_archive` to
+    `_check_archive`; None, or the message of the archive's refusal."""
+    data = build_archive(files)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+    os.fchmod(descriptor, 0o644)
+    os.fsync(descriptor)
+    try:
+        _check_archive(path, files)
+    except ExportError as exc:
+        return exc.message
+    return None
+
+
 def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> ExportSummary:
     report = progress or (lambda _message: None)
     _refuse_existing(options)
@@ -361,6 +550,8 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
     out, archive = options.out_dir, options.archive
     staging: Path | None = None
     archive_tmp: Path | None = None
+    early: Path | None = None  # the partial directory the forked archive job writes in
+    job: Forked[str | None] | None = None
     published: list[Path] = []
     # Background work, while the bundle is verified: the fsyncs, and the archive (zlib
     # compresses without the GIL). Both are awaited before anything is published.
@@ -368,28 +559,40 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
     stop = threading.Event()
     try:
         staging = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
+        if archive is not None and records >= PARALLEL_MIN_RECORDS and _same_device(out, archive):
+            early, job = _start_archive_job(out, files)  # before any thread starts
         report(f"writing {len(files)} files")
         syncing = _write_tree(staging, files, pool, stop)
-        packing = pool.submit(build_archive, files) if archive is not None else None
+        packing = pool.submit(build_archive, files) if archive is not None and job is None else None
         report("verifying the written bundle")
         verdict = _verify(staging, public_key)
         _check_directory_sums(staging, files)
-        if archive is not None and packing is not None:
+        if archive is not None:
             report("writing the archive")
-            data = packing.result()
-            handle, name = tempfile.mkstemp(
-                prefix=_partial_prefix(archive), suffix=".tar.gz", dir=archive.parent
-            )
-            archive_tmp = Path(name)
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
-                stream.flush()
-                os.fsync(stream.fileno())
-            os.chmod(archive_tmp, 0o644)
-            report("reading the archive back")
-            _check_archive(archive_tmp, files)
-        for job in syncing:
-            job.result()
+            refused: str | None = None
+            if job is not None and early is not None:
+                with contextlib.suppress(ChildFailed):  # the plain way below instead
+                    refused, archive_tmp = job.result(), early / _EARLY_ARCHIVE
+                job = None
+            if archive_tmp is None:
+                data = packing.result() if packing is not None else build_archive(files)
+                handle, name = tempfile.mkstemp(
+                    prefix=_partial_prefix(archive), suffix=".tar.gz", dir=archive.parent
+                )
+                archive_tmp = Path(name)
+                with os.fdopen(handle, "wb") as stream:
+                    stream.write(data)
+                    stream.flush()
+                    os.fsync(stream.fileno())
+                os.chmod(archive_tmp, 0o644)
+                report("reading the archive back")
+                _check_archive(archive_tmp, files)
+            else:
+                report("reading the archive back")
+                if refused is not None:
+                    raise ExportError(refused)
+        for sync in syncing:
+            sync.result()
         _refuse_existing(options)
         os.rename(staging, out)
         staging = None
@@ -399,12 +602,15 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
             archive_tmp = None
     except BaseException:
         stop.set()
+        if job is not None:
+            job.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         for path in (staging, archive_tmp, *published):
             _remove(path)
         raise
     finally:
         pool.shutdown(wait=True)
+        _remove(early)
     return ExportSummary(
         out_dir=out,
         archive=archive,

@@ -132,6 +132,8 @@ class Redactor:
     """The treatments applied to the public documents, with one detector set."""
 
     def __init__(self, known: Sequence[Known], allowed: Sequence[str] = ()) -> None:
+        self.known = tuple(known)
+        self.allowed_given = tuple(allowed)
         self.detector = Detector(known)
         self.allowed = tuple(a for a in allowed if a)
 
@@ -498,11 +500,14 @@ def collect_private_values(
     private_paths: Sequence[str] = (),
     public_env: Sequence[str] = (),
     allowed: Sequence[str] = (),
+    other_urls: Sequence[str] = (),
 ) -> tuple[Known, ...]:
     """Every private value the raw capture knows, each with its placeholder.
 
     `public_env` lists the environment names (or globs) kept in the bundle besides the
     experiment's prefixes and each condition's settings; `allowed` values are not private.
+    `other_urls`: the request URLs of exchanges of the capture that `raw` does not hold
+    (loaded by another process).
     """
     run, host = raw.run, raw.run.host
     servers = [s for ss in raw.servers.values() for s in ss]
@@ -521,7 +526,8 @@ def collect_private_values(
     # Names first: the placeholders of paths embed file names, which must not carry them.
     c.name(host.user, "user-name", "<user>", KnownKind.USER)
     hostnames = {host.hostname, host.hostname.split(".", 1)[0]}
-    urls = [run.server_url] + [e.request_url for ex in raw.exchanges.values() for e in ex]
+    urls = [run.server_url, *other_urls]
+    urls += [e.request_url for ex in raw.exchanges.values() for e in ex]
     hostnames |= {h for h in map(_url_host, urls) if h}
     for hostname in sorted(hostnames, key=lambda h: (-len(h), h)):
         c.name(hostname, "host-name", "<host>", KnownKind.HOST)

@@ -1,0 +1,428 @@
+"""Half of a large export's records loaded and built in a forked child give the plain
+path's bundle, and the archive built and read back in a forked child the plain archive.
+
+`exporter._build_in_two` (from `PARALLEL_MIN_RECORDS` records on) against
+`exporter._build_in_one`, the plain path in one process: the same files byte for byte, the
+same ledger counts, or the same error message, on the committed raw sample, the seed and
+factory captures and hypothesis-planted private values (the generator of
+test_export_properties). A child that fails, crashes or is interrupted only sends the work
+back to the plain path; a parent that fails or is interrupted stops and reaps its child.
+`raw.load_raw` with exchanges skipped plus `raw.load_exchanges` of those is `load_raw`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rawfactory import RawFactory
+from test_export_properties import SITES, _factory, _phrase, privates
+
+from verifier.errors import ExportError
+from verifier.export import ExportOptions, export_bundle, exporter, forked
+from verifier.export.forked import Channel, ChildFailed, Forked, can_fork
+from verifier.raw import list_exchanges, load_exchanges, load_raw
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_RAW = REPO / "sample_bundles" / "raw" / "seed-mlxcel"
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+
+
+def _no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every export of the test takes the two-process path (the calls are recorded)."""
+    calls: list[str] = []
+    original = exporter._build_in_two
+
+    def recorded(*args: Any) -> Any:
+        result = original(*args)
+        calls.append("two" if result is not None else "fell back")
+        return result
+
+    monkeypatch.setattr(exporter, "PARALLEL_MIN_RECORDS", 1)
+    monkeypatch.setattr(exporter, "can_fork", lambda: True)
+    monkeypatch.setattr(exporter, "_build_in_two", recorded)
+    yield calls
+    assert _no_children_left()
+
+
+def _built(raw: Path, *, two: bool, allowed: tuple[str, ...] = ()) -> tuple[str, Any]:
+    """("ok", files, counts, records, conditions, progress) or ("error", message)."""
+    options = ExportOptions(raw, raw.parent / "out", allowed=allowed)
+    said: list[str] = []
+    saved = exporter.PARALLEL_MIN_RECORDS, exporter.can_fork
+    exporter.PARALLEL_MIN_RECORDS = 1 if two else 10**9
+    exporter.can_fork = lambda: two
+    try:
+        return ("ok", (*exporter._build_files(options, None, said.append), said))
+    except ExportError as exc:
+        return ("error", exc.message)
+    finally:
+        exporter.PARALLEL_MIN_RECORDS, exporter.can_fork = saved
+
+
+def _same_both_ways(raw: Path, calls: list[str], allowed: tuple[str, ...] = ()) -> tuple[str, Any]:
+    plain = _built(raw, two=False, allowed=allowed)
+    assert not calls
+    assert _built(raw, two=True, allowed=allowed) == plain
+    assert calls == (["two"] if plain[0] == "ok" else ["fell back"])
+    calls.clear()
+    return plain
+
+
+def test_two_processes_give_the_plain_bundle_on_the_samples(
+    forking: list[str], seed_raw: Path, factory_raw: Path, tmp_path: Path
+) -> None:
+    sample = tmp_path / "sample" / "raw"
+    shutil.copytree(SAMPLE_RAW, sample)
+    for raw in (sample, seed_raw, factory_raw):
+        outcome, (files, counts, records, _conditions, said) = _same_both_ways(raw, forking)
+        assert outcome == "ok" and counts and records >= 2 and len(files) > 4
+        assert len(said) == len(set(said)) == 3  # reading, assembling, redacting: once each
+
+
+def test_two_processes_give_the_plain_refusal(forking: list[str], tmp_path: Path) -> None:
+    # a private value in evidence in the child's half, then in the parent's: the plain
+    # path's message, naming the field, either way
+    for index in (-1, 0):
+        f = RawFactory()
+        message = f.exchanges()[index]["response"]["body"]["choices"][0]["message"]
+        message["content"] = "see /home/alice/notes"
+        outcome, text = _same_both_ways(f.write(tmp_path / f"raw{index}" / "raw"), forking)
+        assert outcome == "error" and "/response/choices/0/message/content" in text
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    private=privates(),
+    planted=st.lists(
+        st.tuples(st.sampled_from(sorted(SITES)), st.integers(0, 200)),
+        min_size=1,
+        max_size=6,
+        unique_by=lambda item: item[0],
+    ),
+    allow=st.booleans(),
+)
+def test_two_processes_give_the_plain_bundle_on_planted_values(
+    private: Any, planted: list[tuple[str, int]], allow: bool
+) -> None:
+    forms = private.forms()
+    f = _factory(private)
+    chosen = [forms[which % len(forms)] for _, which in planted]
+    for (site, _), (form, _core) in zip(planted, chosen, strict=True):
+        SITES[site].plant(f, _phrase(form))
+    allowed = (chosen[0][1],) if allow else ()
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = f.write(Path(tmp) / "raw")
+        plain = _built(raw, two=False, allowed=allowed)
+        calls: list[bool] = []
+        in_two = exporter._build_in_two
+
+        def recorded(*args: Any) -> Any:
+            result = in_two(*args)
+            calls.append(result is not None)
+            return result
+
+        exporter._build_in_two = recorded
+        try:
+            assert _built(raw, two=True, allowed=allowed) == plain
+        finally:
+            exporter._build_in_two = in_two
+    assert calls == [plain[0] == "ok"]  # two processes, or back to the plain path on an error
+    assert _no_children_left()
+
+
+def test_a_failing_child_sends_the_work_back_to_the_plain_path(
+    forking: list[str], factory_raw: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = _built(factory_raw, two=False)
+    for failure in ("raise", "exit", "kill"):
+
+        def broken(*_args: Any, failure: str = failure) -> Any:
+            if failure == "raise":
+                raise ExportError("the child's own error, never shown")
+            if failure == "exit":
+                os._exit(0)  # no value sent
+            os.kill(os.getpid(), signal.SIGKILL)
+            raise AssertionError("unreachable")
+
+        monkeypatch.setattr(exporter, "_records_part", broken)
+        assert _built(factory_raw, two=True) == plain
+        assert forking == ["fell back"]
+        forking.clear()
+
+
+def test_an_interrupted_parent_stops_and_reaps_its_child(
+    forking: list[str], factory_raw: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def slow(*_args: Any) -> Any:
+        time.sleep(60)
+
+    def interrupted(*_args: Any, **_kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exporter, "_records_part", slow)
+    monkeypatch.setattr(exporter.Redactor, "redact_and_check", interrupted)
+    started = time.monotonic()
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        export_bundle(ExportOptions(factory_raw, out, tmp_path / "out.tar.gz"))
+    assert time.monotonic() - started < 30
+    assert not out.exists() and not (tmp_path / "out.tar.gz").exists()
+    assert forking == []  # interrupted, not fallen back
+
+
+def test_the_two_process_export_publishes_the_plain_bytes(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outputs = []
+    for name, threshold in (("two", 1), ("one", 10**9)):
+        monkeypatch.setattr(exporter, "PARALLEL_MIN_RECORDS", threshold)
+        out = tmp_path / name
+        export_bundle(ExportOptions(factory_raw, out, tmp_path / f"{name}.tar.gz"))
+        found = [p for p in out.rglob("*") if p.is_file()]
+        files = {p.relative_to(out).as_posix(): p.read_bytes() for p in found}
+        assert "SHA256SUMS" in files
+        outputs.append((files, (tmp_path / f"{name}.tar.gz").read_bytes()))
+    assert forking == ["two", "fell back"]  # the second below the threshold: the plain path
+    assert outputs[0] == outputs[1]
+
+
+def test_forked_gives_the_childs_value_or_child_failed() -> None:
+    big = bytes(range(256)) * 4096  # more than a pipe holds
+    assert Forked(lambda _c: {"x": [1, big]}).result() == {"x": [1, big]}
+
+    def talks(channel: Channel) -> list[Any]:
+        channel.send(["up", big])
+        return [channel.receive(), "done"]
+
+    talking = Forked(talks)
+    assert talking.receive() == ["up", big]
+    talking.send({"down": big})
+    assert talking.result() == [{"down": big}, "done"]
+
+    def fails(_channel: Channel) -> None:
+        raise ValueError("no")
+
+    with pytest.raises(ChildFailed):
+        Forked(fails).result()
+    with pytest.raises(ChildFailed):
+        Forked(lambda _c: os._exit(0)).result()
+    with pytest.raises(ChildFailed):
+        Forked(lambda _c: threading.Lock()).result()  # a value pickle refuses: nothing is sent
+    with pytest.raises(ChildFailed):
+        Forked(fails).receive()  # nothing sent before it failed
+    gone = Forked(lambda _c: None)
+    gone.result()
+    with pytest.raises(ChildFailed):
+        gone.send(big)  # the child is gone, its pipe closed
+    sleeper = Forked(lambda _c: time.sleep(60))
+    started = time.monotonic()
+    sleeper.cancel()
+    assert time.monotonic() - started < 10
+    assert _no_children_left()
+
+
+def test_no_fork_beside_another_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    assert can_fork() is (threading.active_count() == 1)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not can_fork()
+    finally:
+        stop.set()
+        thread.join()
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _pid: {0}, raising=False)
+    assert not can_fork()  # one core: nothing to gain
+
+
+# ---- the archive, built, written and read back in a forked child during the verification
+
+
+def _export_and_read(raw: Path, tmp_path: Path, name: str) -> tuple[dict[str, bytes], bytes]:
+    out, archive = tmp_path / name, tmp_path / f"{name}.tar.gz"
+    export_bundle(ExportOptions(raw, out, archive))
+    found = [p for p in out.rglob("*") if p.is_file()]
+    assert oct(archive.stat().st_mode & 0o777) == "0o644"
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in found}, archive.read_bytes()
+
+
+def test_the_archive_job_publishes_the_plain_archive(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs: list[str] = []
+    original = exporter._archive_job
+    monkeypatch.setattr(exporter, "_archive_job", lambda *a: jobs.append("child") or original(*a))
+    forked_way = _export_and_read(factory_raw, tmp_path, "forked")
+    monkeypatch.setattr(exporter, "can_fork", lambda: False)
+    plain_way = _export_and_read(factory_raw, tmp_path, "plain")
+    monkeypatch.setattr(exporter, "can_fork", lambda: True)
+    monkeypatch.setattr(exporter, "_same_device", lambda *_a: False)
+    other_device = _export_and_read(factory_raw, tmp_path, "other")
+    assert forked_way == plain_way == other_device
+    assert jobs == []  # appended in the child, never seen here
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted(
+        ["raw", "forked", "forked.tar.gz", "plain", "plain.tar.gz", "other", "other.tar.gz"]
+    )
+
+
+def test_a_failing_archive_job_sends_the_archive_back_to_the_plain_way(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _export_and_read(factory_raw, tmp_path, "first")
+    for failure in ("raise", "exit"):
+
+        def broken(*_args: Any, failure: str = failure) -> Any:
+            if failure == "raise":
+                raise OSError("the child's own error, never shown")
+            os._exit(0)
+
+        monkeypatch.setattr(exporter, "_archive_job", broken)
+        assert _export_and_read(factory_raw, tmp_path, failure) == expected
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
+
+
+@pytest.mark.parametrize("tamper", ["changed", "missing", "extra", "not-gzip"])
+def test_an_archive_the_job_reads_back_wrong_is_never_published(
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tamper: str,
+) -> None:
+    from verifier.export.archive import build_archive
+
+    def tampered(files: dict[str, bytes]) -> bytes:
+        if tamper == "not-gzip":
+            return b"not an archive"
+        changed = dict(files)
+        if tamper == "changed":
+            changed["experiment.json"] = changed["experiment.json"][:-1] + b" "
+        elif tamper == "missing":
+            del changed["model-manifest.json"]
+        else:
+            changed["notes.txt"] = b"hello\n"
+        return build_archive(changed)
+
+    monkeypatch.setattr(exporter, "build_archive", tampered)
+    with pytest.raises(ExportError, match="archive") as raised:
+        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+    # the plain way's message, word for word but for the temporary file's random name
+    monkeypatch.setattr(exporter, "can_fork", lambda: False)
+    with pytest.raises(ExportError) as plain:
+        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    named = re.compile(r"\S*\.tar\.gz")
+    assert named.sub("ARCHIVE", raised.value.message) == named.sub("ARCHIVE", plain.value.message)
+
+
+@pytest.mark.parametrize("step", ["_write_tree", "_verify", "_check_directory_sums"])
+def test_an_interrupt_beside_the_archive_job_stops_it_and_leaves_nothing(
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    step: str,
+) -> None:
+    def interrupted(*_args: Any, **_kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exporter, step, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+
+
+# ---- the raw capture loaded in two parts
+
+
+def test_a_capture_loaded_in_two_parts_is_the_capture_loaded_whole(
+    seed_raw: Path, factory_raw: Path, tmp_path: Path
+) -> None:
+    sample = tmp_path / "sample" / "raw"
+    shutil.copytree(SAMPLE_RAW, sample)
+    for raw in (sample, seed_raw, factory_raw):
+        whole = load_raw(raw)
+        listed = list_exchanges(raw)
+        in_order = [e for c in whole.run.conditions for e in whole.exchanges[c.id]]
+        assert [(f.condition, f.number) for f in listed] == [
+            (e.condition, e.sequence) for e in in_order
+        ]
+        assert [f.relative for f in listed] == [e.file for e in in_order]
+        for cut in range(len(listed) + 1):
+            theirs = listed[cut:]
+            part = load_raw(raw, frozenset(f.relative for f in theirs))
+            assert load_exchanges(raw, theirs) == in_order[cut:]
+            mine = [e for c in part.run.conditions for e in part.exchanges[c.id]]
+            assert mine == in_order[:cut]
+            assert (part.run, part.manifest, part.servers, part.logs) == (
+                whole.run,
+                whole.manifest,
+                whole.servers,
+                whole.logs,
+            )
+
+
+def test_an_exchange_the_child_loads_is_checked_as_load_raw_checks_it(
+    factory_raw: Path,
+) -> None:
+    exchange = factory_raw / "conditions" / "c1" / "exchanges" / "002.json"
+    document = json.loads(exchange.read_text())
+    for field, value, message in [
+        ("sequence", 7, "/sequence: is not 2"),
+        ("condition", "c9", "/condition: is not 'c1'"),
+        ("server_instance", 9, "/server_instance: names server 9"),
+        ("phase", 3, "not a valid raw-exchange document"),
+    ]:
+        exchange.write_text(json.dumps({**document, field: value}))
+        listed = [f for f in list_exchanges(factory_raw) if f.number == 2]
+        with pytest.raises(ExportError) as whole:
+            load_raw(factory_raw)
+        with pytest.raises(ExportError) as part:
+            load_exchanges(factory_raw, listed)
+        assert part.value.message == whole.value.message
+        assert message in whole.value.message
+
+
+def test_no_process_to_be_had_is_the_plain_way(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _export_and_read(factory_raw, tmp_path, "first")
+    opened = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+
+    def no_fork() -> int:
+        raise BlockingIOError("fork: Resource temporarily unavailable")
+
+    monkeypatch.setattr(forked.os, "fork", no_fork)
+    with pytest.raises(ChildFailed):
+        Forked(lambda _c: None)
+    forking.clear()
+    assert _export_and_read(factory_raw, tmp_path, "again") == expected
+    assert forking == ["fell back"]
+    if opened is not None:
+        assert len(os.listdir("/proc/self/fd")) == opened  # no pipe left open
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]

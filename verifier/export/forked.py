@@ -1,0 +1,187 @@
+"""Work done in a forked second process, whose result only counts when it succeeded.
+
+Export's records are loaded, built, redacted and serialized each from its own exchange: on
+a large capture a forked child does a share of them on the second core while the parent
+does the rest. The child inherits the parent's memory (the listing of the capture, the
+files written so far), exchanges pickled values with the parent through two pipes and exits
+without running anything of the parent's (`os._exit`). Any failure in the child (an error,
+an interrupt, a crash, a value that does not arrive whole) is only `ChildFailed`: the
+caller then takes the plain path in one process, whose errors are the ones reported; a
+child's own error text is never shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+_LENGTH = 8
+
+
+class ChildFailed(Exception):
+    """The forked work did not give a value: do the work the plain way."""
+
+
+def can_fork() -> bool:
+    """Whether a second process helps and is safe to fork: POSIX, more than one core for
+    this process, and no other thread (a child of a threaded process inherits locks that
+    nobody will release)."""
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        return False
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return cores > 1
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def _send(descriptor: int, value: Any) -> None:
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    _write_all(descriptor, len(payload).to_bytes(_LENGTH, "big") + payload)
+
+
+def _read_exactly(descriptor: int, size: int) -> bytes | None:
+    chunks: list[bytes] = []
+    left = size
+    while left:
+        chunk = os.read(descriptor, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _receive(descriptor: int) -> Any:
+    """The next value on the pipe; ChildFailed if the other side ended before sending it."""
+    header = _read_exactly(descriptor, _LENGTH)
+    payload = None if header is None else _read_exactly(descriptor, int.from_bytes(header, "big"))
+    if payload is None:
+        raise ChildFailed
+    try:
+        return pickle.loads(payload)  # noqa: S301 - our own process's bytes
+    except Exception:  # a value that cannot be rebuilt here
+        raise ChildFailed from None
+
+
+class Channel:
+    """The child's side of the pipes: `send` a value to the parent before the result,
+    `receive` one the parent sent."""
+
+    def __init__(self, up: int, down: int) -> None:
+        self._up, self._down = up, down
+
+    def send(self, value: Any) -> None:
+        _send(self._up, value)
+
+    def receive(self) -> Any:
+        return _receive(self._down)
+
+
+class Forked(Generic[T]):
+    """`work(channel)` running in a forked child; `result()` is its value or ChildFailed
+    (also raised here, at once, when no child can be forked).
+
+    Between the start and the result, the parent may `receive` what the child sends and
+    `send` values the child receives, in the order the work expects them.
+    """
+
+    def __init__(self, work: Callable[[Channel], T]) -> None:
+        pipes: list[int] = []
+        try:
+            pipes += os.pipe()
+            pipes += os.pipe()
+            pid = os.fork()
+        except OSError:  # no process to be had (EAGAIN, ENOMEM): the plain way
+            for descriptor in pipes:
+                os.close(descriptor)
+            raise ChildFailed from None
+        up_read, up_write, down_read, down_write = pipes
+        if pid == 0:  # the child: never returns into the parent's code
+            status = 1
+            try:
+                os.close(up_read)
+                os.close(down_write)
+                try:
+                    value = work(Channel(up_write, down_read))
+                    _send(up_write, value)
+                    status = 0
+                except BaseException:  # the parent redoes the work
+                    status = 1
+            finally:
+                os._exit(status)
+        os.close(up_write)
+        os.close(down_read)
+        self._pid: int | None = pid
+        self._up = up_read
+        self._down = down_write
+
+    def receive(self) -> Any:
+        """The next value the child sends; ChildFailed if none comes. On any other exception
+        (an interrupt), call `cancel`."""
+        if self._up < 0:
+            raise ChildFailed
+        try:
+            return _receive(self._up)
+        except ChildFailed:
+            self.cancel()
+            raise
+
+    def send(self, value: Any) -> None:
+        """A value for the child's `receive`; ChildFailed if the child is gone."""
+        if self._down < 0:
+            raise ChildFailed
+        try:
+            _send(self._down, value)
+        except BrokenPipeError:
+            self.cancel()
+            raise ChildFailed from None
+
+    def result(self) -> T:
+        """The child's value, once it has exited; ChildFailed (the child stopped and reaped)
+        if it has none. On any other exception (an interrupt), call `cancel`."""
+        if self._up < 0:
+            raise ChildFailed
+        try:
+            value: T = _receive(self._up)
+        except ChildFailed:
+            self.cancel()
+            raise
+        self._close()
+        if self._reap() != 0:
+            raise ChildFailed
+        return value
+
+    def cancel(self) -> None:
+        """Stop the child (if still running) and reap it."""
+        if self._pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+        self._close()
+        self._reap()
+
+    def _close(self) -> None:
+        for descriptor in (self._up, self._down):
+            if descriptor >= 0:
+                os.close(descriptor)
+        self._up = self._down = -1
+
+    def _reap(self) -> int:
+        if self._pid is None:
+            return -1
+        _, status = os.waitpid(self._pid, 0)
+        self._pid = None
+        return os.waitstatus_to_exitcode(status)

@@ -1,9 +1,9 @@
 """Verify's second process changes nothing.
 
-For a large bundle verify runs the checks of `verifier.checks.BESIDE` in a forked copy
-(`verifier.forked`) while it runs the others. Every sample bundle gets the same result
-that way as in one process, and whatever goes wrong with the copy, the checks run in the
-parent instead.
+For a large bundle verify runs the checks of `verifier.checks.BESIDE` in a forked child
+(`verifier.forked`, which export uses too) while it runs the others. Every sample bundle
+gets the same result that way as in one process, and whatever goes wrong with the child,
+the checks run in the parent instead. The module's own behaviour is tested here too.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from verifier.bundle.reader import Limits, LoadedBundle
 from verifier.checks import BESIDE, CHECKS
 from verifier.checks.context import BundleContext, VerifyOptions
 from verifier.errors import UnreadableInput, UnsafeInput
+from verifier.forked import Channel, ChildFailed, Forked, can_fork
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_bundles"
 KEY = SAMPLES / "keys" / "evidence-signing-key.pub.pem"
@@ -60,17 +61,17 @@ def outcome(bundle: str) -> tuple[Any, ...]:
 
 
 def forced(monkeypatch: pytest.MonkeyPatch, work: Any = None) -> list[int]:
-    """Fork for every bundle, however small; `work` replaces what the copy runs."""
+    """Fork for every bundle, however small; `work` replaces what the child runs."""
     started: list[int] = []
-    real = forked.beside
+    real = forked.Forked
 
     def counted(given: Any) -> Any:
         handle = real(given if work is None else work)
-        started.append(1 if handle is not None else 0)
+        started.append(1)
         return handle
 
     monkeypatch.setattr(verify, "BESIDE_FROM_BYTES", 0)
-    monkeypatch.setattr(forked, "beside", counted)
+    monkeypatch.setattr(forked, "Forked", counted)
     return started
 
 
@@ -99,17 +100,17 @@ def test_checks_run_beside_change_no_result(bundle: str, monkeypatch: pytest.Mon
 @pytest.mark.parametrize(
     "failure",
     [
-        lambda: os._exit(3),
-        lambda: os._exit(0),  # ends well, sends nothing
-        lambda: os.kill(os.getpid(), signal.SIGKILL),
-        lambda: 1 / 0,
-        lambda: {"leaks": []},  # not every check's findings
-        lambda: lambda: None,  # a result that cannot be pickled
+        lambda _c: os._exit(3),
+        lambda _c: os._exit(0),  # ends well, sends nothing
+        lambda _c: os.kill(os.getpid(), signal.SIGKILL),
+        lambda _c: 1 / 0,
+        lambda _c: {"leaks": []},  # not every check's findings
+        lambda _c: lambda: None,  # a result that cannot be pickled
     ],
     ids=["exit-3", "exit-0-silent", "killed", "raises", "partial", "unpicklable"],
 )
 @pytest.mark.parametrize("bundle", ["seed-mlxcel", "negative/leaked-home-path"])
-def test_a_failed_copy_means_the_checks_run_here(
+def test_a_failed_child_means_the_checks_run_here(
     bundle: str, failure: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected = alone(bundle, monkeypatch)
@@ -121,60 +122,100 @@ def test_a_failed_copy_means_the_checks_run_here(
     assert any(f.check == "leaks" for f in got[2]) == (bundle == "negative/leaked-home-path")
 
 
+def test_no_process_to_be_had_means_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = alone("seed-mlxcel", monkeypatch)
+
+    def no_fork() -> int:
+        raise BlockingIOError("fork: Resource temporarily unavailable")
+
+    monkeypatch.setattr(verify, "BESIDE_FROM_BYTES", 0)
+    monkeypatch.setattr(forked.os, "fork", no_fork)
+    assert outcome("seed-mlxcel") == expected
+
+
 def test_a_small_bundle_is_verified_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[int] = []
-    monkeypatch.setattr(forked, "beside", lambda work: started.append(1))
+    monkeypatch.setattr(forked, "Forked", lambda work: started.append(1))
     outcome("seed-mlxcel")
     assert started == []
 
 
-def test_the_result_arrives_whole() -> None:
-    big = os.urandom(5 << 20)  # several pipe buffers
-    handle = forked.beside(lambda: (big, {"x": [1, 2.5, None]}))
-    assert handle is not None
-    assert handle.result() == (big, {"x": [1, 2.5, None]})
-    assert handle.result() is None  # once only
-    handle.cancel()  # nothing left to stop
+def _no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
 
 
-def test_the_copy_works_on_what_the_parent_built() -> None:
+def test_forked_gives_the_childs_value_or_child_failed() -> None:
+    big = bytes(range(256)) * 4096  # more than a pipe holds
+    assert Forked(lambda _c: {"x": [1, big]}).result() == {"x": [1, big]}
+
+    def talks(channel: Channel) -> list[Any]:
+        channel.send(["up", big])
+        return [channel.receive(), "done"]
+
+    talking = Forked(talks)
+    assert talking.receive() == ["up", big]
+    talking.send({"down": big})
+    assert talking.result() == [{"down": big}, "done"]
+
+    def fails(_channel: Channel) -> None:
+        raise ValueError("no")
+
+    with pytest.raises(ChildFailed):
+        Forked(fails).result()
+    with pytest.raises(ChildFailed):
+        Forked(lambda _c: os._exit(0)).result()
+    with pytest.raises(ChildFailed):
+        Forked(lambda _c: threading.Lock()).result()  # a value pickle refuses: nothing is sent
+    with pytest.raises(ChildFailed):
+        Forked(fails).receive()  # nothing sent before it failed
+    gone = Forked(lambda _c: None)
+    gone.result()
+    with pytest.raises(ChildFailed):
+        gone.send(big)  # the child is gone, its pipe closed
+    sleeper = Forked(lambda _c: time.sleep(60))
+    started = time.monotonic()
+    sleeper.cancel()
+    assert time.monotonic() - started < 10
+    sleeper.cancel()  # once ended, nothing
+    assert _no_children_left()
+
+
+def test_the_child_works_on_what_the_parent_built() -> None:
     built = {"documents": list(range(1000))}
-    handle = forked.beside(lambda: sum(built["documents"]))
+    handle = Forked(lambda _c: sum(built["documents"]))
     built["documents"].clear()  # the parent's own copy changes; the child's does not
-    assert handle is not None and handle.result() == sum(range(1000))
+    assert handle.result() == sum(range(1000))
 
 
-def test_cancel_stops_a_copy_at_once() -> None:
-    handle = forked.beside(lambda: time.sleep(60))
-    assert handle is not None
-    start = time.monotonic()
-    handle.cancel()
-    assert time.monotonic() - start < 10
-    assert handle.result() is None
-
-
-def test_the_parents_signal_handlers_do_not_run_in_the_copy(tmp_path: Path) -> None:
+def test_the_parents_signal_handlers_do_not_run_in_the_child(tmp_path: Path) -> None:
     marker = tmp_path / "handler-ran"
     previous = signal.signal(signal.SIGTERM, lambda *_: marker.write_text("x"))
     try:
-        handle = forked.beside(lambda: os.kill(os.getpid(), signal.SIGTERM))
-        assert handle is not None and handle.result() is None
+        handle = Forked(lambda _c: os.kill(os.getpid(), signal.SIGTERM))
+        with pytest.raises(ChildFailed):
+            handle.result()
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert not marker.exists()
 
 
-def test_no_fork_while_another_thread_runs() -> None:
+def test_no_fork_beside_another_thread_or_on_one_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    assert can_fork() is (threading.active_count() == 1)
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
     thread.start()
     try:
-        assert not forked.can_fork()
-        assert forked.beside(lambda: 1) is None
+        assert not can_fork()
     finally:
         stop.set()
         thread.join()
-    assert forked.can_fork()
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _pid: {0}, raising=False)
+    assert not can_fork()  # one core: nothing to gain
 
 
 def test_no_fork_off_linux(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,12 +223,18 @@ def test_no_fork_off_linux(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not forked.can_fork()
 
 
-def test_a_failing_fork_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse() -> int:
-        raise OSError("no more processes")
+def test_a_failing_fork_is_child_failed_with_no_pipe_left_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    opened = len(os.listdir("/proc/self/fd"))
 
-    monkeypatch.setattr(os, "fork", refuse)
-    assert forked.beside(lambda: 1) is None
+    def no_fork() -> int:
+        raise BlockingIOError("fork: Resource temporarily unavailable")
+
+    monkeypatch.setattr(forked.os, "fork", no_fork)
+    with pytest.raises(ChildFailed):
+        Forked(lambda _c: None)
+    assert len(os.listdir("/proc/self/fd")) == opened
 
 
 _TEXTS = st.one_of(

@@ -1,19 +1,23 @@
-"""Work done beside the main thread, on the machine's second core, in a forked copy.
+"""Work done in a forked second process, on the machine's other core.
 
-`beside(work)` forks: the copy inherits everything this process has built (the pages are
-shared until written), runs `work()` once and sends back its result, pickled, through a
-pipe. The parent goes on with its own work and asks for the result when it needs it.
+Verify runs its leak scan and checksums beside its other checks, and export builds a
+share of its records and its archive, each in a forked child: the child inherits
+everything the parent has built (its pages shared until written), exchanges pickled values
+with the parent through two pipes, and exits without running anything of the parent's
+(`os._exit`: no atexit handler, no flush of the parent's buffers; the parent's signal
+handlers are reset, so Ctrl-C or SIGTERM simply ends it).
 
-Forking is only ever a shortcut, never a different answer: where it is not safe or not
-possible (no fork on this platform, not Linux, one core, another thread running, fork
-itself failing), `beside` returns None; when anything goes wrong after the fork (the copy
-raises, crashes, is killed, or sends a result that does not arrive whole), `result()`
-returns None. Either way the caller does the work itself, in this process, exactly as it
-would have without the fork.
+Forking is only ever a shortcut, never a different answer. Where it is not safe or not
+worth it (`can_fork`: not Linux, one core, another thread running) the caller does not
+fork; when the fork itself fails, or anything goes wrong in the child (an error, an
+interrupt, a crash, a value that does not arrive whole), the caller gets `ChildFailed` and
+does the work the plain way, in one process, whose errors are the ones reported; a child's
+own error text is never shown.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import pickle
@@ -21,115 +25,187 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Generic, NoReturn, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 T = TypeVar("T")
 
-_CHUNK = 1 << 20
+_LENGTH = 8
+
+
+class ChildFailed(Exception):
+    """The forked work did not give a value: do the work the plain way."""
 
 
 def can_fork() -> bool:
-    """Whether a fork here is both safe and worth it."""
-    if sys.platform != "linux" or not hasattr(os, "fork"):
-        return False  # macOS system libraries are not fork-safe; Windows cannot fork
-    if threading.active_count() != 1:
-        return False  # a lock another thread holds would stay held in the copy forever
-    try:
-        return len(os.sched_getaffinity(0)) > 1
-    except OSError:
+    """Whether a second process is safe and worth forking: Linux (macOS system libraries
+    are not fork-safe; Windows cannot fork), more than one core for this process, and no
+    other thread (a child of a threaded process inherits locks that nobody will release)."""
+    if sys.platform != "linux" or not hasattr(os, "fork") or threading.active_count() != 1:
         return False
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return cores > 1
 
 
-class Beside(Generic[T]):
-    """A forked copy running one piece of work; `result()` waits for it."""
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
 
-    def __init__(self, pid: int, reader: int) -> None:
-        self._pid: int | None = pid
-        self._reader: int | None = reader
 
-    def result(self) -> T | None:
-        """The work's result, or None when the copy did not deliver it whole."""
-        data = self._read()
-        exited_well = self._reap(kill=False)
-        if not exited_well or not data:
+def _send(descriptor: int, value: Any) -> None:
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    _write_all(descriptor, len(payload).to_bytes(_LENGTH, "big") + payload)
+
+
+def _read_exactly(descriptor: int, size: int) -> bytes | None:
+    chunks: list[bytes] = []
+    left = size
+    while left:
+        chunk = os.read(descriptor, min(left, 1 << 20))
+        if not chunk:
             return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _receive(descriptor: int) -> Any:
+    """The next value on the pipe; ChildFailed if the other side ended before sending it."""
+    header = _read_exactly(descriptor, _LENGTH)
+    payload = None if header is None else _read_exactly(descriptor, int.from_bytes(header, "big"))
+    if payload is None:
+        raise ChildFailed
+    try:
+        return pickle.loads(payload)  # noqa: S301 - our own process's bytes
+    except Exception:  # a value that cannot be rebuilt here
+        raise ChildFailed from None
+
+
+class Channel:
+    """The child's side of the pipes: `send` a value to the parent before the result,
+    `receive` one the parent sent."""
+
+    def __init__(self, up: int, down: int) -> None:
+        self._up, self._down = up, down
+
+    def send(self, value: Any) -> None:
+        _send(self._up, value)
+
+    def receive(self) -> Any:
+        return _receive(self._down)
+
+
+class Forked(Generic[T]):
+    """`work(channel)` running in a forked child; `result()` is its value or ChildFailed
+    (also raised here, at once, when no child can be forked).
+
+    Between the start and the result, the parent may `receive` what the child sends and
+    `send` values the child receives, in the order the work expects them.
+    """
+
+    def __init__(self, work: Callable[[Channel], T]) -> None:
+        pipes: list[int] = []
+        # Objects that exist now are never walked by the child's collector, so the pages
+        # that hold them stay shared instead of being copied (gc.freeze's purpose).
+        gc.freeze()
         try:
-            # Only the copy this process forked holds the pipe's other end.
-            result: T = pickle.loads(data)  # noqa: S301
-        except Exception:  # a truncated or garbled result: do the work here instead
-            return None
-        return result
+            pipes += os.pipe()
+            pipes += os.pipe()
+            pid = os.fork()
+        except OSError:  # no process to be had (EAGAIN, ENOMEM): the plain way
+            gc.unfreeze()
+            for descriptor in pipes:
+                os.close(descriptor)
+            raise ChildFailed from None
+        up_read, up_write, down_read, down_write = pipes
+        if pid == 0:  # the child: never returns into the parent's code
+            _child(work, up_read, up_write, down_read, down_write)
+        gc.unfreeze()
+        os.close(up_write)
+        os.close(down_read)
+        self._pid: int | None = pid
+        self._up = up_read
+        self._down = down_write
+
+    def receive(self) -> Any:
+        """The next value the child sends; ChildFailed if none comes. On any other exception
+        (an interrupt), call `cancel`."""
+        if self._up < 0:
+            raise ChildFailed
+        try:
+            return _receive(self._up)
+        except ChildFailed:
+            self.cancel()
+            raise
+
+    def send(self, value: Any) -> None:
+        """A value for the child's `receive`; ChildFailed if the child is gone."""
+        if self._down < 0:
+            raise ChildFailed
+        try:
+            _send(self._down, value)
+        except BrokenPipeError:
+            self.cancel()
+            raise ChildFailed from None
+
+    def result(self) -> T:
+        """The child's value, once it has exited; ChildFailed (the child stopped and reaped)
+        if it has none. On any other exception (an interrupt), call `cancel`."""
+        if self._up < 0:
+            raise ChildFailed
+        try:
+            value: T = _receive(self._up)
+        except ChildFailed:
+            self.cancel()
+            raise
+        self._close()
+        if self._reap() != 0:
+            raise ChildFailed
+        return value
 
     def cancel(self) -> None:
-        """Stop the copy if it still runs (the parent is leaving early: an error, Ctrl-C)."""
-        if self._reader is not None:
-            reader, self._reader = self._reader, None
-            os.close(reader)
-        self._reap(kill=True)
+        """Stop the child (if still running) and reap it; nothing once it has ended."""
+        if self._pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+        self._close()
+        self._reap()
 
-    def _read(self) -> bytes:
-        if self._reader is None:
-            return b""
-        reader, self._reader = self._reader, None
-        chunks = []
-        try:
-            with os.fdopen(reader, "rb", buffering=0) as pipe:
-                while chunk := pipe.read(_CHUNK):
-                    chunks.append(chunk)
-        except OSError:
-            return b""
-        return b"".join(chunks)
+    def _close(self) -> None:
+        for descriptor in (self._up, self._down):
+            if descriptor >= 0:
+                os.close(descriptor)
+        self._up = self._down = -1
 
-    def _reap(self, *, kill: bool) -> bool:
-        """Wait for the copy to end (ending it first if `kill`): whether it exited with 0."""
+    def _reap(self) -> int:
         if self._pid is None:
-            return False
+            return -1
         pid, self._pid = self._pid, None
         try:
-            if kill:
-                os.kill(pid, signal.SIGKILL)
             _, status = os.waitpid(pid, 0)
-        except OSError:  # already reaped by someone else: its result cannot be trusted
-            return False
-        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        except ChildProcessError:  # reaped by someone else: its result cannot be trusted
+            return -1
+        return os.waitstatus_to_exitcode(status)
 
 
-def beside(work: Callable[[], T]) -> Beside[T] | None:
-    """Start `work` in a forked copy of this process; None where that is not possible."""
-    if not can_fork():
-        return None
-    reader, writer = os.pipe()
-    # Objects that exist now are never walked by the copy's collector, so the pages that
-    # hold them stay shared instead of being copied (gc.freeze's documented purpose).
-    gc.freeze()
+def _child(
+    work: Callable[[Channel], object], up_read: int, up_write: int, down_read: int, down_write: int
+) -> NoReturn:
+    status = 1
     try:
-        pid = os.fork()
-    except OSError:
-        gc.unfreeze()
-        os.close(reader)
-        os.close(writer)
-        return None
-    if pid == 0:  # the copy: never returns
-        _run_copy(work, reader, writer)
-    gc.unfreeze()
-    os.close(writer)
-    return Beside(pid, reader)
-
-
-def _run_copy(work: Callable[[], object], reader: int, writer: int) -> NoReturn:
-    code = 1
-    try:
-        # The parent's handlers are not the copy's: Ctrl-C or a SIGTERM simply ends it
-        # (export's handler, for one, removes the output folder).
+        # The parent's handlers are not the child's: Ctrl-C or a SIGTERM simply ends it
+        # (export's handler, for one, removes the partial output).
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.close(reader)
-        data = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(writer, view) :]
-        code = 0
-    except BaseException:  # the parent does the work itself on any failure
-        code = 1
+        os.close(up_read)
+        os.close(down_write)
+        value = work(Channel(up_write, down_read))
+        _send(up_write, value)
+        status = 0
+    except BaseException:  # the parent redoes the work
+        status = 1
     finally:
-        os._exit(code)  # no atexit handlers, no flushing of the parent's buffers
+        os._exit(status)

@@ -19,7 +19,7 @@ from verifier.profiles.rules import ProfileRules, RulesError
 from verifier.records import Experiment
 
 if TYPE_CHECKING:
-    from verifier.forked import Beside
+    from verifier.forked import Forked
 
 __all__ = ["VerificationResult", "VerifyOptions", "load_profile_rules", "verify_path"]
 
@@ -69,10 +69,7 @@ def _verify(path: Path, options: VerifyOptions) -> VerificationResult:
         found = run_named(context, skip=BESIDE if beside is not None else ())
         experiment, classification, failure = _classify(context)
         if beside is not None:
-            theirs = beside.result()
-            if theirs is None or set(theirs) != BESIDE:  # the copy failed: run them here
-                theirs = run_named(context, BESIDE)
-            found.update(theirs)
+            found.update(_findings_beside(beside, context))
     finally:
         if beside is not None:
             beside.cancel()
@@ -91,24 +88,42 @@ def _verify(path: Path, options: VerifyOptions) -> VerificationResult:
     )
 
 
-def _start_beside(context: BundleContext) -> Beside[dict[str, list[Finding]]] | None:
-    """Run the BESIDE checks in a forked copy, for a bundle large enough to gain from it.
+def _start_beside(context: BundleContext) -> Forked[dict[str, list[Finding]]] | None:
+    """Run the BESIDE checks in a forked child, for a bundle large enough to gain from it.
 
-    The copy starts at once and parses each document on its own, holding one at a time
+    The child starts at once and parses each document on its own, holding one at a time
     (BundleContext.each_alone); where that could differ from parsing them together,
     nothing is forked.
     """
     size = sum(len(data) for name, data in context.files.items() if name.endswith(".json"))
     if size < BESIDE_FROM_BYTES:
         return None
-    from verifier import forked  # (pickle and the rest: only where a copy is worth it)
+    from verifier import forked  # (pickle and the rest: only where a child is worth it)
 
     if not forked.can_fork():
         return None
     alone = BundleContext.each_alone(context.bundle, context.options)
     if alone is None:
         return None
-    return forked.beside(lambda: run_named(alone, BESIDE))
+    try:
+        return forked.Forked(lambda _channel: run_named(alone, BESIDE))
+    except forked.ChildFailed:
+        return None
+
+
+def _findings_beside(
+    beside: Forked[dict[str, list[Finding]]], context: BundleContext
+) -> dict[str, list[Finding]]:
+    """The child's findings; on any failure of the child, the checks run here after all."""
+    from verifier import forked
+
+    try:
+        theirs = beside.result()
+    except forked.ChildFailed:
+        theirs = None
+    if theirs is None or set(theirs) != BESIDE:
+        theirs = run_named(context, BESIDE)
+    return theirs
 
 
 def _classify(

@@ -18,7 +18,6 @@ import re
 import shutil
 import signal
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,9 +29,10 @@ from hypothesis import strategies as st
 from rawfactory import RawFactory
 from test_export_properties import SITES, _factory, _phrase, privates
 
+from verifier import forked
 from verifier.errors import ExportError
-from verifier.export import ExportOptions, export_bundle, exporter, forked
-from verifier.export.forked import Channel, ChildFailed, Forked, can_fork
+from verifier.export import ExportOptions, export_bundle, exporter
+from verifier.forked import ChildFailed, Forked
 from verifier.raw import list_exchanges, load_exchanges, load_raw
 
 REPO = Path(__file__).resolve().parents[2]
@@ -207,56 +207,6 @@ def test_the_two_process_export_publishes_the_plain_bytes(
         outputs.append((files, (tmp_path / f"{name}.tar.gz").read_bytes()))
     assert forking == ["two", "fell back"]  # the second below the threshold: the plain path
     assert outputs[0] == outputs[1]
-
-
-def test_forked_gives_the_childs_value_or_child_failed() -> None:
-    big = bytes(range(256)) * 4096  # more than a pipe holds
-    assert Forked(lambda _c: {"x": [1, big]}).result() == {"x": [1, big]}
-
-    def talks(channel: Channel) -> list[Any]:
-        channel.send(["up", big])
-        return [channel.receive(), "done"]
-
-    talking = Forked(talks)
-    assert talking.receive() == ["up", big]
-    talking.send({"down": big})
-    assert talking.result() == [{"down": big}, "done"]
-
-    def fails(_channel: Channel) -> None:
-        raise ValueError("no")
-
-    with pytest.raises(ChildFailed):
-        Forked(fails).result()
-    with pytest.raises(ChildFailed):
-        Forked(lambda _c: os._exit(0)).result()
-    with pytest.raises(ChildFailed):
-        Forked(lambda _c: threading.Lock()).result()  # a value pickle refuses: nothing is sent
-    with pytest.raises(ChildFailed):
-        Forked(fails).receive()  # nothing sent before it failed
-    gone = Forked(lambda _c: None)
-    gone.result()
-    with pytest.raises(ChildFailed):
-        gone.send(big)  # the child is gone, its pipe closed
-    sleeper = Forked(lambda _c: time.sleep(60))
-    started = time.monotonic()
-    sleeper.cancel()
-    assert time.monotonic() - started < 10
-    assert _no_children_left()
-
-
-def test_no_fork_beside_another_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
-    assert can_fork() is (threading.active_count() == 1)
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:
-        assert not can_fork()
-    finally:
-        stop.set()
-        thread.join()
-    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _pid: {0}, raising=False)
-    assert not can_fork()  # one core: nothing to gain
 
 
 # ---- the archive, built, written and read back in a forked child during the verification

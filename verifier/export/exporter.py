@@ -32,9 +32,9 @@ from verifier.collector import fewer_collections
 from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
 from verifier.export.assemble import Removal, assemble, assemble_records
-from verifier.export.forked import Channel, ChildFailed, Forked, can_fork
 from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
 from verifier.export.serialize import dumps_public
+from verifier.forked import Channel, ChildFailed, Forked, can_fork
 from verifier.leaks import scan_bytes
 from verifier.model import Finding
 from verifier.raw import (

@@ -176,14 +176,27 @@ def test_the_collector_is_off_for_start_up_and_on_for_the_work() -> None:
     assert "verifier.cli:main" not in (REPO / "pyproject.toml").read_text()  # the script too
 
 
-def test_verify_text_loads_only_the_text_renderer() -> None:
+def test_verify_text_to_a_pipe_loads_no_rich() -> None:
+    """To a file or a pipe, report.plain lays the text report out and the progress line
+    is written plainly: neither rich's console nor its text is loaded (about 25 ms)."""
     modules, printed = _run(_cli("verify", str(SAMPLE)))
-    assert "verifier.report.text" in modules and "cache-state-dependent" in printed
-    assert _top(modules, ("verifier.report.markdown", "rich.progress", *TYPER_EXTRAS)) == []
-    # no markup is parsed: every string reaches rich as Text (the emoji table is not loaded)
-    assert "rich._emoji_codes" not in modules
+    assert "verifier.report.plain" in modules and "cache-state-dependent" in printed
+    assert _top(modules, ("verifier.report.text", "rich.console", "rich.text")) == []
+    assert _top(modules, ("verifier.report.markdown", *TYPER_EXTRAS)) == []
+
+
+def test_verify_text_loads_only_the_text_renderer() -> None:
+    """Where rich lays the report out (here: several bundles; a terminal), rich's text
+    renderer loads, and no markup is parsed: every string reaches rich as Text (the emoji
+    table is not loaded)."""
     modules, printed = _run(_cli("verify", str(SAMPLE), str(SAMPLE)))  # the summary table
-    assert "summary of 2 bundles" in printed and "rich._emoji_codes" not in modules
+    assert "summary of 2 bundles" in printed and "verifier.report.text" in modules
+    assert _top(modules, ("verifier.report.markdown", "rich.progress", *TYPER_EXTRAS)) == []
+    assert "rich._emoji_codes" not in modules
+    styled = "import os\nos.environ['FORCE_COLOR'] = '1'\n" + _cli("verify", str(SAMPLE))
+    modules, printed = _run(styled)
+    assert "verifier.report.text" in modules and "\x1b[" in printed  # styled, by rich
+    assert "rich._emoji_codes" not in modules
 
 
 def test_a_usage_error_loads_typers_error_panel_not_pydantic_for_good_values() -> None:

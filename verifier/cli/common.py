@@ -45,6 +45,26 @@ else:
     stderr = _LazyConsole()
 
 
+def note(message: str) -> None:
+    """A dim line on stderr (progress, where a report went), as `stderr.print(Text(message,
+    style="dim"))` prints it: written plainly where that console writes no styles (see
+    report.plain), without loading rich; by rich elsewhere."""
+    from verifier.report import plain
+
+    width = plain.plain_width(sys.stderr)
+    if width is not None and width >= 1:
+        try:
+            lines = plain.wrap(message, width)
+        except plain.Unfit:
+            pass
+        else:
+            sys.stderr.write("".join(line + "\n" for line in lines))
+            return
+    from rich.text import Text
+
+    stderr.print(Text(message, style="dim"))
+
+
 def _plain_labels(params: list[Any]) -> list[Any]:
     """One style of labels in --help, and room for the help text at 80 columns.
 

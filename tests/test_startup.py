@@ -104,6 +104,9 @@ def test_verify_loads_neither_capture_nor_export() -> None:
     # (about 30 ms to import) is not loaded
     assert "verifier._validators.record" in modules
     assert _top(modules, ("jsonschema", "referencing")) == []
+    # nor fastjsonschema: the validators raise their own exception (its import would load
+    # its code generator, about 2 ms)
+    assert _top(modules, ("fastjsonschema",)) == []
     assert _top(modules, ("verifier.capture.harness", "verifier.export")) == []
     assert _top(modules, TYPER_EXTRAS) == []  # nor typer's help formatter, nor pydantic
     # JSON output: neither the text nor the Markdown renderer; no progress bar (no --model-dir)

@@ -116,6 +116,17 @@ def test_verify_loads_neither_capture_nor_export() -> None:
     assert "verifier.cli.helptext" not in modules  # --help's formatter: for --help only
 
 
+def test_verify_of_a_directory_loads_no_tarfile() -> None:
+    """The archive half of the reader (verifier.bundle.archive, and tarfile) loads for an
+    archive only."""
+    modules, printed = _run(_cli("verify", str(SAMPLE), "-q"))
+    assert printed.startswith("cache-state-dependent ")
+    assert _top(modules, ("tarfile", "verifier.bundle.archive")) == []
+    archive = REPO / "sample_bundles" / "llama-cpp-real.tar.gz"
+    modules, printed = _run(_cli("verify", str(archive), "-q"))
+    assert printed.startswith("cache-state-dependent ") and "verifier.bundle.archive" in modules
+
+
 def test_verify_without_a_key_loads_no_cryptography() -> None:
     """A signed bundle verified without --key: the signature's size is checked, and
     cryptography (about 10 ms) is not needed; with --key it is, and the check runs."""

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from verifier.errors import SchemaVersionError
 
@@ -91,8 +90,7 @@ def validator(name: str) -> Any:
     return _validator_class()(schema, registry=registry())
 
 
-@dataclass(frozen=True)
-class SchemaViolation:
+class SchemaViolation(NamedTuple):
     pointer: str
     message: str
     schema_path: str

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import NamedTuple
 
 from verifier.errors import UnreadableInput, UnsafeInput
 from verifier.jsonio import MAX_DEPTH as MAX_JSON_DEPTH
@@ -49,8 +50,7 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-@dataclass(frozen=True)
-class LoadedBundle:
+class LoadedBundle(NamedTuple):
     """Every regular file of a bundle, in memory, and what was refused on the way."""
 
     source: str

@@ -135,6 +135,27 @@ def test_the_generated_strings_are_laid_out_here_too() -> None:
     assert laid_out >= 25
 
 
+def test_the_layout_constants_are_report_texts() -> None:
+    from verifier.report import text
+
+    assert plain.MAX_FINDINGS == text.MAX_FINDINGS
+    assert plain._NAME_WIDTH == text._NAME_WIDTH
+
+
+def test_more_findings_than_shown_print_the_same_both_ways() -> None:
+    report = copy.deepcopy(_report(SAMPLES / "negative" / "tampered-output"))
+    bundle = report["bundles"][0]
+    errors = [f for f in bundle["findings"] if f["severity"] == "error"]
+    warning = {**errors[0], "severity": "warning", "expected": "x", "actual": "y"}
+    bundle["findings"] = [*errors * 30, *[warning] * 25]
+    _same_where_laid_out(report, 40)
+    for width in (80, 120):
+        assert _same_where_laid_out(report, width)
+    shown = _reference(report, 80)
+    assert f"… and {len(errors) * 30 - 20} more (every one" in shown
+    assert "… and 5 more (every one" in shown
+
+
 def test_a_wide_character_or_several_bundles_are_left_to_rich() -> None:
     report = copy.deepcopy(_report(SAMPLES / "seed-mlxcel"))
     assert plain.render(printable(report), 80) is not None

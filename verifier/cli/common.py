@@ -59,6 +59,7 @@ def note(message: str) -> None:
             pass
         else:
             sys.stderr.write("".join(line + "\n" for line in lines))
+            sys.stderr.flush()  # as rich's console does after each print
             return
     from rich.text import Text
 

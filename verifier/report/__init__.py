@@ -43,6 +43,7 @@ def _text(report: dict[str, Any], file: IO[str], width: int | None) -> None:
     text = None if screen is None else plain.render(shown, screen)
     if text is not None:
         file.write(text)
+        file.flush()  # as rich's console does after each print
         return
     from rich.console import Console
 

@@ -104,6 +104,9 @@ def test_verify_loads_neither_capture_nor_export() -> None:
     # (about 30 ms to import) is not loaded
     assert "verifier._validators.record" in modules
     assert _top(modules, ("jsonschema", "referencing")) == []
+    # nor fastjsonschema: the validators raise their own exception (its import would load
+    # its code generator, about 2 ms)
+    assert _top(modules, ("fastjsonschema",)) == []
     assert _top(modules, ("verifier.capture.harness", "verifier.export")) == []
     assert _top(modules, TYPER_EXTRAS) == []  # nor typer's help formatter, nor pydantic
     # JSON output: neither the text nor the Markdown renderer; no progress bar (no --model-dir)
@@ -111,6 +114,17 @@ def test_verify_loads_neither_capture_nor_export() -> None:
     assert _top(modules, ("rich.progress", "rich.live", "rich.table")) == []
     assert [m for m in COMMAND_MODULES if m in modules] == ["verifier.cli.verify_cmd"]
     assert "verifier.cli.helptext" not in modules  # --help's formatter: for --help only
+
+
+def test_verify_of_a_directory_loads_no_tarfile() -> None:
+    """The archive half of the reader (verifier.bundle.archive, and tarfile) loads for an
+    archive only."""
+    modules, printed = _run(_cli("verify", str(SAMPLE), "-q"))
+    assert printed.startswith("cache-state-dependent ")
+    assert _top(modules, ("tarfile", "verifier.bundle.archive")) == []
+    archive = REPO / "sample_bundles" / "llama-cpp-real.tar.gz"
+    modules, printed = _run(_cli("verify", str(archive), "-q"))
+    assert printed.startswith("cache-state-dependent ") and "verifier.bundle.archive" in modules
 
 
 def test_verify_without_a_key_loads_no_cryptography() -> None:
@@ -146,7 +160,7 @@ def test_the_collector_is_off_for_start_up_and_on_for_the_work() -> None:
         "seen = []\n"
         "real = v.verify_path\n"
         "def spy(*a, **k):\n"
-        "    seen.append(gc.isenabled())\n"
+        "    seen.append(gc.isenabled() and gc.get_freeze_count() > 1000)\n"
         "    return real(*a, **k)\n"
         "v.verify_path = spy\n"
         f"sys.argv = ['evidence', 'verify', {str(SAMPLE)!r}, '-q']\n"
@@ -170,20 +184,34 @@ def test_the_collector_is_off_for_start_up_and_on_for_the_work() -> None:
     _, printed = _run(probe)
     assert printed.startswith("cache-state-dependent ")
     # off while the command loads; on in the command's body (boundary), which loads the
-    # core with it off for a moment (loading), then verifies, and writes, with it on
+    # core with it off for a moment (loading), then verifies, and writes, with it on; and
+    # what start-up made is frozen out of the collector's walks
     seen = "[('start', False), ('loading', True), True, ('loading', True)] True"
     assert printed.rstrip().endswith(seen)
     assert "verifier.cli:main" not in (REPO / "pyproject.toml").read_text()  # the script too
 
 
-def test_verify_text_loads_only_the_text_renderer() -> None:
+def test_verify_text_to_a_pipe_loads_no_rich() -> None:
+    """To a file or a pipe, report.plain lays the text report out and the progress line
+    is written plainly: neither rich's console nor its text is loaded (about 25 ms)."""
     modules, printed = _run(_cli("verify", str(SAMPLE)))
-    assert "verifier.report.text" in modules and "cache-state-dependent" in printed
-    assert _top(modules, ("verifier.report.markdown", "rich.progress", *TYPER_EXTRAS)) == []
-    # no markup is parsed: every string reaches rich as Text (the emoji table is not loaded)
-    assert "rich._emoji_codes" not in modules
+    assert "verifier.report.plain" in modules and "cache-state-dependent" in printed
+    assert _top(modules, ("verifier.report.text", "rich.console", "rich.text")) == []
+    assert _top(modules, ("verifier.report.markdown", *TYPER_EXTRAS)) == []
+
+
+def test_verify_text_loads_only_the_text_renderer() -> None:
+    """Where rich lays the report out (here: several bundles; a terminal), rich's text
+    renderer loads, and no markup is parsed: every string reaches rich as Text (the emoji
+    table is not loaded)."""
     modules, printed = _run(_cli("verify", str(SAMPLE), str(SAMPLE)))  # the summary table
-    assert "summary of 2 bundles" in printed and "rich._emoji_codes" not in modules
+    assert "summary of 2 bundles" in printed and "verifier.report.text" in modules
+    assert _top(modules, ("verifier.report.markdown", "rich.progress", *TYPER_EXTRAS)) == []
+    assert "rich._emoji_codes" not in modules
+    styled = "import os\nos.environ['FORCE_COLOR'] = '1'\n" + _cli("verify", str(SAMPLE))
+    modules, printed = _run(styled)
+    assert "verifier.report.text" in modules and "\x1b[" in printed  # styled, by rich
+    assert "rich._emoji_codes" not in modules
 
 
 def test_a_usage_error_loads_typers_error_panel_not_pydantic_for_good_values() -> None:

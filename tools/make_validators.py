@@ -37,6 +37,14 @@ def generated() -> dict[str, str]:
             'of the schemas it reads.\n"""\n\n'
             f'SCHEMAS_SHA256 = "{schemas.schemas_digest()}"\n'
             f'GENERATOR = "fastjsonschema {fastjsonschema.VERSION}"\n'
+            "\n\n"
+            "class JsonSchemaValueException(ValueError):\n"
+            '    """What a validator raises on a document its schema rejects (in place of '
+            'fastjsonschema\'s,\n    whose import would load its code generator too)."""\n'
+            "\n\n"
+            "class JsonSchemaValuesException(JsonSchemaValueException):\n"
+            '    """Caught beside the other where fastjsonschema\'s code catches both; never '
+            'raised."""\n'
         )
     }
     for name in sorted(schemas.load_all()):

@@ -4,7 +4,9 @@ Start-up makes tens of thousands of objects that live until exit (typer's, rich'
 tool's modules) and no garbage: the cyclic collector would walk them some 60 times for
 nothing (about 10 ms of an `evidence verify`). It is off until the command starts its
 work (`cli.common.boundary` turns it back on; `cli.common.loading` keeps it off while a
-command imports the core it drives).
+command imports the core it drives). When it is turned on, what exists is first frozen
+out of its walks (gc.freeze): neither its first collection nor the one at exit walks
+start-up's objects again (the one at exit took about 13 ms of an `evidence verify`).
 """
 
 import gc

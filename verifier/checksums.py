@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from verifier import layout
 
@@ -25,15 +25,13 @@ _BSD_TAG = re.compile(r"SHA\d* ?\(")
 MAX_PROBLEMS = 20
 
 
-@dataclass(frozen=True)
-class SumsEntry:
+class SumsEntry(NamedTuple):
     path: str
     digest: str
     line: int
 
 
-@dataclass(frozen=True)
-class SumsProblem:
+class SumsProblem(NamedTuple):
     line: int
     message: str
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import NewType
+from typing import NamedTuple, NewType
 
 Sha256Hex = NewType("Sha256Hex", str)
 """A lowercase hexadecimal SHA-256 digest."""
@@ -42,8 +41,7 @@ class Severity(enum.StrEnum):
     INFO = "info"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One observation of a check, located as precisely as the check can."""
 
     check: str

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from verifier.errors import UsageError
 
@@ -20,8 +19,7 @@ PUBLIC_KEY_FILE = "evidence-signing-key.pub.pem"
 SIGNATURE_LENGTH = 64
 
 
-@dataclass(frozen=True)
-class KeyPairPaths:
+class KeyPairPaths(NamedTuple):
     private: Path
     public: Path
 

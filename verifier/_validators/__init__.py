@@ -6,3 +6,12 @@ uses them only while SCHEMAS_SHA256 is the digest of the schemas it reads.
 
 SCHEMAS_SHA256 = "4fd1aeac9e1ca60374bb578f4cd3d138e87af49065c88556990d5455fe7703ee"
 GENERATOR = "fastjsonschema 2.22.3"
+
+
+class JsonSchemaValueException(ValueError):
+    """What a validator raises on a document its schema rejects (in place of fastjsonschema's,
+    whose import would load its code generator too)."""
+
+
+class JsonSchemaValuesException(JsonSchemaValueException):
+    """Caught beside the other where fastjsonschema's code catches both; never raised."""

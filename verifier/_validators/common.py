@@ -3,7 +3,7 @@
 # mypy: ignore-errors
 # fmt: off
 from decimal import Decimal
-from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
+from verifier._validators import JsonSchemaValueException, JsonSchemaValuesException
 
 
 NoneType = type(None)

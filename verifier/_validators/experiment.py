@@ -4,7 +4,7 @@
 # fmt: off
 from decimal import Decimal
 import re
-from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
+from verifier._validators import JsonSchemaValueException, JsonSchemaValuesException
 
 
 REGEX_PATTERNS = {

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import functools
-import io
 import os
 import re
 import stat
-import tarfile
 import unicodedata
-import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Protocol, Self
+from typing import NamedTuple
 
 from verifier.errors import UnreadableInput, UnsafeInput
 from verifier.jsonio import MAX_DEPTH as MAX_JSON_DEPTH
@@ -25,27 +21,12 @@ from verifier.model import Finding, Severity
 
 CHECK = "safety"
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_OTHER_FORMATS = {
-    b"BZh": "bzip2",
-    b"\xfd7zXZ\x00": "xz",
-    b"\x28\xb5\x2f\xfd": "zstd",
-    b"PK\x03\x04": "zip",
-}
-_USTAR_MAGIC = slice(257, 262)
-# tar pads with zero blocks that compress far beyond any sane ratio, so a small archive
-# is never judged by its ratio; a bomb has to expand past this before it can hurt.
-_RATIO_GRACE_BYTES = 1024 * 1024
 _CHUNK = 1024 * 1024
-_RAW_CHUNK = 64 * 1024
 # Open directories are held as file descriptors, one per level; no bundle needs more.
 _MAX_DEPTH = 32
 # PATH_MAX and NAME_MAX of common file systems; a bundle's names are far shorter.
 _MAX_NAME_BYTES = 1024
 _MAX_COMPONENT_BYTES = 255
-# A PAX or GNU long-name header is read whole into memory before anything is checked.
-_MAX_HEADER_BYTES = 64 * 1024
-_BLOCK = 512
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -69,8 +50,7 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-@dataclass(frozen=True)
-class LoadedBundle:
+class LoadedBundle(NamedTuple):
     """Every regular file of a bundle, in memory, and what was refused on the way."""
 
     source: str
@@ -94,7 +74,9 @@ def read_bundle(path: Path, limits: Limits = DEFAULT_LIMITS) -> LoadedBundle:
     if stat.S_ISDIR(info.st_mode):
         return _read_directory(path, source, limits)
     if stat.S_ISREG(info.st_mode):
-        return _read_archive(path, source, limits)
+        from verifier.bundle.archive import read_archive  # tarfile: for archives only
+
+        return read_archive(path, source, limits)
     raise UnreadableInput(f"{source}: neither a directory nor a tar archive (.tar.gz, .tgz, .tar)")
 
 
@@ -330,407 +312,10 @@ def _strip_common_root(files: dict[str, bytes], dirs: list[str]) -> dict[str, by
     return {name[cut:]: data for name, data in files.items()}
 
 
-# --- tar archives --------------------------------------------------------------------
-
-
-class _Readable(Protocol):
-    def read(self, size: int, /) -> bytes: ...
-
-
-class _CountingReader:
-    """A forward-only reader that reports how many bytes pass through it."""
-
-    def __init__(self, inner: _Readable, count: Callable[[int], None], source: str) -> None:
-        self._inner = inner
-        self._count = count
-        self._source = source
-        self._position = 0
-
-    def read(self, size: int = -1, /) -> bytes:
-        try:
-            data = self._inner.read(size)
-        except _STREAM_ERRORS as exc:
-            # Said here, where it is known to be the gzip layer or the disk, not tar.
-            raise _corrupt(self._source, exc) from None
-        self._position += len(data)
-        self._count(len(data))
-        return data
-
-    def write(self, data: bytes, /) -> int:
-        raise io.UnsupportedOperation("read-only stream")
-
-    def tell(self) -> int:
-        return self._position
-
-    def seek(self, position: int, /) -> int:
-        raise io.UnsupportedOperation("the archive is read as a stream")
-
-    def close(self) -> None:
-        """The underlying file belongs to the caller."""
-
-
-class _Meter:
-    """Counts compressed and expanded bytes; stops a stream that expands too far."""
-
-    def __init__(self, source: str, limits: Limits, *, compressed: bool) -> None:
-        self.source = source
-        self.limits = limits
-        self.compressed = compressed
-        self.compressed_bytes = 0
-        self.expanded_bytes = 0
-
-    def count_compressed(self, size: int) -> None:
-        self.compressed_bytes += size
-
-    def count_expanded(self, size: int) -> None:
-        self.expanded_bytes += size
-        limits = self.limits
-        if self.expanded_bytes > limits.max_total_bytes:
-            raise UnsafeInput(
-                f"{self.source}: the archive expands to more than {limits.max_total_bytes} "
-                "bytes; reading stopped (raise the limit with --max-total-bytes "
-                "if you trust this bundle)"
-            )
-        if (
-            self.compressed
-            and self.expanded_bytes > _RATIO_GRACE_BYTES
-            and self.expanded_bytes > limits.max_ratio * max(1, self.compressed_bytes)
-        ):
-            raise UnsafeInput(
-                f"{self.source}: the archive expanded {self.expanded_bytes} bytes from "
-                f"{self.compressed_bytes} compressed bytes, over the ratio limit of "
-                f"{limits.max_ratio:g}; it may be a compression bomb, reading stopped "
-                "(raise the limit with --max-ratio if you trust this bundle)"
-            )
-
-
-_ZLIB_REASONS = {
-    "incorrect data check": "the CRC-32 in the gzip trailer does not match the data",
-    "incorrect length check": "the length in the gzip trailer does not match the data",
-}
-
-
-class _GzipStream:
-    """Expands a gzip file as gzip(1) does, and notes what tools disagree on.
-
-    zlib checks each member's header, CRC-32 and length. A second member (concatenated
-    gzip streams) is expanded too, so that what is read is what `tar -xzf` sees; it and
-    any bytes after the last member are remembered and reported, never skipped quietly.
-    """
-
-    def __init__(self, raw: _Readable, meter: _Meter, source: str) -> None:
-        self._raw = raw
-        self._meter = meter
-        self._source = source
-        self._inflate = zlib.decompressobj(wbits=31)  # 31: the gzip wrapper, not zlib's
-        self._input = b""
-        self._done = False
-        self.members = 1
-        self.trailing_bytes = 0
-
-    def _fill(self) -> bool:
-        # Small reads: compressed bytes are counted as read, so the ratio stays honest.
-        data = self._raw.read(_RAW_CHUNK)
-        self._meter.count_compressed(len(data))
-        self._input += data
-        return bool(data)
-
-    def _after_member(self) -> None:
-        """One member ended: start the next one, or note what follows and stop."""
-        self._input = self._inflate.unused_data + self._input
-        while len(self._input) < len(_GZIP_MAGIC) and self._fill():
-            pass
-        if not self._input:
-            self._done = True
-        elif self._input.startswith(_GZIP_MAGIC):
-            self.members += 1
-            self._inflate = zlib.decompressobj(wbits=31)
-        else:
-            # Counted, not kept, and only so far: a huge tail is refused all the same.
-            cap = self._meter.limits.max_total_bytes
-            self.trailing_bytes = len(self._input)
-            while self.trailing_bytes <= cap and (data := self._raw.read(_CHUNK)):
-                self.trailing_bytes += len(data)
-            self._input = b""
-            self._done = True
-
-    def read(self, size: int = -1, /) -> bytes:
-        size = _CHUNK if size < 0 else size
-        while not self._done:
-            if self._inflate.eof:
-                self._after_member()
-                continue
-            if not self._input and not self._fill():
-                raise UnreadableInput(
-                    f"{self._source}: corrupt or truncated gzip stream: it ends before "
-                    "the end of its compressed data"
-                )
-            try:
-                data = self._inflate.decompress(self._input, size)
-            except zlib.error as exc:
-                reason = str(exc).rsplit(": ", 1)[-1]
-                reason = _ZLIB_REASONS.get(reason, reason)
-                raise UnreadableInput(
-                    f"{self._source}: corrupt or truncated gzip stream: {reason}"
-                ) from None
-            # At the end of a member zlib leaves what follows in unused_data, and (when
-            # output was capped) a copy of it in unconsumed_tail: take it from one place only.
-            self._input = b"" if self._inflate.eof else self._inflate.unconsumed_tail
-            if data:
-                return data
-        return b""
-
-
-_EOF_HEADER: type[tarfile.HeaderError] = vars(tarfile)["EOFHeaderError"]
-_HEADER_TYPES = (
-    tarfile.XHDTYPE,
-    tarfile.XGLTYPE,
-    tarfile.SOLARIS_XHDTYPE,
-    tarfile.GNUTYPE_LONGNAME,
-    tarfile.GNUTYPE_LONGLINK,
-)
-
-
-class _StrictTarInfo(tarfile.TarInfo):
-    """A header that never lets a bad or missing block pass for the end of the archive.
-
-    tarfile stops quietly at a broken header after the first member, which would
-    turn a corrupt or truncated archive into a shorter one.
-    """
-
-    @classmethod
-    def fromtarfile(cls, tarfile_: tarfile.TarFile) -> Self:
-        try:
-            return super().fromtarfile(tarfile_)
-        except tarfile.HeaderError as exc:
-            if isinstance(exc, _EOF_HEADER):  # a zero block: the proper end of the archive
-                raise
-            # ReadError passes through TarFile.next() unchanged, ending the read loudly.
-            raise tarfile.ReadError(
-                f"bad or missing tar header ({exc}); the archive is corrupt or truncated"
-            ) from None
-
-    def _proc_member(self, tarfile_: tarfile.TarFile) -> Self:
-        # The hook tarfile documents for subclasses: an extended header is read whole into
-        # memory before it can be judged, so its size is checked first.
-        if self.type in _HEADER_TYPES and not 0 <= self.size <= _MAX_HEADER_BYTES:
-            raise tarfile.ReadError(
-                f"an extended (PAX or GNU long name) header of {self.size} bytes; "
-                f"at most {_MAX_HEADER_BYTES} are read"
-            )
-        member: Self = vars(tarfile.TarInfo)["_proc_member"](self, tarfile_)
-        return member
-
-
-_STREAM_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, ValueError, OverflowError)
-
-
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
-
-
-def _corrupt(source: str, exc: BaseException) -> UnreadableInput:
-    if isinstance(exc, EOFError | zlib.error):
-        return UnreadableInput(f"{source}: corrupt or truncated gzip stream: {_reason(exc)}")
-    if isinstance(exc, tarfile.TarError | ValueError | OverflowError):
-        return UnreadableInput(f"{source}: corrupt tar archive: {_reason(exc)}")
-    return UnreadableInput(f"{source}: cannot be read: {_reason(exc)}")
-
-
-def _archive_kind(head: bytes, path: Path, source: str) -> str:
-    if head.startswith(_GZIP_MAGIC):
-        return "gz"
-    for magic, name in _OTHER_FORMATS.items():
-        if head.startswith(magic):
-            raise UnreadableInput(
-                f"{source}: {name} data; only directories and tar archives "
-                "(.tar.gz, .tgz, .tar) are read"
-            )
-    if head[_USTAR_MAGIC] == b"ustar":
-        return "tar"
-    if not head:
-        raise UnreadableInput(f"{source}: an empty file, not a bundle")
-    if path.name.lower().endswith((".tar.gz", ".tgz")):
-        raise UnreadableInput(f"{source}: named like a .tar.gz but not gzip-compressed")
-    raise UnreadableInput(f"{source}: neither a directory nor a tar archive (.tar.gz, .tgz, .tar)")
-
-
-def _read_archive(path: Path, source: str, limits: Limits) -> LoadedBundle:
-    try:
-        raw = path.open("rb")
-    except OSError as exc:
-        raise UnreadableInput(f"{source}: cannot be read: {_reason(exc)}") from None
-    with contextlib.ExitStack() as closing:
-        closing.enter_context(raw)
-        try:
-            head = raw.read(512)
-            raw.seek(0)
-        except OSError as exc:
-            raise UnreadableInput(f"{source}: cannot be read: {_reason(exc)}") from None
-        kind = _archive_kind(head, path, source)
-        meter = _Meter(source, limits, compressed=kind == "gz")
-        tar_stream: _Readable = raw
-        gzip_stream = None
-        if kind == "gz":
-            tar_stream = gzip_stream = _GzipStream(raw, meter, source)
-        stream = _CountingReader(tar_stream, meter.count_expanded, source)
-        collector = _Collector(source, limits, noun="member")
-        _read_tar_stream(stream, collector)
-        if gzip_stream is not None:
-            _judge_gzip_end(gzip_stream, collector)
-    return collector.result(strip_root=True)
-
-
-def _count_bytes(count: int) -> str:
-    return "1 byte" if count == 1 else f"{count} bytes"
-
-
-def _judge_gzip_end(gzip_stream: _GzipStream, collector: _Collector) -> None:
-    if gzip_stream.members > 1:
-        collector.refuse_archive(
-            f"the gzip file holds {gzip_stream.members} concatenated gzip streams; a bundle "
-            "is one, and tools disagree on whether they read past the first"
-        )
-    if gzip_stream.trailing_bytes:
-        cap = collector.limits.max_total_bytes
-        count = gzip_stream.trailing_bytes
-        shown = f"more than {cap} bytes" if count > cap else _count_bytes(count)
-        collector.refuse_archive(
-            f"{shown} that are not gzip data follow the "
-            "end of the gzip stream; they are hidden from some tools and not from others"
-        )
-
-
-def _next_member(archive: tarfile.TarFile, source: str) -> tarfile.TarInfo | None:
-    try:
-        return archive.next()
-    except _STREAM_ERRORS as exc:
-        raise _corrupt(source, exc) from None
-
-
-def _type_problem(member: tarfile.TarInfo) -> str | None:
-    """Why a member's type is refused, or None for a plain regular file or directory."""
-    only = "only regular files and directories are accepted"
-    if member.issym():
-        return f"is a symbolic link to '{_printable(member.linkname)}'; links are refused"
-    if member.islnk():
-        return f"is a hard link to '{_printable(member.linkname)}'; links are refused"
-    if member.ischr():
-        return f"is a character device; {only}"
-    if member.isblk():
-        return f"is a block device; {only}"
-    if member.isfifo():
-        return f"is a FIFO; {only}"
-    if member.type == tarfile.GNUTYPE_SPARSE or member.issparse():
-        return f"is a sparse file; {only}"
-    if member.isdir():
-        return None
-    if member.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
-        if member.name.endswith("/"):
-            return "is a regular file whose name ends with '/', as only a directory's may"
-        return None
-    kind = member.type.decode("latin-1")
-    return f"has tar type '{_printable(kind)}'; {only}"
-
-
-def _read_content(archive: tarfile.TarFile, member: tarfile.TarInfo, source: str) -> bytes:
-    try:
-        content = archive.extractfile(member)
-        data = content.read(member.size) if content is not None else b""
-    except _STREAM_ERRORS as exc:
-        raise _corrupt(source, exc) from None
-    if len(data) != member.size:
-        raise UnreadableInput(
-            f"{source}: corrupt tar archive: member '{_printable(member.name)}' is truncated"
-        )
-    return data
-
-
-def _read_tar_stream(stream: _CountingReader, collector: _Collector) -> None:
-    source = collector.source
-    try:
-        # Closed by the `with` below; opening errors must first become UnreadableInput.
-        archive = tarfile.open(  # noqa: SIM115
-            fileobj=stream,
-            mode="r|",
-            tarinfo=_StrictTarInfo,
-            encoding="utf-8",
-            errors="surrogateescape",
-        )
-    except _STREAM_ERRORS as exc:
-        raise _corrupt(source, exc) from None
-    with archive:
-        while (member := _next_member(archive, source)) is not None:
-            collector.count()
-            name = member.name
-            if member.size < 0:  # a PAX size of -1: where the next header is, is unknown
-                raise UnreadableInput(
-                    f"{source}: corrupt tar archive: member '{_printable(name)}' "
-                    "has a negative size"
-                )
-            problem = _type_problem(member) or _name_problem(name)
-            if problem is not None:
-                collector.refuse(name, problem)
-                continue
-            parts = _parts(name)
-            if member.isdir():
-                if parts:
-                    collector.add_dir(name, parts)
-                continue
-            if not parts:
-                collector.refuse(name, "has an empty name")
-                continue
-            collector.check_size(name, member.size)
-            collector.add_file(name, parts, _read_content(archive, member, source))
-        overrides = sorted({"path", "linkpath", "size"} & set(archive.pax_headers))
-        if overrides:
-            collector.refuse_archive(
-                "the archive has a global PAX header that sets "
-                f"{', '.join(overrides)} for every later member; refused"
-            )
-        _judge_end_of_archive(archive, collector)
-
-
-def _judge_end_of_archive(archive: tarfile.TarFile, collector: _Collector) -> None:
-    """After the first zero block: one more, then nothing but zeros, as tar writes it.
-
-    `tar --ignore-zeros` (and -i) reads on past zero blocks; a second archive or other
-    data there would be extracted by it and never seen here, so it is refused.
-    """
-    # tarfile has consumed the first zero block; what it buffered is read through it.
-    rest: _Readable | None = archive.fileobj
-    assert rest is not None
-    start = archive.offset + _BLOCK
-    position = start
-    first_data: int | None = None
-    header_after = False
-    while chunk := _read_rest(rest, collector.source):
-        if first_data is None and chunk.count(0) != len(chunk):
-            first_data = position + len(chunk) - len(chunk.lstrip(b"\0"))
-            block_start = first_data - first_data % _BLOCK - position
-            header_after = chunk[max(0, block_start) :][_USTAR_MAGIC] == b"ustar"
-        position += len(chunk)
-    if first_data is not None:
-        what = "another tar archive" if header_after else "data"
-        collector.refuse_archive(
-            f"{what} follows the end-of-archive marker (from byte {first_data} of the tar "
-            f"stream, {_count_bytes(position - first_data)}); `tar --ignore-zeros` would read it, "
-            "this reader would not: refused"
-        )
-    elif position - start < _BLOCK:
-        collector.refuse_archive(
-            "the archive ends after a single zero block, not the two of an end-of-archive "
-            "marker: it is truncated"
-        )
-
-
-def _read_rest(stream: _Readable, source: str) -> bytes:
-    try:
-        return stream.read(_CHUNK)
-    except _STREAM_ERRORS as exc:
-        raise _corrupt(source, exc) from None
 
 
 # --- directories ---------------------------------------------------------------------

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from verifier.model import Arm
 
@@ -67,8 +66,7 @@ def counter_name(ref: str) -> str:
     return name if source == "metric" else ref
 
 
-@dataclass(frozen=True)
-class TelemetryRow:
+class TelemetryRow(NamedTuple):
     """What the telemetry said around the requests of one output class and arm."""
 
     label: str

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from verifier import __version__
 from verifier.checks import CHECKS
@@ -28,16 +27,14 @@ _NOTED = ("profile",)
 _SEVERITY_ORDER = (EXIT_UNREADABLE, EXIT_NOT_VERIFIED, EXIT_UNEXPECTED_VERDICT, EXIT_VERIFIED)
 
 
-@dataclass(frozen=True)
-class KeyInfo:
+class KeyInfo(NamedTuple):
     """The public key given with --key, as the report names it (never its local path)."""
 
     name: str  # the file name only
     sha256: str  # SHA-256 of the DER SubjectPublicKeyInfo: `openssl pkey -pubin -outform DER`
 
 
-@dataclass(frozen=True)
-class BundleOutcome:
+class BundleOutcome(NamedTuple):
     """One bundle of a `verify` call: its result, or why it could not be read."""
 
     source: str

@@ -133,11 +133,16 @@ class BundleContext:
         """The same bundle, whose documents are each parsed on their own when a check asks
         for one, and not kept; None when that could differ from parsing them all at once.
 
-        For verify's forked copy, so that it starts before the parent has parsed anything
+        For verify's forked child, so that it starts before the parent has parsed anything
         and holds one document at a time. The two agree when the value budget cannot run
-        out: a text of n characters holds at most (n + 1) // 2 values (see jsonio).
+        out: a document holds at most one value more than its commas and brackets (each
+        value but the first follows a comma or opens a container), as jsonio counts.
         """
-        bound = sum((len(d) + 1) // 2 for p, d in bundle.files.items() if p.endswith(".json"))
+        bound = sum(
+            1 + data.count(b",") + data.count(b"[") + data.count(b"{")
+            for path, data in bundle.files.items()
+            if path.endswith(".json")
+        )
         if bound > options.limits.max_json_values:
             return None
         view = cls(bundle, options)

@@ -8,24 +8,14 @@ tests/hostile/test_corpus_fast_paths.py does the same for the hostile corpus.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from sample_paths import BUNDLES, KEY, SAMPLES
 
 from verifier import collector, jsonio, schemas
 from verifier.checks.context import VerifyOptions
 from verifier.verify import verify_path
-
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_bundles"
-KEY = SAMPLES / "keys" / "evidence-signing-key.pub.pem"
-BUNDLES = sorted(
-    p.relative_to(SAMPLES).as_posix()
-    for p in SAMPLES.rglob("*")
-    if p.name.endswith(".tar.gz")
-    or (p / "SHA256SUMS").is_file()
-    or (p / "experiment.json").is_file()
-)
 
 
 def outcome(bundle: str) -> tuple[Any, ...]:

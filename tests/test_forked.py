@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sample_paths import BUNDLES, KEY, SAMPLES
 
 from verifier import forked, verify
 from verifier.bundle.reader import Limits, LoadedBundle
@@ -27,16 +28,6 @@ from verifier.checks import BESIDE, CHECKS
 from verifier.checks.context import BundleContext, VerifyOptions
 from verifier.errors import UnreadableInput, UnsafeInput
 from verifier.forked import Channel, ChildFailed, Forked, can_fork
-
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_bundles"
-KEY = SAMPLES / "keys" / "evidence-signing-key.pub.pem"
-BUNDLES = sorted(
-    p.relative_to(SAMPLES).as_posix()
-    for p in SAMPLES.rglob("*")
-    if p.name.endswith(".tar.gz")
-    or (p / "SHA256SUMS").is_file()
-    or (p / "experiment.json").is_file()
-)
 
 pytestmark = pytest.mark.skipif(
     not forked.can_fork(), reason="forking beside needs Linux and two cores"

@@ -19,6 +19,7 @@ import proofs_reference as reference
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sample_paths import BUNDLES, KEY, SAMPLES
 
 from verifier import classify, proofs
 from verifier.bundle.reader import Limits, read_bundle
@@ -30,16 +31,7 @@ from verifier.records import Record, Snapshot
 from verifier.verify import verify_path
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "sample_bundles"
 HOSTILE = Path(__file__).resolve().parent / "hostile"
-KEY = SAMPLES / "keys" / "evidence-signing-key.pub.pem"
-BUNDLES = sorted(
-    p.relative_to(SAMPLES).as_posix()
-    for p in SAMPLES.rglob("*")
-    if p.name.endswith(".tar.gz")
-    or (p / "SHA256SUMS").is_file()
-    or (p / "experiment.json").is_file()
-)
 
 
 def outcome(path: Path) -> tuple[Any, ...]:

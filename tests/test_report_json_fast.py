@@ -10,27 +10,17 @@ from __future__ import annotations
 import enum
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sample_paths import BUNDLES, KEY, SAMPLES
 
 from verifier.checks.context import VerifyOptions
 from verifier.jsontext import dumps_indented, reference_dumps
 from verifier.report.document import BundleOutcome, build_report
 from verifier.verify import verify_path
-
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_bundles"
-KEY = SAMPLES / "keys" / "evidence-signing-key.pub.pem"
-BUNDLES = sorted(
-    p.relative_to(SAMPLES).as_posix()
-    for p in SAMPLES.rglob("*")
-    if p.name.endswith(".tar.gz")
-    or (p / "SHA256SUMS").is_file()
-    or (p / "experiment.json").is_file()
-)
 
 
 def test_every_sample_is_found() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -25,7 +26,8 @@ from sample_paths import BUNDLES, KEY, SAMPLES
 from verifier import forked, verify
 from verifier.bundle.reader import Limits, LoadedBundle
 from verifier.checks import BESIDE, CHECKS
-from verifier.checks.context import BundleContext, VerifyOptions
+from verifier.checks import context as context_module
+from verifier.checks.context import BundleContext, EachAlone, VerifyOptions
 from verifier.errors import UnreadableInput, UnsafeInput
 from verifier.forked import Channel, ChildFailed, Forked, can_fork
 
@@ -264,3 +266,85 @@ def test_documents_parsed_each_alone_are_the_documents(
         assert (path in alone.documents) == (path in together)
         if path in together:
             assert json.dumps(alone.documents[path]) == json.dumps(together[path])
+
+
+def test_a_child_that_parses_a_document_otherwise_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A flag and its value as two array items: only the document scan sees them together
+    # (the bytes scan of a document the child could not parse would miss them).
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SAMPLES / "seed-mlxcel", bundle)
+    record = sorted((bundle / "records").rglob("*.json"))[0]
+    document = json.loads(record.read_text())
+    document["response"]["extra"] = ["--api-key", "hunter2secretvalue"]
+    record.write_text(json.dumps(document))
+    target = record.relative_to(bundle).as_posix()
+
+    def run() -> tuple[Any, ...]:
+        result = verify.verify_path(bundle, VerifyOptions())
+        return result.verdict, result.findings
+
+    with monkeypatch.context() as patched:
+        patched.setattr(forked, "can_fork", lambda: False)
+        expected = run()
+    assert any(f.check == "leaks" and f.file == target for f in expected[1])
+    real = EachAlone._parse
+
+    def refuses_one(self: EachAlone, path: str) -> Any:  # as a deeper stack might
+        if path == target:
+            self.parsed[path] = False
+            return context_module._NOT_PARSED
+        return real(self, path)
+
+    started = forced(monkeypatch)
+    monkeypatch.setattr(EachAlone, "_parse", refuses_one)
+    assert run() == expected
+    assert started == [1]
+
+
+def test_signals_are_blocked_only_while_forking() -> None:
+    def mask(_channel: Channel) -> set[int]:
+        return {int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])}
+
+    assert Forked(mask).result() == mask(None)  # type: ignore[arg-type]
+    assert not {signal.SIGINT, signal.SIGTERM} & signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_a_signal_the_parent_ignores_the_child_ignores() -> None:
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        handle = Forked(lambda _c: (os.kill(os.getpid(), signal.SIGINT), "still here")[1])
+        assert handle.result() == "still here"
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+_ORPHAN = """
+import os, signal, sys, time
+from pathlib import Path
+from verifier.forked import Forked
+child = Forked(lambda _c: time.sleep(60))
+Path(sys.argv[1]).write_text(str(child._pid))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_child_ends_when_its_parent_is_killed(tmp_path: Path) -> None:
+    import subprocess
+
+    said = tmp_path / "pid"
+    command = [sys.executable, "-c", _ORPHAN, str(said)]
+    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    orphan = int(said.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{orphan}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return  # gone
+        if state == "Z":
+            return  # ended, not yet reaped by whoever adopted it
+        time.sleep(0.05)
+    os.kill(orphan, signal.SIGKILL)
+    raise AssertionError("the child outlived its parent")

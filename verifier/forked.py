@@ -30,6 +30,7 @@ from typing import Any, Generic, NoReturn, TypeVar
 T = TypeVar("T")
 
 _LENGTH = 8
+_ENDING = {signal.SIGINT, signal.SIGTERM}
 
 
 class ChildFailed(Exception):
@@ -108,21 +109,27 @@ class Forked(Generic[T]):
 
     def __init__(self, work: Callable[[Channel], T]) -> None:
         pipes: list[int] = []
+        parent = os.getpid()
         # Objects that exist now are never walked by the child's collector, so the pages
         # that hold them stay shared instead of being copied (gc.freeze's purpose).
         gc.freeze()
+        # A Ctrl-C or SIGTERM that lands while forking waits until the child has its own
+        # handlers (it would otherwise run the parent's, in the child); here, until after.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING)
         try:
             pipes += os.pipe()
             pipes += os.pipe()
             pid = os.fork()
         except OSError:  # no process to be had (EAGAIN, ENOMEM): the plain way
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             gc.unfreeze()
             for descriptor in pipes:
                 os.close(descriptor)
             raise ChildFailed from None
         up_read, up_write, down_read, down_write = pipes
         if pid == 0:  # the child: never returns into the parent's code
-            _child(work, up_read, up_write, down_read, down_write)
+            _child(work, parent, blocked, (up_read, up_write, down_read, down_write))
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         gc.unfreeze()
         os.close(up_write)
         os.close(down_read)
@@ -192,14 +199,22 @@ class Forked(Generic[T]):
 
 
 def _child(
-    work: Callable[[Channel], object], up_read: int, up_write: int, down_read: int, down_write: int
+    work: Callable[[Channel], object],
+    parent: int,
+    blocked: set[int | signal.Signals],
+    pipes: tuple[int, int, int, int],
 ) -> NoReturn:
+    up_read, up_write, down_read, down_write = pipes
     status = 1
     try:
         # The parent's handlers are not the child's: Ctrl-C or a SIGTERM simply ends it
-        # (export's handler, for one, removes the partial output).
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # (export's handler, for one, removes the partial output); one the parent ignores
+        # (nohup, a background job), the child ignores too.
+        for ending in _ENDING:
+            if signal.getsignal(ending) is not signal.SIG_IGN:
+                signal.signal(ending, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        _end_with(parent)
         os.close(up_read)
         os.close(down_write)
         value = work(Channel(up_write, down_read))
@@ -209,3 +224,15 @@ def _child(
         status = 1
     finally:
         os._exit(status)
+
+
+def _end_with(parent: int) -> None:
+    """Have the kernel end this child when its parent dies (Linux's PR_SET_PDEATHSIG), so
+    that a parent killed outright leaves no child working for nobody."""
+    import ctypes  # (only in a child)
+
+    set_parent_death_signal = 1  # PR_SET_PDEATHSIG, <linux/prctl.h>
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(set_parent_death_signal, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before that took effect
+        os._exit(1)

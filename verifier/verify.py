@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from verifier import layout
 from verifier.bundle.reader import read_bundle
 from verifier.checks import BESIDE, in_order, internal_error, run_named
-from verifier.checks.context import BundleContext, VerifyOptions
+from verifier.checks.context import BundleContext, EachAlone, VerifyOptions
 from verifier.classify import Classification, ProtocolContext, classify
 from verifier.collector import fewer_collections
 from verifier.errors import InvalidDocument, UsageError
@@ -88,12 +88,15 @@ def _verify(path: Path, options: VerifyOptions) -> VerificationResult:
     )
 
 
-def _start_beside(context: BundleContext) -> Forked[dict[str, list[Finding]]] | None:
+_Beside = tuple[dict[str, list[Finding]], dict[str, bool]]  # findings by check; parsed
+
+
+def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
     """Run the BESIDE checks in a forked child, for a bundle large enough to gain from it.
 
     The child starts at once and parses each document on its own, holding one at a time
     (BundleContext.each_alone); where that could differ from parsing them together,
-    nothing is forked.
+    nothing is forked. It sends back, with its findings, which documents it parsed.
     """
     size = sum(len(data) for name, data in context.files.items() if name.endswith(".json"))
     if size < BESIDE_FROM_BYTES:
@@ -105,24 +108,39 @@ def _start_beside(context: BundleContext) -> Forked[dict[str, list[Finding]]] | 
     alone = BundleContext.each_alone(context.bundle, context.options)
     if alone is None:
         return None
+    documents = alone.documents
+    assert isinstance(documents, EachAlone)
+
+    def work(_channel: object) -> _Beside:
+        return run_named(alone, BESIDE), documents.parsed
+
     try:
-        return forked.Forked(lambda _channel: run_named(alone, BESIDE))
+        return forked.Forked(work)
     except forked.ChildFailed:
         return None
 
 
-def _findings_beside(
-    beside: Forked[dict[str, list[Finding]]], context: BundleContext
-) -> dict[str, list[Finding]]:
-    """The child's findings; on any failure of the child, the checks run here after all."""
+def _findings_beside(beside: Forked[_Beside], context: BundleContext) -> dict[str, list[Finding]]:
+    """The child's findings, if it delivered them and parsed every JSON file as this
+    process did; otherwise the checks run here after all."""
     from verifier import forked
 
     try:
-        theirs = beside.result()
+        result: object = beside.result()
     except forked.ChildFailed:
-        theirs = None
-    if theirs is None or set(theirs) != BESIDE:
-        theirs = run_named(context, BESIDE)
+        result = None
+    if not (isinstance(result, tuple) and len(result) == 2):
+        return run_named(context, BESIDE)
+    theirs, parsed = result
+    json_files = {path for path in context.files if path.endswith(".json")}
+    if (
+        not isinstance(theirs, dict)
+        or set(theirs) != BESIDE
+        or not isinstance(parsed, dict)
+        or set(parsed) != json_files
+        or {path for path, ok in parsed.items() if ok} != set(context.documents)
+    ):
+        return run_named(context, BESIDE)
     return theirs
 
 

@@ -212,8 +212,11 @@ def test_the_two_process_export_publishes_the_plain_bytes(
 # ---- the archive, built, written and read back in a forked child during the verification
 
 
-def _export_and_read(raw: Path, tmp_path: Path, name: str) -> tuple[dict[str, bytes], bytes]:
-    out, archive = tmp_path / name, tmp_path / f"{name}.tar.gz"
+def _export_and_read(
+    raw: Path, tmp_path: Path, name: str, archive_dir: Path | None = None
+) -> tuple[dict[str, bytes], bytes]:
+    out = tmp_path / name
+    archive = (archive_dir or tmp_path) / f"{name}.tar.gz"
     export_bundle(ExportOptions(raw, out, archive))
     found = [p for p in out.rglob("*") if p.is_file()]
     assert oct(archive.stat().st_mode & 0o777) == "0o644"
@@ -227,17 +230,40 @@ def test_the_archive_job_publishes_the_plain_archive(
     original = exporter._archive_job
     monkeypatch.setattr(exporter, "_archive_job", lambda *a: jobs.append("child") or original(*a))
     forked_way = _export_and_read(factory_raw, tmp_path, "forked")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other_folder = _export_and_read(factory_raw, tmp_path, "other", elsewhere)
     monkeypatch.setattr(exporter, "can_fork", lambda: False)
     plain_way = _export_and_read(factory_raw, tmp_path, "plain")
-    monkeypatch.setattr(exporter, "can_fork", lambda: True)
-    monkeypatch.setattr(exporter, "_same_device", lambda *_a: False)
-    other_device = _export_and_read(factory_raw, tmp_path, "other")
-    assert forked_way == plain_way == other_device
+    assert forked_way == plain_way == other_folder
     assert jobs == []  # appended in the child, never seen here
     left = sorted(p.name for p in tmp_path.iterdir())
-    assert left == sorted(
-        ["raw", "forked", "forked.tar.gz", "plain", "plain.tar.gz", "other", "other.tar.gz"]
-    )
+    expected = ["raw", "forked", "forked.tar.gz", "plain", "plain.tar.gz", "other", "elsewhere"]
+    assert left == sorted(expected)
+    assert [p.name for p in elsewhere.iterdir()] == ["other.tar.gz"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder another group needs root")
+def test_the_archive_takes_the_group_of_its_folder(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs: list[bool] = []
+    original = exporter._start_archive_job
+
+    def recorded(*args: Any) -> Any:
+        early, job = original(*args)
+        jobs.append(job is not None)
+        return early, job
+
+    monkeypatch.setattr(exporter, "_start_archive_job", recorded)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    group = os.getegid() + 1
+    os.chown(shared, -1, group)
+    shared.chmod(0o2775)  # setgid: what is made in it belongs to its group
+    _export_and_read(factory_raw, tmp_path, "grouped", shared)
+    assert (shared / "grouped.tar.gz").stat().st_gid == group
+    assert jobs == [True]  # the archive was the forked job's
 
 
 def test_a_failing_archive_job_sends_the_archive_back_to_the_plain_way(

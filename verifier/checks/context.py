@@ -247,12 +247,18 @@ class BundleContext:
 
 class EachAlone(Mapping[str, Any]):
     """The JSON files that parse under the strict rules, each parsed when asked for (the
-    last one kept for the next question) with a value budget of its own."""
+    last one kept for the next question) with a value budget of its own.
+
+    `parsed` says which files were parsed, and whether each parsed: what the parent must
+    compare with its own parse before it trusts findings made from these (a deeper stack
+    in the child, for one, can refuse what the parent read).
+    """
 
     def __init__(self, files: Mapping[str, bytes], limits: Limits) -> None:
         self._files = files
         self._limits = limits
         self._last: tuple[str, Any] | None = None
+        self.parsed: dict[str, bool] = {}
 
     def _parse(self, path: str) -> Any:
         if self._last is not None and self._last[0] == path:
@@ -266,6 +272,7 @@ class EachAlone(Mapping[str, Any]):
                 document = loads_strict(data, max_depth=limits.max_json_depth, budget=budget)
             except (InvalidDocument, UnsafeInput):
                 pass
+            self.parsed[path] = document is not _NOT_PARSED
         self._last = (path, document)
         return document
 

@@ -484,26 +484,20 @@ def _export_bundle(options: ExportOptions, progress: Progress | None) -> ExportS
 _EARLY_ARCHIVE = "archive.tar.gz"
 
 
-def _same_device(out: Path, archive: Path) -> bool:
-    """Whether a file made beside `out` can be linked to `archive`."""
-    try:
-        return os.stat(out.parent).st_dev == os.stat(archive.parent).st_dev
-    except OSError:
-        return False
-
-
 def _start_archive_job(
-    out: Path, files: Mapping[str, bytes]
+    archive: Path, files: Mapping[str, bytes]
 ) -> tuple[Path | None, Forked[str | None] | None]:
     """On a large bundle with a second core: the archive built, written, flushed and read
     back (`_archive_job`) in a forked child while this process writes and verifies the
-    directory. Its file is created here, empty, in a partial directory beside `out` (which
-    the next export to `out` clears if this one is killed); the child only writes into it.
-    (None, None) where no child can be forked: the archive is then made the plain way.
+    directory. Its file is created here, empty, in a partial directory beside `archive`
+    (so it takes that directory's group and default ACLs, and links into place on any
+    mount; the next export to `archive` clears it if this one is killed); the child only
+    writes into it. (None, None) where no child can be forked: the archive is then made
+    the plain way.
     """
     if not can_fork():
         return None, None
-    early = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
+    early = Path(tempfile.mkdtemp(prefix=_partial_prefix(archive), dir=archive.parent))
     try:
         descriptor = os.open(early / _EARLY_ARCHIVE, _FILE_FLAGS, 0o644)
         try:
@@ -559,8 +553,8 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
     stop = threading.Event()
     try:
         staging = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
-        if archive is not None and records >= PARALLEL_MIN_RECORDS and _same_device(out, archive):
-            early, job = _start_archive_job(out, files)  # before any thread starts
+        if archive is not None and records >= PARALLEL_MIN_RECORDS:
+            early, job = _start_archive_job(archive, files)  # before any thread starts
         report(f"writing {len(files)} files")
         syncing = _write_tree(staging, files, pool, stop)
         packing = pool.submit(build_archive, files) if archive is not None and job is None else None

@@ -65,3 +65,40 @@ def test_a_condition_without_its_colon_names_the_missing_part(tmp_path: Path) ->
     assert result.exit_code == 2
     assert "has no ':' between its name and its settings" in result.stderr
     assert not (tmp_path / "raw").exists()
+
+
+def test_a_terminal_size_rich_cannot_read_is_ignored_not_a_traceback() -> None:
+    import os
+    import subprocess
+    import sys
+
+    def verify(**sizes: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        command = [sys.executable, "-m", "verifier", "verify", "sample_bundles/seed-mlxcel"]
+        return subprocess.run(
+            command, cwd=REPO, env={**env, **sizes}, capture_output=True, text=True, check=False
+        )
+
+    plain = verify()
+    for sizes in ({"COLUMNS": "²"}, {"LINES": "³", "COLUMNS": "²⁰"}):
+        odd = verify(**sizes)
+        assert "Traceback" not in odd.stderr, sizes
+        assert (odd.returncode, odd.stdout, odd.stderr) == (
+            plain.returncode,
+            plain.stdout,
+            plain.stderr,
+        )
+
+
+def test_a_closed_standard_output_is_a_usage_error_not_a_lost_report() -> None:
+    import subprocess
+    import sys
+
+    for extra in ("", "-f json", "-f markdown", "--quiet"):
+        done = subprocess.run(
+            ["bash", "-c", f"{sys.executable} -m verifier verify sample_bundles/seed-mlxcel "
+             f"{extra} >&-"],
+            cwd=REPO, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2, (extra, done.stderr)
+        assert "standard output is closed" in done.stderr and "Traceback" not in done.stderr

@@ -11,6 +11,7 @@ widgets, jsonschema and cryptography are imported in the command's body
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 import typer
@@ -110,4 +111,15 @@ def _root(
 
 
 def main() -> None:
+    _drop_unreadable_sizes()
     app()
+
+
+def _drop_unreadable_sizes() -> None:
+    """A COLUMNS or LINES that rich would take for a number and then fail to read (it
+    tests str.isdigit, which '²' passes and int() refuses) is dropped, as rich ignores one
+    that is not a number: a traceback must never be the answer to an odd terminal."""
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name)
+        if value is not None and value.isdigit() and not value.isdecimal():
+            del os.environ[name]

@@ -207,6 +207,10 @@ def verify(
         raise UsageError(f"--key {key}: no such file")
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
+    if output is None and sys.stdout is None:
+        raise UsageError(
+            "standard output is closed: there is nowhere to write the report (pass --output FILE)"
+        )
     with loading():
         from verifier.report.document import BundleOutcome, build_report
         from verifier.verify import VerifyOptions, load_profile_rules, verify_path

@@ -574,7 +574,7 @@ def bench_bundles(
         "sha256sum -c", lambda: run_shell(f"cd {public} && sha256sum -c --quiet SHA256SUMS")
     )
     measure([verify_tar, verify_dir, floor, tar_peer, gzip_peer, sums_peer], repeat)
-    # verify forks a copy for the leak scan of a bundle this large: both count
+    # verify forks a child for the leak scan of a bundle this large: both count
     together_mib = tree_peak_mib([*EVIDENCE, "verify", str(archive), "-f", "json", *limits])
     size_mb = sum(p.stat().st_size for p in public.rglob("*") if p.is_file()) / 1e6
     archive_mb = archive.stat().st_size / 1e6
@@ -618,7 +618,7 @@ def bench_bundles(
             verify_tar, floor, "<= 1.5x the floor; peak < 300 MB",
             met=verify_tar.seconds <= 1.5 * floor.seconds and together_mib * MiB < 300e6,
             ratio=f"{verify_tar.seconds / floor.seconds:.2f}x; peak {together_mib:.0f} MiB with "
-            "its forked copy (PSS)",
+            "its forked child (PSS)",
             peer=tar_peer, peer_ratio=f"gzip -dc {gzip_peer.seconds:.3f} s",
         ),
         Row(

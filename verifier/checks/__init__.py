@@ -42,21 +42,16 @@ CHECKS: tuple[tuple[str, Check], ...] = (
 
 
 # Checks that read only the bundle's files and documents and whose findings no other step
-# reads: verify may run them in a forked copy (`verifier.forked`) while it runs the others.
+# reads: verify may run them in a forked child (`verifier.forked`) while it runs the others.
 BESIDE: frozenset[str] = frozenset({"checksums", "leaks"})
-
-
-def run_checks(context: BundleContext) -> list[Finding]:
-    """Every check, each on its own: one that fails unexpectedly becomes an error finding
-    (the bundle is then not verified), and the others still run."""
-    return in_order(run_named(context))
 
 
 def run_named(
     context: BundleContext, names: Collection[str] | None = None, *, skip: Collection[str] = ()
 ) -> dict[str, list[Finding]]:
     """The findings of the named checks (all of them by default) but those in `skip`, by
-    check; each runs on its own, as in run_checks."""
+    check. Each runs on its own: one that fails unexpectedly becomes an error finding (the
+    bundle is then not verified), and the others still run."""
     found: dict[str, list[Finding]] = {}
     for name, check in CHECKS:
         if (names is not None and name not in names) or name in skip:

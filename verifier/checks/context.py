@@ -129,22 +129,15 @@ class BundleContext:
         return self._parsed[0]
 
     @classmethod
-    def each_alone(cls, bundle: LoadedBundle, options: VerifyOptions) -> BundleContext | None:
+    def each_alone(cls, bundle: LoadedBundle, options: VerifyOptions) -> BundleContext:
         """The same bundle, whose documents are each parsed on their own when a check asks
-        for one, and not kept; None when that could differ from parsing them all at once.
+        for one, and not kept: for verify's forked child, so that it starts before the
+        parent has parsed anything and holds one document at a time.
 
-        For verify's forked child, so that it starts before the parent has parsed anything
-        and holds one document at a time. The two agree when the value budget cannot run
-        out: a document holds at most one value more than its commas and brackets (each
-        value but the first follows a comma or opens a container), as jsonio counts.
+        Parsed alone, a document is what it is parsed together with the others, or it is
+        refused where the bundle's shared value budget would have let it through, or the
+        reverse; which files parsed (`EachAlone.parsed`) tells, and the parent compares.
         """
-        bound = sum(
-            1 + data.count(b",") + data.count(b"[") + data.count(b"{")
-            for path, data in bundle.files.items()
-            if path.endswith(".json")
-        )
-        if bound > options.limits.max_json_values:
-            return None
         view = cls(bundle, options)
         view._parsed = (EachAlone(bundle.files, options.limits), {})
         return view

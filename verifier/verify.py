@@ -95,8 +95,8 @@ def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
     """Run the BESIDE checks in a forked child, for a bundle large enough to gain from it.
 
     The child starts at once and parses each document on its own, holding one at a time
-    (BundleContext.each_alone). It sends back, with its findings, which documents it
-    parsed: they count only if those are the ones this process parsed.
+    (EachAlone). It sends back, with its findings, which documents it parsed: they count
+    only if those are the ones this process parsed.
     """
     size = sum(len(data) for name, data in context.files.items() if name.endswith(".json"))
     if size < BESIDE_FROM_BYTES:
@@ -105,9 +105,8 @@ def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
 
     if not forked.can_fork():
         return None
-    alone = BundleContext.each_alone(context.bundle, context.options)
-    documents = alone.documents
-    assert isinstance(documents, EachAlone)
+    documents = EachAlone(context.files, context.options.limits)
+    alone = BundleContext.over(context.bundle, context.options, documents)
 
     def work(_channel: object) -> _Beside:
         return run_named(alone, BESIDE), documents.parsed

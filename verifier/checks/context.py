@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from verifier import layout, schemas
 from verifier.bundle.reader import Limits, LoadedBundle
@@ -129,17 +129,10 @@ class BundleContext:
         return self._parsed[0]
 
     @classmethod
-    def each_alone(cls, bundle: LoadedBundle, options: VerifyOptions) -> BundleContext:
-        """The same bundle, whose documents are each parsed on their own when a check asks
-        for one, and not kept: for verify's forked child, so that it starts before the
-        parent has parsed anything and holds one document at a time.
-
-        Parsed alone, a document is what it is parsed together with the others, or it is
-        refused where the bundle's shared value budget would have let it through, or the
-        reverse; which files parsed (`EachAlone.parsed`) tells, and the parent compares.
-        """
+    def over(cls, bundle: LoadedBundle, options: VerifyOptions, documents: EachAlone) -> Self:
+        """The same bundle, its documents read through `documents` (verify's forked child)."""
         view = cls(bundle, options)
-        view._parsed = (EachAlone(bundle.files, options.limits), {})
+        view._parsed = (documents, {})
         return view
 
     @property
@@ -240,11 +233,15 @@ class BundleContext:
 
 class EachAlone(Mapping[str, Any]):
     """The JSON files that parse under the strict rules, each parsed when asked for (the
-    last one kept for the next question) with a value budget of its own.
+    last one kept for the next question) with a value budget of its own: for verify's
+    forked child, so that it starts before the parent has parsed anything and holds one
+    document at a time.
 
-    `parsed` says which files were parsed, and whether each parsed: what the parent must
-    compare with its own parse before it trusts findings made from these (a deeper stack
-    in the child, for one, can refuse what the parent read).
+    Parsed alone, a document is what it is parsed together with the others, or it is
+    refused where the bundle's shared value budget let it through, or the reverse (a
+    deeper stack in the child can refuse one too). `parsed` says which files were parsed
+    and whether each parsed: the parent compares it with its own parse before it trusts
+    findings made from these.
     """
 
     def __init__(self, files: Mapping[str, bytes], limits: Limits) -> None:

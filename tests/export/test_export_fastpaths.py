@@ -33,7 +33,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rawfactory import RawFactory
-from test_export_properties import SITES, _factory, _phrase, privates
+from test_export_properties import PLANTED, planted_capture, privates
 
 from verifier import collector, layout, signing
 from verifier.bundle.reader import Limits
@@ -142,23 +142,14 @@ def test_one_scan_per_unchanged_document_when_evidence_stops_the_export(
 @settings(max_examples=40, deadline=None)
 @given(
     private=privates(),
-    planted=st.lists(
-        st.tuples(st.sampled_from(sorted(SITES)), st.integers(0, 200)),
-        min_size=1,
-        max_size=6,
-        unique_by=lambda item: item[0],
-    ),
+    planted=PLANTED,
     allow=st.booleans(),
 )
 def test_one_scan_per_unchanged_document_on_planted_values(
     private: Any, planted: list[tuple[str, int]], allow: bool
 ) -> None:
-    forms = private.forms()
-    f = _factory(private)
-    chosen = [forms[which % len(forms)] for _, which in planted]
-    for (site, _), (form, _core) in zip(planted, chosen, strict=True):
-        SITES[site].plant(f, _phrase(form))
-    allowed = [chosen[0][1]] if allow else []
+    f, chosen = planted_capture(private, planted)
+    allowed = [chosen[0][1][1]] if allow else []
     with tempfile.TemporaryDirectory() as tmp:
         _same_both_ways(f.write(Path(tmp) / "raw"), allowed)
 

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rawfactory import RawFactory
-from test_export_properties import SITES, _factory, _phrase, privates
+from test_export_properties import PLANTED, planted_capture, privates
 
 from verifier import forked
 from verifier.errors import ExportError
@@ -116,23 +116,14 @@ def test_two_processes_give_the_plain_refusal(forking: list[str], tmp_path: Path
 @settings(max_examples=30, deadline=None)
 @given(
     private=privates(),
-    planted=st.lists(
-        st.tuples(st.sampled_from(sorted(SITES)), st.integers(0, 200)),
-        min_size=1,
-        max_size=6,
-        unique_by=lambda item: item[0],
-    ),
+    planted=PLANTED,
     allow=st.booleans(),
 )
 def test_two_processes_give_the_plain_bundle_on_planted_values(
     private: Any, planted: list[tuple[str, int]], allow: bool
 ) -> None:
-    forms = private.forms()
-    f = _factory(private)
-    chosen = [forms[which % len(forms)] for _, which in planted]
-    for (site, _), (form, _core) in zip(planted, chosen, strict=True):
-        SITES[site].plant(f, _phrase(form))
-    allowed = (chosen[0][1],) if allow else ()
+    f, chosen = planted_capture(private, planted)
+    allowed = (chosen[0][1][1],) if allow else ()
     with tempfile.TemporaryDirectory() as tmp:
         raw = f.write(Path(tmp) / "raw")
         plain = _built(raw, two=False, allowed=allowed)

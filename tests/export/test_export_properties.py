@@ -233,6 +233,28 @@ def _phrase(form: str) -> str:
     return f"x [{form}] {form}/sub y"
 
 
+PLANTED = st.lists(
+    st.tuples(st.sampled_from(sorted(SITES)), st.integers(0, 200)),
+    min_size=1,
+    max_size=6,
+    unique_by=lambda item: item[0],
+)
+"""Where to plant a private value: distinct sites, each with a number that picks a form."""
+
+
+def planted_capture(
+    private: Private, planted: list[tuple[str, int]]
+) -> tuple[RawFactory, list[tuple[str, tuple[str, str]]]]:
+    """A capture with `private` planted at each site in its chosen form; (site, (form,
+    core)) for each."""
+    forms = private.forms()
+    chosen = [(site, forms[which % len(forms)]) for site, which in planted]
+    f = _factory(private)
+    for site, (form, _core) in chosen:
+        SITES[site].plant(f, _phrase(form))
+    return f, chosen
+
+
 def _factory(p: Private) -> RawFactory:
     home = f"/home/{p.user}"
     return RawFactory(
@@ -281,21 +303,12 @@ def _evidence_is_unchanged(f: RawFactory, out: Path) -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     private=privates(),
-    planted=st.lists(
-        st.tuples(st.sampled_from(sorted(SITES)), st.integers(0, 200)),
-        min_size=1,
-        max_size=6,
-        unique_by=lambda item: item[0],
-    ),
+    planted=PLANTED,
 )
 def test_no_planted_form_survives_and_evidence_is_never_changed(
     private: Private, planted: list[tuple[str, int]]
 ) -> None:
-    forms = private.forms()
-    chosen = [(site, forms[which % len(forms)]) for site, which in planted]
-    f = _factory(private)
-    for site, (form, _core) in chosen:
-        SITES[site].plant(f, _phrase(form))
+    f, chosen = planted_capture(private, planted)
     expected_stops = {SITES[site].evidence for site, _ in chosen} - {None}
     with tempfile.TemporaryDirectory() as tmp:
         raw = f.write(Path(tmp) / "raw")

@@ -53,13 +53,8 @@ class Snapshot:
             metrics = self.metrics
             if source != "metric" or metrics is None:
                 found = {}
-            elif "{" in name:
+            else:
                 found = {k: metrics[k] for k in self._keys(name)}
-            else:  # _keys(name), without two calls for each
-                index = memo.get(("families",))
-                if index is None:
-                    index = self._families
-                found = {k: metrics[k] for k in index.get(name, ())}
             memo[key] = found
         return found
 
@@ -125,32 +120,34 @@ class Snapshot:
 # index and the names under a prefix, which follow from the keys alone (in their order),
 # are worked out once for the keys last seen, not once per snapshot. A different set of
 # keys is worked out afresh, as for the first.
-_last_families: list[Any] = [None, None]  # [keys, index]
-_last_prefixed: list[Any] = [None, None, None]  # [prefix, keys, names]
+# Each cache is one tuple, replaced whole, so that a thread reading it never pairs one
+# call's keys with another's answer.
+_last_families: tuple[tuple[str, ...], dict[str, tuple[str, ...]]] | None = None
+_last_prefixed: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None
 
 
 def _family_index(keys: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     """Each family (a key up to its first `{`) and its keys, in the order given."""
+    global _last_families
     last = _last_families
-    if keys == last[0]:
-        index: dict[str, tuple[str, ...]] = last[1]
-        return index
+    if last is not None and last[0] == keys:
+        return last[1]
     families: dict[str, list[str]] = {}
     for key in keys:
         families.setdefault(key.partition("{")[0], []).append(key)
     index = {family: tuple(members) for family, members in families.items()}
-    last[0], last[1] = keys, index
+    _last_families = (keys, index)
     return index
 
 
 def _prefixed(prefix: str, keys: tuple[str, ...]) -> tuple[str, ...]:
     """The keys that start with `prefix`, in the order given."""
+    global _last_prefixed
     last = _last_prefixed
-    if prefix == last[0] and keys == last[1]:
-        names: tuple[str, ...] = last[2]
-        return names
+    if last is not None and last[0] == prefix and last[1] == keys:
+        return last[2]
     names = tuple(key for key in keys if key.startswith(prefix))
-    last[0], last[1], last[2] = prefix, keys, names
+    _last_prefixed = (prefix, keys, names)
     return names
 
 

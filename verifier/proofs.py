@@ -157,15 +157,15 @@ class _Readings:
             if m is None:
                 unread.append(ref)
                 continue
-            rose = zero = False  # any(x > 0 for x in m), not all(x == 0 for x in m)
+            rose = nonzero = False  # any(x > 0 for x in m), any(x != 0 for x in m)
             for x in m:
                 if x > 0:
                     rose = True
                 if x != 0:
-                    zero = True
+                    nonzero = True
             if rose:
                 moved.append(ref)
-            if not zero:
+            if not nonzero:
                 still.append(ref)
         return cls(tuple(moved), tuple(still), tuple(unread))
 
@@ -196,17 +196,8 @@ class _Moves:
         return False
 
     def fallen(self, refs: Iterable[str]) -> list[str]:
-        """[ref for ref in refs if self.fell(ref)], without a call for each."""
-        known = self.known
-        found = []
-        for ref in refs:
-            moves = known[ref] if ref in known else self(ref)
-            if moves:
-                for x in moves:
-                    if x < 0:
-                        found.append(ref)
-                        break
-        return found
+        """The counters of `refs` that went down."""
+        return [ref for ref in refs if self.fell(ref)]
 
 
 def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:

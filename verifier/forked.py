@@ -50,7 +50,7 @@ def can_fork() -> bool:
     return cores > 1
 
 
-def _write_all(descriptor: int, data: bytes) -> None:
+def write_all(descriptor: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(descriptor, view) :]
@@ -58,7 +58,7 @@ def _write_all(descriptor: int, data: bytes) -> None:
 
 def _send(descriptor: int, value: Any) -> None:
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    _write_all(descriptor, len(payload).to_bytes(_LENGTH, "big") + payload)
+    write_all(descriptor, len(payload).to_bytes(_LENGTH, "big") + payload)
 
 
 def _read_exactly(descriptor: int, size: int) -> bytes | None:

@@ -158,7 +158,7 @@ def test_a_failing_child_sends_the_work_back_to_the_plain_path(
             os.kill(os.getpid(), signal.SIGKILL)
             raise AssertionError("unreachable")
 
-        monkeypatch.setattr(exporter, "_records_part", broken)
+        monkeypatch.setattr(exporter, "_child_part", broken)
         assert _built(factory_raw, two=True) == plain
         assert forking == ["fell back"]
         forking.clear()
@@ -167,13 +167,14 @@ def test_a_failing_child_sends_the_work_back_to_the_plain_path(
 def test_an_interrupted_parent_stops_and_reaps_its_child(
     forking: list[str], factory_raw: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    def slow(*_args: Any) -> Any:
+    def slow(*args: Any) -> Any:
+        args[-1].send([])  # the channel: the parent goes on to its own redaction
         time.sleep(60)
 
     def interrupted(*_args: Any, **_kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(exporter, "_records_part", slow)
+    monkeypatch.setattr(exporter, "_child_part", slow)
     monkeypatch.setattr(exporter.Redactor, "redact_and_check", interrupted)
     started = time.monotonic()
     out = tmp_path / "out"

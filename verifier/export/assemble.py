@@ -315,15 +315,15 @@ class Assembled:
     removals: tuple[Removal, ...]
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def plain(value: Any) -> Any:
     """A deep, mutable, JSON-only copy (raw records hold read-only mappings)."""
     kind = type(value)
-    if kind in _SCALARS:  # most values: no abstract type check needed
+    if kind in SCALARS:  # most values: no abstract type check needed
         return value
-    scalars = _SCALARS
+    scalars = SCALARS
     # A scalar child is kept as it is, without a call; the exact types first (an abstract
     # isinstance check costs more than the copy of a small mapping).
     if kind is dict or kind is MappingProxyType or isinstance(value, Mapping):
@@ -585,19 +585,14 @@ def exchanges_in_order(raw: RawCapture) -> list[RawExchange]:
     return [e for condition in raw.run.conditions for e in raw.exchanges[condition.id]]
 
 
-def assemble(
-    raw: RawCapture, keep_env: Sequence[str] = (), records: Sequence[RawExchange] | None = None
-) -> Assembled:
-    """The public documents of a raw capture, field by field, before redaction.
-
-    `records`: the exchanges whose records are built (by default every exchange, in order);
-    export builds the others with `assemble_records`, in a second process.
-    """
+def assemble(raw: RawCapture, keep_env: Sequence[str] = ()) -> Assembled:
+    """The public documents of a raw capture, field by field, before redaction (the records
+    of the exchanges `raw` holds: export's forked child builds the rest, `assemble_records`)."""
     run = raw.run.document
     experiment = _build("experiment", run, lambda name: _EXPERIMENT_BUILDERS[name](raw, keep_env))
     documents: dict[str, dict[str, Any]] = {layout.EXPERIMENT: experiment}
     sources = {layout.EXPERIMENT: layout.RAW_RUN, layout.MODEL_MANIFEST: layout.RAW_MODEL_MANIFEST}
-    built, built_sources = assemble_records(exchanges_in_order(raw) if records is None else records)
+    built, built_sources = assemble_records(exchanges_in_order(raw))
     documents.update(built)
     sources.update(built_sources)
     documents[layout.MODEL_MANIFEST] = _build("manifest", raw.manifest.document, _no_builder)

@@ -34,7 +34,7 @@ from verifier.export.archive import build_archive
 from verifier.export.assemble import Removal, assemble, assemble_records
 from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
 from verifier.export.serialize import dumps_public
-from verifier.forked import Channel, ChildFailed, Forked, can_fork
+from verifier.forked import Channel, ChildFailed, Forked, can_fork, write_all
 from verifier.leaks import scan_bytes
 from verifier.model import Finding
 from verifier.raw import (
@@ -224,9 +224,7 @@ def _write_tree(
             directories.update(p for p in target.parents if p.is_relative_to(root))
         fd = os.open(target, _FILE_FLAGS, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             os.fchmod(fd, 0o644)
         finally:
             os.close(fd)
@@ -320,31 +318,32 @@ def _build_in_one(
     assembled = assemble(raw, options.keep_env)
     redactor = _redactor(raw, options)
     _say_redacting(redactor, progress)
-    documents, replaced, allowed = redactor.redact_and_check(assembled.documents, assembled.sources)
-    files = {name: dumps_public(document) for name, document in documents.items()}
+    files, ledger = _redacted_files(redactor, assembled.documents, assembled.sources)
     records = sum(len(x) for x in raw.exchanges.values())
     conditions = tuple(c.id for c in raw.run.conditions)
-    return (*_with_ledger(files, assembled.removals, [*replaced, *allowed]), records, conditions)
+    return (*_with_ledger(files, assembled.removals, ledger), records, conditions)
 
 
-def _records_part(
+def _redacted_files(
     redactor: Redactor, documents: dict[str, dict[str, Any]], sources: dict[str, str]
 ) -> Built:
-    """The serialized records, redacted, with the ledger entries of their redaction."""
+    """The documents redacted and serialized, with the ledger entries of their redaction."""
     redacted, replaced, allowed = redactor.redact_and_check(documents, sources)
     files = {name: dumps_public(document) for name, document in redacted.items()}
     return files, [*replaced, *allowed]
 
 
-def _child_part(root: Path, listed: list[ExchangeFile], channel: Channel) -> Built:
+def _child_part(
+    root: Path, listed: list[ExchangeFile], allowed: Sequence[str], channel: Channel
+) -> Built:
     """In the child: load the exchanges of `listed`; send their request URLs (the host names
     in them are private values); assemble their records; receive the private values;
     redact and serialize the records."""
     exchanges = load_exchanges(root, listed)
     channel.send(sorted({e.request_url for e in exchanges}))
     documents, sources = assemble_records(exchanges)
-    known, allowed = channel.receive()
-    return _records_part(Redactor(known, allowed), documents, sources)
+    known = channel.receive()
+    return _redacted_files(Redactor(known, allowed), documents, sources)
 
 
 def _build_in_two(
@@ -372,7 +371,7 @@ def _build_in_two(
         return None
     theirs = listed[round(len(listed) * (1 - CHILD_SHARE)) :]
     try:
-        child = Forked(functools.partial(_child_part, options.raw_dir, theirs))
+        child = Forked(functools.partial(_child_part, options.raw_dir, theirs, options.allowed))
     except ChildFailed:
         return None
     try:
@@ -380,13 +379,10 @@ def _build_in_two(
         _check_outcome(options, raw)
         progress("assembling the public documents")
         redactor = _redactor(raw, options, child.receive())
-        child.send((redactor.known, redactor.allowed_given))
+        child.send(redactor.known)
         assembled = assemble(raw, options.keep_env)
         _say_redacting(redactor, progress)
-        documents, replaced, allowed = redactor.redact_and_check(
-            assembled.documents, assembled.sources
-        )
-        files = {name: dumps_public(document) for name, document in documents.items()}
+        files, ours = _redacted_files(redactor, assembled.documents, assembled.sources)
         their_files, their_ledger = child.result()
     except ChildFailed:
         return None
@@ -401,7 +397,7 @@ def _build_in_two(
     files.update(their_files)
     records = sum(len(x) for x in raw.exchanges.values()) + len(theirs)
     conditions = tuple(c.id for c in raw.run.conditions)
-    ledger = [*replaced, *allowed, *their_ledger]
+    ledger = [*ours, *their_ledger]
     return (*_with_ledger(files, assembled.removals, ledger), records, conditions)
 
 
@@ -519,9 +515,7 @@ def _archive_job(
     """In the child: what the plain way does after the verification, from `build_archive` to
     `_check_archive`; None, or the message of the archive's refusal."""
     data = build_archive(files)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
+    write_all(descriptor, data)
     os.fchmod(descriptor, 0o644)
     os.fsync(descriptor)
     try:

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from verifier import leaks
 from verifier.errors import ExportError
-from verifier.export.assemble import Treatment, is_toggle, public_kind, treatment_of
+from verifier.export.assemble import SCALARS, Treatment, is_toggle, public_kind, treatment_of
 from verifier.leaks import ALLOWED_PLACEHOLDER, Detector, DocumentHit, Known, KnownKind
 from verifier.model import json_pointer
 from verifier.raw import RawCapture
@@ -133,7 +133,6 @@ class Redactor:
 
     def __init__(self, known: Sequence[Known], allowed: Sequence[str] = ()) -> None:
         self.known = tuple(known)
-        self.allowed_given = tuple(allowed)
         self.detector = Detector(known)
         self.allowed = tuple(a for a in allowed if a)
 
@@ -176,12 +175,14 @@ class Redactor:
             source = (sources or {}).get(file)
             for _ in range(80):  # keys first, outermost first: a pointer never holds a value
                 found = self.detector.scan_document(document)
-                if not self._redact(file, kind, document, found, source, counts, refusals, True):
+                if not self._redact(
+                    file, kind, document, found, source, counts, refusals, keys=True
+                ):
                     break
             else:
                 raise ExportError(f"{file}: object keys keep changing under redaction (a bug)")
             # No key changed since `found` was scanned: its value hits are this document's.
-            if not self._redact(file, kind, document, found, source, counts, refusals, False):
+            if not self._redact(file, kind, document, found, source, counts, refusals, keys=False):
                 unchanged[file] = found
             result[file] = document
         if refusals:
@@ -206,6 +207,7 @@ class Redactor:
         source: str | None,
         counts: Counter[tuple[str, str, str, str]],
         refusals: dict[tuple[str, str, str], Refusal],
+        *,
         keys: bool,
     ) -> bool:
         """One pass over the values (or the keys, outermost level only) with the hits of a scan
@@ -318,9 +320,6 @@ def _check_treatments(file: str, kind: str, document: Any) -> None:
         _check_leaves(file, kind, (), document)  # the plain path decides, and names the field
 
 
-_LEAF_TYPES = frozenset({str, int, float, bool, type(None)})
-
-
 def _all_treated(kind: str, document: Any) -> bool:
     """Whether `_check_leaves` passes, in one loop with the leaves looked up in place.
 
@@ -338,7 +337,7 @@ def _all_treated(kind: str, document: Any) -> bool:
             items = node.items()
         elif node_type is list and node:
             items = enumerate(node)
-        elif node_type in _LEAF_TYPES or node_type is dict or node_type is list:
+        elif node_type in SCALARS or node_type is dict or node_type is list:
             treatment = treatment_of(kind, path)
             if treatment is None or treatment is dropped:
                 return False
@@ -347,9 +346,7 @@ def _all_treated(kind: str, document: Any) -> bool:
             return False
         for key, value in items:
             value_type = type(value)
-            if value_type in _LEAF_TYPES or (
-                (value_type is dict or value_type is list) and not value
-            ):
+            if value_type in SCALARS or ((value_type is dict or value_type is list) and not value):
                 treatment = treatment_of(kind, (*path, key))
                 if treatment is None or treatment is dropped:
                     return False

@@ -135,13 +135,6 @@ def test_the_generated_strings_are_laid_out_here_too() -> None:
     assert laid_out >= 25
 
 
-def test_the_layout_constants_are_report_texts() -> None:
-    from verifier.report import text
-
-    assert plain.MAX_FINDINGS == text.MAX_FINDINGS
-    assert plain._NAME_WIDTH == text._NAME_WIDTH
-
-
 def test_more_findings_than_shown_print_the_same_both_ways() -> None:
     report = copy.deepcopy(_report(SAMPLES / "negative" / "tampered-output"))
     bundle = report["bundles"][0]

@@ -17,6 +17,8 @@ _CONTROL = re.compile(
 )
 # Checks shown one per line even when they pass: they say what the verdict rests on.
 ALWAYS_SHOWN = ("signature", "model files", "capture mode", "profile")
+MAX_FINDINGS = 20  # findings listed in text and Markdown (the JSON report has them all)
+NAME_WIDTH = 13  # the text report's first column of its grids
 
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 

@@ -19,6 +19,7 @@ from typing import Any
 from verifier.report.common import (
     ALWAYS_SHOWN,
     ARMS,
+    MAX_FINDINGS,
     arm_cell,
     class_telemetry_rows,
     divergence_sides,
@@ -27,7 +28,6 @@ from verifier.report.common import (
     plural,
 )
 
-MAX_FINDINGS = 20
 _BACKTICKS = re.compile(r"`+")
 # Characters that could start Markdown or HTML syntax in running text.
 _PUNCTUATION = re.compile(r"([\\`*_\[\]<>|~&])")

@@ -23,6 +23,8 @@ from typing import IO, Any
 from verifier.report.common import (
     ALWAYS_SHOWN,
     ARMS,
+    MAX_FINDINGS,
+    NAME_WIDTH,
     arm_cell,
     class_telemetry_rows,
     divergence_sides,
@@ -38,7 +40,6 @@ _SIMPLE = re.compile(r"[\x20-\x7e\xa1-\xac\xae-\xff\n–—…→≤≥]*")
 # The telemetry rows' (report.text._two_columns takes only these)
 _LATIN = re.compile(r"[\x20-\x7e\xa1-\xac\xae-\xff]*")
 _WORD = re.compile(r"\s*\S+\s*")  # rich._wrap's word: leading and trailing spaces with it
-_NAME_WIDTH = 13  # report.text's first column of the grids
 _MIN_WIDTH = 20
 _RULE = "─"
 
@@ -242,9 +243,6 @@ def _headline(bundle: dict[str, Any], width: int) -> list[str]:
     return lines + wrap(tally, width)
 
 
-MAX_FINDINGS = 20
-
-
 def _finding_block(finding: dict[str, Any], width: int) -> list[str]:
     where = (finding["file"] or "") + (finding["pointer"] or "")
     inner = width - 2
@@ -294,7 +292,7 @@ def _checked(bundle: dict[str, Any], width: int) -> list[str]:
         if f["severity"] == "info" and f["check"] not in ("signature", "profile")
         for line in wrap(f"note: {f['message']}", width)
     ]
-    grid = _grid(rows, width, first=_NAME_WIDTH, wrap_last=True) if rows else []
+    grid = _grid(rows, width, first=NAME_WIDTH, wrap_last=True) if rows else []
     return ["", "checked", *grid, *notes]
 
 
@@ -312,9 +310,9 @@ def _conditions(bundle: dict[str, Any], classification: dict[str, Any], width: i
             section.append([condition["id"] if first else "", *verdict, arm, cell])
         sections.append(section)
     title = "per condition" if verified else "per condition, as claimed (unverified)"
-    lines = ["", *wrap(title, width), *(_table(header, sections, width) if sections else [])]
     if not sections:
         raise Unfit  # rich draws a table of no rows: not laid out here
+    lines = ["", *wrap(title, width), *_table(header, sections, width)]
     for condition in classification["conditions"]:
         settings = ", ".join(f"{k}={v}" for k, v in condition["settings"].items())
         names = list(dict.fromkeys(x for x in (condition["label"], settings) if x))
@@ -329,9 +327,7 @@ def _facts(experiment: dict[str, Any] | None, width: int) -> list[str]:
     if experiment is None:
         return []
     rows = [[key, value] for key, value in experiment_lines(experiment)]
-    lines = ["", "experiment", *(_grid(rows, width, first=_NAME_WIDTH, wrap_last=True))]
-    if not rows:
-        raise Unfit
+    lines = ["", "experiment", *_grid(rows, width, first=NAME_WIDTH, wrap_last=True)]
     if experiment["synthetic"]:
         lines += wrap("synthetic sample: the outputs are stand-ins", width)
     return lines

@@ -23,6 +23,8 @@ from rich.text import Text
 from verifier.report.common import (
     ALWAYS_SHOWN,
     ARMS,
+    MAX_FINDINGS,
+    NAME_WIDTH,
     arm_cell,
     class_telemetry_rows,
     divergence_sides,
@@ -47,7 +49,6 @@ STATUS_STYLE = {
 }
 SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "dim"}
 _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
-_NAME_WIDTH = 13
 # Characters of one cell each, as rich.cells counts them (printable Latin; no soft hyphen,
 # combining mark or wide character): the fast two-column layout takes only these.
 _ONE_CELL = re.compile(r"[\x20-\x7e\xa0-\xac\xae-\u02ff]*")
@@ -98,9 +99,6 @@ def _finding_block(finding: dict[str, Any]) -> RenderableType:
     return _indent(Group(*lines))
 
 
-MAX_FINDINGS = 20
-
-
 def _findings(title: str, findings: list[dict[str, Any]]) -> list[RenderableType]:
     if not findings:
         return []
@@ -116,7 +114,7 @@ def _checked(bundle: dict[str, Any]) -> list[RenderableType]:
     if not bundle["checks"]:
         return []
     grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True, width=_NAME_WIDTH)
+    grid.add_column(no_wrap=True, width=NAME_WIDTH)
     grid.add_column()
     passed = [
         c["check"]
@@ -182,7 +180,7 @@ def _facts(experiment: dict[str, Any] | None) -> list[RenderableType]:
     if experiment is None:
         return []
     grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True, style="dim", width=_NAME_WIDTH)
+    grid.add_column(no_wrap=True, style="dim", width=NAME_WIDTH)
     grid.add_column()
     for key, value in experiment_lines(experiment):
         grid.add_row(Text(key), Text(value))

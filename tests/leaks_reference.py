@@ -120,11 +120,30 @@ from verifier.leaks import (  # noqa: F401 - the reference shares what did not c
     _mask_secret,
     _matches,
     _name_before,
-    _names_an_account,
     _secret_group,
     _tokenish,
     is_secret_name,
 )
+
+
+def _names_an_account(text: str, start: int) -> bool:
+    """(No longer in verifier.leaks: _AccountNames reads every place of a text at once.)
+
+    A name after a slash is an account only as a component of an absolute file path
+    (`/srv/shared/al/x`, `~/al`, `C:\\x\\al`), below its first component, and not in
+    `org/model` (a repository) or a URL path."""
+    if start == 0 or text[start - 1] not in "/\\":
+        return True  # ~name, name@, or a distinctive name: the pattern decided
+    begin = start
+    while begin > max(0, start - 4096) and text[begin - 1] not in _TOKEN_STOP:
+        begin -= 1
+    if text.startswith("/path/to/", begin):
+        return False  # a placeholder export wrote
+    word = text[begin:start].removeprefix("file://")
+    if word.startswith("~") or re.match(r"[A-Za-z]:[\\/]", word):
+        return True
+    # Not the first component: `/usage/prompt_tokens` is a JSON pointer as often as a path.
+    return word.startswith(("/", "\\")) and bool(re.search(r"[^/\\][/\\]", word))
 
 
 class KnownKind(enum.Enum):

@@ -149,7 +149,7 @@ def _dumps(document: Any, allow_nan: bool) -> list[str]:
             append("false")
         elif kind is int or kind is float:
             append(_scalar(value, allow_nan))
-        elif isinstance(value, dict) and not isinstance(value, list | tuple):
+        elif isinstance(value, dict):  # no class is both a dict and a list or tuple
             write_dict(value, newline)
         elif isinstance(value, list | tuple):
             write_list(value, newline)

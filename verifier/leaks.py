@@ -943,7 +943,7 @@ _LINEAR_SCANS = {
 }
 
 
-def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
+def _generic(text: str, places: _Places) -> Iterator[_Found]:
     """Every hit of the generic detectors in one view of a text (overlaps included)."""
     # Each detector needs a character or word; a text without it skips the detector's pass,
     # and a text with it tries the detector only where `_Places` says a match can start.
@@ -955,7 +955,6 @@ def _generic(text: str, places: _Places | None = None) -> Iterator[_Found]:
         "@" in text,
         "-" in text,
     )
-    places = _Places(text) if places is None else places
     private_key = places.has_key and "PRIVATE KEY" in text
     ends = [m.end() for m in _KEY_END.finditer(text)] if private_key else []
     for match in _KEY_BEGIN.finditer(text) if private_key else ():
@@ -1283,32 +1282,18 @@ def _finditer_at(
 _TOKEN_STOP = frozenset(" \t\r\n\"'`=,;()[]{}<>" + _SEPS)
 
 
-def _names_an_account(text: str, start: int) -> bool:
-    """A name after a slash is an account only as a component of an absolute file path
-    (`/srv/shared/al/x`, `~/al`, `C:\\x\\al`), below its first component, and not in
-    `org/model` (a repository) or a URL path."""
-    if start == 0 or text[start - 1] not in "/\\":
-        return True  # ~name, name@, or a distinctive name: the pattern decided
-    begin = start
-    while begin > max(0, start - 4096) and text[begin - 1] not in _TOKEN_STOP:
-        begin -= 1
-    if text.startswith("/path/to/", begin):
-        return False  # a placeholder export wrote
-    word = text[begin:start].removeprefix("file://")
-    if word.startswith("~") or re.match(r"[A-Za-z]:[\\/]", word):
-        return True
-    # Not the first component: `/usage/prompt_tokens` is a JSON pointer as often as a path.
-    return word.startswith(("/", "\\")) and bool(re.search(r"[^/\\][/\\]", word))
-
-
 _DRIVE = _Lazy(r"[A-Za-z]:[\\/]")
 _BELOW_FIRST = _Lazy(r"[^/\\][/\\]")
 
 
 class _AccountNames:
-    """`_names_an_account` for the places of one text, in ascending order: the way back to a
-    word's start stops at the place before, whose word start is known, so each character is
-    read once however many names a long word holds (`/al/al/al...`)."""
+    """Whether the name at each place of one text (in ascending order) is an account: a
+    name after a slash is one only as a component of an absolute file path (`/srv/shared/
+    al/x`, `~/al`, `C:\\x\\al`), below its first component, and not in `org/model` (a
+    repository) or a URL path (`_names_an_account` in tests/leaks_reference.py, for one
+    place). The way back to a word's start stops at the place before, whose word start is
+    known, so each character is read once however many names a long word holds
+    (`/al/al/al...`)."""
 
     def __init__(self, text: str) -> None:
         self._text = text

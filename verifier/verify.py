@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import marshal
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verifier import layout
-from verifier.bundle.reader import read_bundle
+from verifier.bundle.reader import Limits, read_bundle
 from verifier.checks import BESIDE, in_order, internal_error, run_named
-from verifier.checks.context import BundleContext, EachAlone, VerifyOptions
+from verifier.checks.context import (
+    BundleContext,
+    EachAlone,
+    Ready,
+    Share,
+    VerifyOptions,
+    violations_of,
+)
 from verifier.classify import Classification, ProtocolContext, classify
 from verifier.collector import fewer_collections
 from verifier.errors import InvalidDocument, UsageError
-from verifier.jsonio import loads_strict
+from verifier.jsonio import ValueBudget, loads_strict
 from verifier.model import Finding, Verdict
 from verifier.profiles.rules import ProfileRules, RulesError
 from verifier.records import Experiment
+from verifier.schemas import SchemaViolation
 
 if TYPE_CHECKING:
     from verifier.forked import Forked
@@ -92,11 +102,14 @@ _Beside = tuple[dict[str, list[Finding]], dict[str, bool]]  # findings by check;
 
 
 def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
-    """Run the BESIDE checks in a forked child, for a bundle large enough to gain from it.
+    """Share the work with a forked child, for a bundle large enough to gain from it.
 
-    The child starts at once and parses each document on its own, holding one at a time
-    (EachAlone). It sends back, with its findings, which documents it parsed: they count
-    only if those are the ones this process parsed.
+    The child starts at once. First it parses and validates the last SHARED of the
+    records and sends them back (`_prepare`), while this process parses and validates the
+    rest. Then it runs the BESIDE checks, parsing each other document again on its own and
+    holding one at a time (EachAlone), and sends back, with their findings, which
+    documents it parsed: those findings count only if it parsed the documents this
+    process did.
     """
     size = sum(len(data) for name, data in context.files.items() if name.endswith(".json"))
     if size < BESIDE_FROM_BYTES:
@@ -105,16 +118,74 @@ def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
 
     if not forked.can_fork():
         return None
-    documents = EachAlone(context.files, context.options.limits)
-    alone = BundleContext.over(context.bundle, context.options, documents)
+    files, limits = context.files, context.options.limits
+    records = sorted(p for p in files if p.startswith(layout.RECORDS_DIR + "/"))
+    shared = [p for p in records if p.endswith(".json")]
+    shared = shared[len(shared) - int(len(shared) * SHARED) :]
 
-    def work(_channel: object) -> _Beside:
+    def work(channel: forked.Channel) -> _Beside:
+        prepared = _prepare(files, shared, limits)
+        channel.send(prepared)
+        documents = EachAlone(files, limits, dict(prepared))
+        alone = BundleContext.over(context.bundle, context.options, documents)
         return run_named(alone, BESIDE), documents.parsed
 
     try:
-        return forked.Forked(work)
+        beside = forked.Forked(work)
     except forked.ChildFailed:
         return None
+    context.share = Share(frozenset(shared), lambda: _prepared(beside, frozenset(shared)))
+    return beside
+
+
+# The share of the records the child parses and validates for the parent before its own
+# checks, which take it longer than the parent's others: a little less than half.
+SHARED = 0.45
+# The child gives back no document nested deeper than this, so that whatever this process
+# does with one never meets a stack depth the child did not (the default limit is 64).
+_SHARED_MAX_DEPTH = 200
+
+
+def _prepare(
+    files: Mapping[str, bytes], paths: list[str], limits: Limits
+) -> list[tuple[str, bytes]]:
+    """The child's share of the parsing: each document it could read, as `marshal` bytes
+    of (document, values, violations). One it cannot read, or whose validation fails
+    unexpectedly, it leaves out: the parent reads that one itself."""
+    prepared: list[tuple[str, bytes]] = []
+    depth = min(limits.max_json_depth, _SHARED_MAX_DEPTH)
+    for path in paths:
+        try:
+            budget = ValueBudget(limits.max_json_values)
+            document = loads_strict(files[path], max_depth=depth, budget=budget)
+            values = limits.max_json_values - budget.remaining
+            violations = [tuple(v) for v in violations_of(path, document)]
+            prepared.append((path, marshal.dumps((document, values, violations))))
+        except Exception:  # noqa: S112 - the parent parses it, and reports what it finds
+            continue
+    return prepared
+
+
+def _prepared(beside: Forked[_Beside], paths: frozenset[str]) -> dict[str, Ready] | None:
+    """What the child parsed for this process; None (all parsed here) if it sent nothing
+    whole. Read again from marshal, a document is what parsing it here would build (its
+    keys interned as the parser interns them)."""
+    from verifier import forked
+
+    try:
+        message: object = beside.receive()
+    except forked.ChildFailed:
+        return None
+    ready: dict[str, Ready] = {}
+    try:
+        for path, blob in message:  # type: ignore[attr-defined]
+            document, values, violations = marshal.loads(blob)  # noqa: S302 - our child's
+            if path not in paths or path in ready or type(values) is not int or values < 1:
+                return None
+            ready[path] = Ready(document, values, [SchemaViolation(*v) for v in violations])
+    except Exception:  # not what the child sends: parse them here
+        return None
+    return ready
 
 
 def _findings_beside(beside: Forked[_Beside], context: BundleContext) -> dict[str, list[Finding]]:
@@ -122,6 +193,8 @@ def _findings_beside(beside: Forked[_Beside], context: BundleContext) -> dict[st
     process did; otherwise the checks run here after all."""
     from verifier import forked
 
+    if context.share is not None:
+        context.share.ready()  # sent first: taken off the pipe even if it was never needed
     try:
         result: object = beside.result()
     except forked.ChildFailed:

@@ -1,0 +1,183 @@
+"""The records verify's child parses and validates for the parent change nothing.
+
+For a large bundle the forked child first parses and validates the last share of the
+records (`verify.SHARED`) and sends them back as `marshal` bytes, while the parent parses
+the rest; then it runs its own checks. Here the share is forced on every bundle: whatever
+the child sends, or fails to send, the parent's documents, schema violations and value
+budget are those of parsing every file itself, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sample_paths import SAMPLES
+
+from verifier import forked, verify
+from verifier.bundle.reader import Limits, read_bundle
+from verifier.checks.context import BundleContext, Ready, Share, VerifyOptions, violations_of
+from verifier.jsonio import ValueBudget, loads_strict
+from verifier.schemas import SchemaViolation
+
+pytestmark = pytest.mark.skipif(
+    not forked.can_fork(), reason="forking beside needs Linux and two cores"
+)
+
+SEED = SAMPLES / "seed-mlxcel"
+
+
+def outcome(bundle: Path, options: VerifyOptions) -> tuple[Any, ...]:
+    result = verify.verify_path(bundle, options)
+    classification = result.classification
+    return (
+        result.verdict,
+        result.findings,
+        None if classification is None else (classification.reasons, classification.classes),
+        None if classification is None else [(p.proven, p.reason) for p in classification.proofs],
+    )
+
+
+def both(
+    bundle: Path, options: VerifyOptions, monkeypatch: pytest.MonkeyPatch
+) -> tuple[tuple[Any, ...], tuple[Any, ...], list[list[str]]]:
+    """(in one process, with the child's share, the paths the child gave)"""
+    with monkeypatch.context() as patched:
+        patched.setattr(forked, "can_fork", lambda: False)
+        alone = outcome(bundle, options)
+    given: list[list[str]] = []
+    real = verify._prepared
+
+    def seen(beside: Any, paths: frozenset[str]) -> dict[str, Ready] | None:
+        ready = real(beside, paths)
+        given.append(sorted(ready or ()))
+        return ready
+
+    with monkeypatch.context() as patched:
+        patched.setattr(verify, "BESIDE_FROM_BYTES", 0)
+        patched.setattr(verify, "_prepared", seen)
+        shared = outcome(bundle, options)
+    return alone, shared, given
+
+
+def total_values(bundle: Path) -> list[int]:
+    """The values each JSON file holds, in the order the parent parses them."""
+    loaded = read_bundle(bundle, Limits())
+    counts = []
+    for path, data in sorted(loaded.files.items()):
+        if path.endswith(".json"):
+            budget = ValueBudget(10**9)
+            loads_strict(data, budget=budget)
+            counts.append(10**9 - budget.remaining)
+    return counts
+
+
+def test_the_child_gives_the_last_share_of_the_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    alone, shared, given = both(SEED, VerifyOptions(), monkeypatch)
+    assert shared == alone
+    records = sorted(p.relative_to(SEED).as_posix() for p in (SEED / "records").rglob("*.json"))
+    assert given == [records[len(records) - int(len(records) * verify.SHARED) :]]
+    assert given[0]  # (the seed has enough records for a share)
+
+
+def test_the_value_budget_runs_out_where_it_would_in_one_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counts = total_values(SEED)
+    ends = [sum(counts[: i + 1]) for i in range(len(counts))]
+    # Limits that run out before, inside and after the child's share, and at each edge.
+    limits = {ends[-1], ends[-1] - 1, ends[-2], ends[-2] + 1, ends[len(ends) // 2] - 3}
+    limits |= {ends[len(ends) // 4], ends[-3] + counts[-2] // 2}
+    for limit in sorted(limits):
+        options = VerifyOptions(limits=Limits(max_json_values=limit))
+        alone, shared, _ = both(SEED, options, monkeypatch)
+        assert shared == alone, limit
+
+
+def test_a_document_nested_deeper_than_the_child_gives_is_parsed_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SEED, bundle)
+    record = sorted((bundle / "records").rglob("*.json"))[-1]  # in the child's share
+    document = json.loads(record.read_text())
+    nested: Any = "deep"
+    for _ in range(400):
+        nested = [nested]
+    document["response"]["extra"] = nested
+    record.write_text(json.dumps(document))
+    options = VerifyOptions(limits=Limits(max_json_depth=600))
+    alone, shared, given = both(bundle, options, monkeypatch)
+    assert shared == alone
+    assert record.relative_to(bundle).as_posix() not in given[0]
+    assert len(given[0]) == int(len(list((bundle / "records").rglob("*.json"))) * verify.SHARED) - 1
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "nonsense",
+        [("records/none/001.json", b"")],  # a path not in the share
+        [(7, b"")],
+        [("x", "y", "z")],
+        None,
+    ],
+    ids=["a-string", "not-in-the-share", "no-path", "three-items", "none"],
+)
+def test_a_message_not_as_the_child_sends_it_means_all_parsed_here(
+    message: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected, _, _ = both(SEED, VerifyOptions(), monkeypatch)
+    monkeypatch.setattr(verify, "_prepare", lambda *_args: message)
+    alone, shared, given = both(SEED, VerifyOptions(), monkeypatch)
+    assert alone == expected and shared == expected
+    assert given == [[]]
+
+
+def test_a_child_that_dies_before_its_share_means_all_parsed_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expected, _, _ = both(SEED, VerifyOptions(), monkeypatch)
+
+    def dies(*_args: Any) -> Any:
+        os._exit(1)
+
+    monkeypatch.setattr(verify, "_prepare", dies)
+    _, shared, given = both(SEED, VerifyOptions(), monkeypatch)
+    assert shared == expected
+    assert given == [[]]
+
+
+def test_what_the_child_gives_is_what_parsing_here_builds() -> None:
+    loaded = read_bundle(SEED, Limits())
+    paths = sorted(p for p in loaded.files if p.startswith("records/"))
+    for path, blob in verify._prepare(loaded.files, paths, Limits()):
+        document, values, violations = marshal.loads(blob)
+        here = loads_strict(loaded.files[path])
+        assert document == here and json.dumps(document) == json.dumps(here)
+        assert list(map(tuple, violations_of(path, here))) == violations
+        assert all(sys.intern(key) is key for key in document)  # keys shared, as parsed here
+        budget = ValueBudget(10**9)
+        loads_strict(loaded.files[path], budget=budget)
+        assert values == 10**9 - budget.remaining
+
+
+def test_schema_violations_given_are_the_ones_found_here() -> None:
+    bundle = read_bundle(SAMPLES / "negative" / "schema-violation", Limits())
+    plain = BundleContext(bundle, VerifyOptions())
+    shared = BundleContext(bundle, VerifyOptions())
+    paths = frozenset(p for p in bundle.files if p.startswith("records/"))
+    ready = {}
+    for path, blob in verify._prepare(bundle.files, sorted(paths), Limits()):
+        document, values, violations = marshal.loads(blob)
+        ready[path] = Ready(document, values, [SchemaViolation(*v) for v in violations])
+    shared.share = Share(paths, lambda: ready)
+    assert shared.documents == plain.documents
+    assert shared.schema_violations == plain.schema_violations
+    assert any(shared.schema_violations[p] for p in paths)  # an invalid one was given too

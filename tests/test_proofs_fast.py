@@ -24,6 +24,7 @@ from sample_paths import BUNDLES, KEY, SAMPLES
 from verifier import classify, proofs
 from verifier.bundle.reader import Limits, read_bundle
 from verifier.checks.context import BundleContext, VerifyOptions
+from verifier.jsonio import json_key
 from verifier.model import Arm
 from verifier.profiles import KNOWN_RULES
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
@@ -422,3 +423,13 @@ def test_snapshots_told_unmoved_have_no_counter_that_moved(
     if proofs._unmoved_since(earlier, later):
         since = reference._Moves(earlier, later)
         assert not any(since.fell(ref) or any(since(ref) or []) for ref in refs)
+
+
+_OPT_OUT_VALUES = st.sampled_from(
+    [False, True, 0, 1, 0.0, -0.0, 1.0, None, "", "false", "0", [], [False], {}, {"a": 0}]
+)
+
+
+@given(_OPT_OUT_VALUES, _OPT_OUT_VALUES)
+def test_an_opt_out_field_is_compared_as_json_key_compares_it(a: Any, b: Any) -> None:
+    assert proofs._same_json(a, b) is (json_key(a) == json_key(b))

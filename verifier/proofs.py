@@ -338,15 +338,15 @@ def prove_request(
     raw_cached = record.response_value(rules.cached_tokens_pointer)
     raw_prompt = record.response_value(rules.prompt_tokens_pointer)
     cached, prompt = as_count(raw_cached), as_count(raw_prompt)
-    bad = tuple(
-        pointer
-        for pointer, raw, value in (
-            (rules.cached_tokens_pointer, raw_cached, cached),
-            (rules.prompt_tokens_pointer, raw_prompt, prompt),
+    if (cached is None and raw_cached is not None) or (prompt is None and raw_prompt is not None):
+        bad = tuple(
+            pointer
+            for pointer, raw, value in (
+                (rules.cached_tokens_pointer, raw_cached, cached),
+                (rules.prompt_tokens_pointer, raw_prompt, prompt),
+            )
+            if raw is not None and value is None
         )
-        if raw is not None and value is None
-    )
-    if bad:
         return proof(False, "a token count is not an integer in 0..2^53", bad=bad)
 
     def verdict(proven: bool, reason: str, contradiction: str | None = None) -> RequestProof:
@@ -501,7 +501,7 @@ def _prove_opt_out(
     if opt_out is None:
         return verdict(False, f"the {rules.key} profile has no per-request opt-out")
     body = record.request_body
-    missing = [k for k, v in opt_out.items() if k not in body or json_key(body[k]) != json_key(v)]
+    missing = [k for k, v in opt_out.items() if k not in body or not _same_json(body[k], v)]
     if missing:
         return verdict(False, "the request lacks the opt-out " + ", ".join(missing))
     if cached is None:
@@ -510,6 +510,20 @@ def _prove_opt_out(
         return verdict(False, f"cached_tokens is {cached}, not 0")
     fields = ", ".join(f"{k}: {json_key(v)}" for k, v in opt_out.items())
     return _untouched_store(across, rules, verdict, f"opted out ({fields}); 0 cached tokens")
+
+
+# Values whose JSON text is the same exactly when they are == and of the same type (not a
+# float: -0.0 == 0.0, yet their texts differ; not an int, whose text json_key may refuse
+# to write where == compares it).
+_PLAIN_JSON = (bool, str, type(None))
+
+
+def _same_json(a: object, b: object) -> bool:
+    """json_key(a) == json_key(b), without writing the text out for a bool, a string or
+    null of the same type on both sides (an opt-out field is one of them)."""
+    if type(a) is type(b) and type(a) in _PLAIN_JSON:
+        return a == b
+    return json_key(a) == json_key(b)
 
 
 def _prove_cache_off(

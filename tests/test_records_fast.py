@@ -107,3 +107,31 @@ def test_a_plan_reads_labelled_names_and_other_sources_as_counter_does() -> None
     for _ in range(2):  # the second snapshot of the same keys reads by the first one's plan
         snapshot = Snapshot(stats, dict(metrics))
         assert _same(snapshot.counters(refs), [plain_counter(snapshot, r) for r in refs])
+
+
+@given(
+    st.none() | st.dictionaries(_KEYS, _NUMBERS, max_size=8),
+    st.none() | st.dictionaries(_KEYS, _NUMBERS, max_size=8),
+    st.none() | st.dictionaries(_NAMES, _NUMBERS | st.booleans() | st.text(max_size=2)),
+    st.none() | st.dictionaries(_NAMES, _NUMBERS | st.booleans() | st.text(max_size=2)),
+    st.lists(_REFS, max_size=6),
+    st.lists(_REFS, max_size=3),
+)
+def test_deltas_are_those_of_the_counters(
+    old_metrics: dict[str, Any] | None,
+    new_metrics: dict[str, Any] | None,
+    old_stats: dict[str, Any] | None,
+    new_stats: dict[str, Any] | None,
+    refs: list[str],
+    asked: list[str],
+) -> None:
+    before, after = Snapshot(old_stats, old_metrics), Snapshot(new_stats, new_metrics)
+    for ref in asked:  # some worked out beforehand, on one side or both
+        before.counter(ref)
+        if len(ref) % 2:
+            after.counter(ref)
+    expected = []
+    for ref in refs:
+        old, new = plain_counter(before, ref), plain_counter(after, ref)
+        expected.append(None if old is None or new is None else new - old)
+    assert _same(list(before.deltas(after, tuple(refs))), expected)

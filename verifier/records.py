@@ -67,6 +67,23 @@ class Snapshot:
             values.append(value)
         return values
 
+    def deltas(self, after: Snapshot, refs: tuple[str, ...]) -> tuple[float | None, ...]:
+        """For each of `refs`, after.counter(ref) - self.counter(ref), None where either is
+        None (each pair worked out in that order), read straight from both memos where the
+        counters are there already: a request's proof works out every counter its class
+        telemetry asks for again."""
+        mine, theirs = self._memo_, after._memo_
+        found: list[float | None] = []
+        for ref in refs:
+            old = mine.get(ref, _UNSET)
+            if old is _UNSET:
+                old = self.counter(ref)
+            new = theirs.get(ref, _UNSET)
+            if new is _UNSET:
+                new = after.counter(ref)
+            found.append(None if old is None or new is None else new - old)
+        return tuple(found)
+
     def _counter(self, ref: str) -> float | None:
         # ref.startswith("metric:") is ref.partition(":")[0] == "metric", and so for stats
         if ref.startswith("metric:"):

@@ -2,9 +2,9 @@
 
 `test_proofs_fast.py` checks that `verifier.proofs` proves exactly what this module proves.
 Only the parts the fast paths changed, and those that call them, are kept here (the moves of
-a request, the readings of its signals, the names in its reasons, the proof itself); every
-definition `verifier.proofs` still has word for word, and that uses nothing changed, is
-imported from it.
+a request, the readings of its signals, the names in its reasons, the proof itself, a
+snapshot's counters and samples); every definition `verifier.proofs` still has word for
+word, and that uses nothing changed, is imported from it.
 """
 
 from __future__ import annotations
@@ -467,6 +467,39 @@ def class_telemetry(
     return tuple(result)
 
 
+# --- a snapshot's counters and samples, read by a scan of every key each time ---
+
+
+def plain_samples(metrics: dict[str, float] | None, ref: str) -> dict[str, float]:
+    source, _, name = ref.partition(":")
+    if source != "metric" or metrics is None:
+        return {}
+    return {k: v for k, v in metrics.items() if k == name or k.startswith(name + "{")}
+
+
+def plain_counter(snapshot: Snapshot, ref: str) -> float | None:
+    source, _, name = ref.partition(":")
+    if source == "metric":
+        if snapshot.metrics is None:
+            return None
+        values = list(plain_samples(snapshot.metrics, ref).values())
+        return float(sum(values)) if values else None
+    if source == "stats":
+        value = (snapshot.cache_stats or {}).get(name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
+    return None
+
+
+def _snapshot_samples(self: Snapshot, ref: str) -> dict[str, float]:
+    return plain_samples(self.metrics, ref)
+
+
+def _snapshot_counters(self: Snapshot, refs: tuple[str, ...]) -> list[float | None]:
+    return [plain_counter(self, ref) for ref in refs]
+
+
 # --- the snapshot's family index and prefixed names, worked out for each snapshot ---
 
 
@@ -495,3 +528,6 @@ def use_plain_paths(patch: pytest.MonkeyPatch) -> None:
     )
     patch.setattr(records, "_family_index", family_index)
     patch.setattr(records, "_prefixed", prefixed)
+    patch.setattr(records.Snapshot, "counter", plain_counter)
+    patch.setattr(records.Snapshot, "counters", _snapshot_counters)
+    patch.setattr(records.Snapshot, "samples", _snapshot_samples)

@@ -164,7 +164,7 @@ def _store_deltas(
     """Each request's _delta of every store signal (rules.signals.store_access), in the
     order of both: _uneven_cache and _class_telemetry read the same ones."""
     refs = rules.signals.store_access if rules is not None else ()
-    return [tuple(_delta(p.record, ref) for ref in refs) for p in proofs]
+    return [p.record.before.deltas(p.record.after, refs) for p in proofs]
 
 
 def _uneven_cache(
@@ -447,17 +447,16 @@ def classify(
         for condition in conditions
     )
     hashes = {label: digest for digest, label in labels.items()}
-    results = tuple(
-        replace(
-            r,
-            diagnosis=_diagnose(
-                list(diagnostic_by_condition.get(r.condition.id, ())),
-                hashes.get(r.baseline_label or ""),
-                hashes.get(r.warm_label or ""),
-            ),
+    diagnosed = []
+    for r in results:
+        diagnosis = _diagnose(
+            list(diagnostic_by_condition.get(r.condition.id, ())),
+            hashes.get(r.baseline_label or ""),
+            hashes.get(r.warm_label or ""),
         )
-        for r in results
-    )
+        # without a diagnosis the result is already what replace() would make of it
+        diagnosed.append(r if diagnosis is None else replace(r, diagnosis=diagnosis))
+    results = tuple(diagnosed)
     verdicts = {r.verdict for r in results}
     verdict = next((v for v in _PRECEDENCE if v in verdicts), Verdict.INCONCLUSIVE)
     reasons = [*notes, *(f"{r.condition.id}: {r.verdict}" for r in results)]

@@ -92,11 +92,9 @@ def _is_count(value: float) -> bool:
     return 0 <= value <= MAX_COUNT and float(value).is_integer()
 
 
-def _all_counts(snapshot: Snapshot, refs: Iterable[str]) -> bool:
+def _all_counts(snapshot: Snapshot, refs: tuple[str, ...]) -> bool:
     """Whether every counter of `refs` the snapshot records is a count (_is_count)."""
-    counter = snapshot.counter
-    for ref in refs:
-        value = counter(ref)
+    for value in snapshot.counters(refs):
         if value is not None and not (0 <= value <= MAX_COUNT and float(value).is_integer()):
             return False
     return True
@@ -148,37 +146,90 @@ class _Readings:
         moved: list[str] = []
         still: list[str] = []
         unread: list[str] = []
-        seen: set[str] = set()
-        for ref in refs:
-            if ref in seen:  # as the dict of moves by reference did: each one once
-                continue
-            seen.add(ref)
-            m = across(ref)
-            if m is None:
+        for ref in dict.fromkeys(refs):  # as the dict of moves by reference did: each once
+            how = across.how(ref)
+            if how is None:
                 unread.append(ref)
                 continue
-            rose = nonzero = False  # any(x > 0 for x in m), any(x != 0 for x in m)
-            for x in m:
-                if x > 0:
-                    rose = True
-                if x != 0:
-                    nonzero = True
-            if rose:
+            if how & _ROSE:
                 moved.append(ref)
-            if not nonzero:
+            if not how & _NONZERO:
                 still.append(ref)
         return cls(tuple(moved), tuple(still), tuple(unread))
 
 
+# How a counter moved, one bit each (_Moves.how): any sample rose (x > 0), any fell (x < 0),
+# any moved at all (x != 0, which a NaN would do without rising or falling).
+_ROSE, _FELL, _NONZERO = 1, 2, 4
+
+
+def _how(moves: list[float] | None) -> int | None:
+    """The bits of _ROSE, _FELL and _NONZERO that the moves of one counter show; None when
+    the counter was not recorded."""
+    if moves is None:
+        return None
+    how = 0
+    for x in moves:
+        if x > 0:
+            how |= _ROSE | _NONZERO
+        elif x < 0:
+            how |= _FELL | _NONZERO
+        elif x != 0:
+            how |= _NONZERO
+    return how
+
+
+def _how_between(ref: str, before: Snapshot, after: Snapshot) -> int | None:
+    """_how(_moves(ref, before, after)) without the list of moves: which way a sample
+    moved does not depend on the order the samples are taken in, so a family whose
+    samples have the same keys on both sides is read in its own order, unsorted."""
+    if ref.startswith("metric:"):
+        old, new = before.samples(ref), after.samples(ref)
+        if not old or not new:
+            return None
+        if old.keys() != new.keys():  # a sample came or went: the moves as _moves has them
+            return _how(_moves(ref, before, after))
+        how = 0
+        for key, was in old.items():
+            x = new[key] - was
+            if x > 0:
+                how |= _ROSE | _NONZERO
+            elif x < 0:
+                how |= _FELL | _NONZERO
+            elif x != 0:
+                how |= _NONZERO
+        return how
+    old_value, new_value = before.counter(ref), after.counter(ref)
+    if old_value is None or new_value is None:
+        return None
+    x = new_value - old_value
+    if x > 0:
+        return _ROSE | _NONZERO
+    if x < 0:
+        return _FELL | _NONZERO
+    return 0 if x == 0 else _NONZERO
+
+
 class _Moves:
-    """_moves() between two snapshots, each counter worked out once: a request's proof
-    asks for the same counters across it (or since the request before) several times."""
+    """How each counter moved between two snapshots, worked out once: a request's proof
+    asks for the same counters across it (or since the request before) several times.
+    Which way each moved is what the proof reads; the moves themselves (_moves) are
+    worked out only where it sums them."""
 
     def __init__(self, before: Snapshot, after: Snapshot, refs: Iterable[str] = ()) -> None:
         self.before = before
         self.after = after
+        self.known: dict[str, list[float] | None] = {}
         # the counters the proof will ask for in any case, worked out here in one go
-        self.known: dict[str, list[float] | None] = {r: _moves(r, before, after) for r in refs}
+        hows: dict[str, int | None] = {}
+        fell = False
+        for ref in refs:
+            if ref not in hows:
+                how = hows[ref] = _how_between(ref, before, after)
+                if how is not None and how & _FELL:
+                    fell = True
+        self.hows = hows
+        self.fell_any = fell  # whether any counter of `refs` went down
 
     def __call__(self, ref: str) -> list[float] | None:
         known = self.known
@@ -186,18 +237,25 @@ class _Moves:
             known[ref] = _moves(ref, self.before, self.after)
         return known[ref]
 
+    def how(self, ref: str) -> int | None:
+        """_how(self(ref)), worked out once."""
+        hows = self.hows
+        if ref not in hows:
+            hows[ref] = _how_between(ref, self.before, self.after)
+        return hows[ref]
+
     def fell(self, ref: str) -> bool:
         """Whether any sample of the counter went down (False when it was not recorded)."""
-        moves = self(ref)
-        if moves:
-            for x in moves:
-                if x < 0:
-                    return True
-        return False
+        how = self.how(ref)
+        return how is not None and bool(how & _FELL)
 
     def fallen(self, refs: Iterable[str]) -> list[str]:
         """The counters of `refs` that went down."""
         return [ref for ref in refs if self.fell(ref)]
+
+    def moved(self, refs: Iterable[str]) -> list[str]:
+        """The counters of `refs` that moved at all, either way."""
+        return [ref for ref in refs if (how := self.how(ref)) is not None and how & _NONZERO]
 
 
 def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
@@ -214,6 +272,16 @@ def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
         return [new.get(k, 0.0) - old.get(k, 0.0) for k in sorted(old.keys() | new.keys())]
     old_value, new_value = before.counter(ref), after.counter(ref)
     return None if old_value is None or new_value is None else [new_value - old_value]
+
+
+def _unmoved_since(earlier: Snapshot, later: Snapshot) -> bool:
+    """Whether two snapshots hold the same documents, so that no counter moved between
+    them: for `later`'s counters all counts (prove_request has checked), the moves
+    _Moves(earlier, later) finds are all zero (a count is finite, so x - x is 0), and
+    none went down or moved. Telling that by comparing two dicts costs less than
+    working the moves out; nearly every request's snapshot before it is its server's
+    snapshot after the request before."""
+    return earlier.metrics == later.metrics and earlier.cache_stats == later.cache_stats
 
 
 def _contradiction(cached: int | None, hit_evidence: _Readings) -> str | None:
@@ -270,15 +338,15 @@ def prove_request(
     raw_cached = record.response_value(rules.cached_tokens_pointer)
     raw_prompt = record.response_value(rules.prompt_tokens_pointer)
     cached, prompt = as_count(raw_cached), as_count(raw_prompt)
-    bad = tuple(
-        pointer
-        for pointer, raw, value in (
-            (rules.cached_tokens_pointer, raw_cached, cached),
-            (rules.prompt_tokens_pointer, raw_prompt, prompt),
+    if (cached is None and raw_cached is not None) or (prompt is None and raw_prompt is not None):
+        bad = tuple(
+            pointer
+            for pointer, raw, value in (
+                (rules.cached_tokens_pointer, raw_cached, cached),
+                (rules.prompt_tokens_pointer, raw_prompt, prompt),
+            )
+            if raw is not None and value is None
         )
-        if raw is not None and value is None
-    )
-    if bad:
         return proof(False, "a token count is not an integer in 0..2^53", bad=bad)
 
     def verdict(proven: bool, reason: str, contradiction: str | None = None) -> RequestProof:
@@ -298,12 +366,13 @@ def prove_request(
         )
 
     across = _Moves(record.before, record.after, everything)
-    backwards = across.fallen(everything)
+    backwards = across.fallen(everything) if across.fell_any else []
     moved_between: list[str] = []
-    if previous is not None:
+    if previous is not None and not _unmoved_since(previous.after, record.before):
         since = _Moves(previous.after, record.before, everything)
-        backwards += [f"{ref} (since the previous request)" for ref in since.fallen(everything)]
-        moved_between = [ref for ref in signals.store_access if any(since(ref) or [])]
+        if since.fell_any:
+            backwards += [f"{ref} (since the previous request)" for ref in since.fallen(everything)]
+        moved_between = since.moved(signals.store_access)
     if backwards:
         return verdict(
             False, "a counter went backwards on the same server: " + ", ".join(backwards)
@@ -432,7 +501,7 @@ def _prove_opt_out(
     if opt_out is None:
         return verdict(False, f"the {rules.key} profile has no per-request opt-out")
     body = record.request_body
-    missing = [k for k, v in opt_out.items() if k not in body or json_key(body[k]) != json_key(v)]
+    missing = [k for k, v in opt_out.items() if k not in body or not _same_json(body[k], v)]
     if missing:
         return verdict(False, "the request lacks the opt-out " + ", ".join(missing))
     if cached is None:
@@ -441,6 +510,20 @@ def _prove_opt_out(
         return verdict(False, f"cached_tokens is {cached}, not 0")
     fields = ", ".join(f"{k}: {json_key(v)}" for k, v in opt_out.items())
     return _untouched_store(across, rules, verdict, f"opted out ({fields}); 0 cached tokens")
+
+
+# Values whose JSON text is the same exactly when they are == and of the same type (not a
+# float: -0.0 == 0.0, yet their texts differ; not an int, whose text json_key may refuse
+# to write where == compares it).
+_PLAIN_JSON = (bool, str, type(None))
+
+
+def _same_json(a: object, b: object) -> bool:
+    """json_key(a) == json_key(b), without writing the text out for a bool, a string or
+    null of the same type on both sides (an opt-out field is one of them)."""
+    if type(a) is type(b) and type(a) in _PLAIN_JSON:
+        return a == b
+    return json_key(a) == json_key(b)
 
 
 def _prove_cache_off(

@@ -11,6 +11,7 @@ from verifier.model import Arm
 
 _NO_NAMES: frozenset[str] = frozenset()
 _UNSET: Any = object()  # not worked out yet (None is a value: not recorded)
+_FAMILIES: Any = object()  # the key of a snapshot's family index in its memo
 
 
 @dataclass(frozen=True)
@@ -25,15 +26,73 @@ class Snapshot:
             value = self._memo_[ref] = self._counter(ref)
         return value
 
+    def counters(self, refs: tuple[str, ...]) -> list[float | None]:
+        """counter() of each of `refs`, in their order (and worked out in that order).
+
+        A snapshot nothing was asked of yet, with metrics, reads them by a plan worked
+        out once for these references and its metric keys (_reading_plan): where each
+        reference's samples are, without the steps counter() takes to find them."""
+        memo = self._memo_
+        metrics = self.metrics
+        if memo or self._samples_ or metrics is None:
+            values: list[float | None] = []
+            for ref in refs:
+                value = memo.get(ref, _UNSET)
+                if value is _UNSET:
+                    value = memo[ref] = self._counter(ref)
+                values.append(value)
+            return values
+        plan = _reading_plan(refs, self._families, metrics)
+        samples = self._samples_
+        stats = self.cache_stats or {}
+        values = []
+        for ref, keys, name in plan:
+            if keys is not None:  # a metric family: as samples() and _counter() read it
+                if len(keys) == 1:
+                    (key,) = keys
+                    found = {key: metrics[key]}
+                else:
+                    found = {k: metrics[k] for k in keys}
+                samples[ref] = found
+                value = float(sum(found.values())) if found else None
+            elif name is not None:  # a stats field
+                number = stats.get(name)
+                if isinstance(number, bool) or not isinstance(number, (int, float)):
+                    value = None
+                else:
+                    value = float(number)
+            else:  # neither: no counter
+                value = None
+            memo[ref] = value
+            values.append(value)
+        return values
+
+    def deltas(self, after: Snapshot, refs: tuple[str, ...]) -> tuple[float | None, ...]:
+        """For each of `refs`, after.counter(ref) - self.counter(ref), None where either is
+        None (each pair worked out in that order), read straight from both memos where the
+        counters are there already: a request's proof works out every counter its class
+        telemetry asks for again."""
+        mine, theirs = self._memo_, after._memo_
+        found: list[float | None] = []
+        for ref in refs:
+            old = mine.get(ref, _UNSET)
+            if old is _UNSET:
+                old = self.counter(ref)
+            new = theirs.get(ref, _UNSET)
+            if new is _UNSET:
+                new = after.counter(ref)
+            found.append(None if old is None or new is None else new - old)
+        return tuple(found)
+
     def _counter(self, ref: str) -> float | None:
-        source, _, name = ref.partition(":")
-        if source == "metric":
+        # ref.startswith("metric:") is ref.partition(":")[0] == "metric", and so for stats
+        if ref.startswith("metric:"):
             if self.metrics is None:
                 return None
             found = self.samples(ref)  # the family's samples, in the snapshot's order
             return float(sum(found.values())) if found else None
-        if source == "stats":
-            value = (self.cache_stats or {}).get(name)
+        if ref.startswith("stats:"):
+            value = (self.cache_stats or {}).get(ref[6:])
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 return None
             return float(value)
@@ -45,17 +104,19 @@ class Snapshot:
         The same dict for the same reference each time (a record's proof and its class
         telemetry read the same families): read it, never change it.
         """
-        memo = self._memo_
-        key = ("samples", ref)
-        found: dict[str, float] | None = memo.get(key)
+        found: dict[str, float] | None = self._samples_.get(ref)
         if found is None:
-            source, _, name = ref.partition(":")
             metrics = self.metrics
-            if source != "metric" or metrics is None:
+            if metrics is None or not ref.startswith("metric:"):
                 found = {}
             else:
-                found = {k: metrics[k] for k in self._keys(name)}
-            memo[key] = found
+                keys = self._keys(ref[7:])
+                if len(keys) == 1:  # a family of one sample (nearly every one)
+                    (key,) = keys
+                    found = {key: metrics[key]}
+                else:
+                    found = {k: metrics[k] for k in keys}
+            self._samples_[ref] = found
         return found
 
     def stat_names(self, prefix: str) -> frozenset[str]:
@@ -82,9 +143,11 @@ class Snapshot:
     # ask for the same counters. A snapshot's documents are never changed once read. (A
     # plain dict set once: cached_property's lock costs more than the lookups it saves.)
     _memo_: ClassVar[dict[Any, Any]]
+    _samples_: ClassVar[dict[str, dict[str, float]]]  # samples() by reference
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_memo_", {})
+        object.__setattr__(self, "_samples_", {})
 
     def _keys(self, name: str) -> tuple[str, ...]:
         """The keys `name` or `name{labels}` of the samples, in the snapshot's order."""
@@ -102,9 +165,9 @@ class Snapshot:
         same numbers in the same order as a scan of every key would.
         """
         memo = self._memo_
-        index: dict[str, tuple[str, ...]] | None = memo.get(("families",))
+        index: dict[str, tuple[str, ...]] | None = memo.get(_FAMILIES)
         if index is None:
-            index = memo[("families",)] = _family_index(tuple(self.metrics or ()))
+            index = memo[_FAMILIES] = _family_index(tuple(self.metrics or ()))
         return index
 
     def stat(self, pointer: str | None) -> Any:
@@ -138,6 +201,41 @@ def _family_index(keys: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     index = {family: tuple(members) for family, members in families.items()}
     _last_families = (keys, index)
     return index
+
+
+# A reading plan (Snapshot.counters): for each reference, in order, the keys of its metric
+# family (None: not a metric) and the name of its stats field (None: not one).
+_Plan = tuple[tuple[str, tuple[str, ...] | None, str | None], ...]
+_last_plan: tuple[tuple[str, ...], dict[str, tuple[str, ...]], _Plan] | None = None
+
+
+def _reading_plan(
+    refs: tuple[str, ...], families: dict[str, tuple[str, ...]], metrics: dict[str, float]
+) -> _Plan:
+    """Where Snapshot.counters finds each of `refs` in a snapshot whose family index is
+    `families` (so whose metric keys are those the index was made from, in their order:
+    _family_index gives an index for its keys alone): what samples() and _counter() work
+    out for each reference, worked out once for the keys last seen."""
+    global _last_plan
+    last = _last_plan
+    if last is not None and last[1] is families and last[0] == refs:
+        return last[2]
+    plan: list[tuple[str, tuple[str, ...] | None, str | None]] = []
+    for ref in refs:
+        if ref.startswith("metric:"):
+            name = ref[7:]
+            if "{" in name:  # as _keys() reads it: every key
+                keys = tuple(k for k in metrics if k == name or k.startswith(name + "{"))
+            else:
+                keys = families.get(name, ())
+            plan.append((ref, keys, None))
+        elif ref.startswith("stats:"):
+            plan.append((ref, None, ref[6:]))
+        else:
+            plan.append((ref, None, None))
+    found = tuple(plan)
+    _last_plan = (refs, families, found)
+    return found
 
 
 def _prefixed(prefix: str, keys: tuple[str, ...]) -> tuple[str, ...]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
 from verifier.checks.context import BundleContext
 from verifier.jsonio import json_key
@@ -10,6 +12,11 @@ from verifier.model import Arm, Finding, Severity
 from verifier.protocol import Phase
 
 CHECK = "request-body"
+
+# json_key's text, by one encoder made once: json.dumps with these options makes a new
+# JSONEncoder for every call, and this check keys every record's body
+# (tests/test_request_bodies_fast.py checks the two agree).
+_body_key: Any = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 
 
 def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
@@ -25,17 +32,20 @@ def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
             copy.get("opt_out_fields") or experiment.document.get("opt_out_fields") or {}
         )
     diagnostic = ctx.rules.diagnostic_fields if ctx.rules is not None else {}
-    expected_keys: dict[tuple[bool, bool], str] = {}  # one key per kind of request
+    # one expected body, and its key, per kind of request (opt-out, diagnostic)
+    expected_bodies: dict[tuple[bool, bool], tuple[dict[str, Any], str]] = {}
     for record in ctx.records:
-        expected = dict(body)
         kind = (record.claimed_arm is Arm.REQUEST_DISABLED, record.phase == Phase.DIAGNOSTIC)
-        if kind[0]:
-            expected.update(opt_out)
-        if kind[1]:
-            expected.update(diagnostic)
-        if kind not in expected_keys:
-            expected_keys[kind] = json_key(expected)
-        if json_key(record.request_body) != expected_keys[kind]:
+        found = expected_bodies.get(kind)
+        if found is None:
+            expected = dict(body)
+            if kind[0]:
+                expected.update(opt_out)
+            if kind[1]:
+                expected.update(diagnostic)
+            found = expected_bodies[kind] = (expected, json_key(expected))
+        expected, expected_key = found
+        if _body_key(record.request_body) != expected_key:
             differing = sorted(
                 k
                 for k in expected.keys() | record.request_body.keys()

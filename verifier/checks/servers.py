@@ -110,15 +110,17 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                 "conditions",
                 actual=", ".join(sorted("absent" if v is None else v for v in values)),
             )
-    first_by_id: dict[str, Condition] = {}
+    # The instances each condition declares (of its first declaration, as
+    # Condition.server would find them), worked out once, not once a record.
+    first_by_id: dict[str, tuple[Condition, set[int]]] = {}
     for condition in experiment.conditions:
-        first_by_id.setdefault(condition.id, condition)
+        first_by_id.setdefault(condition.id, (condition, {s.instance for s in condition.servers}))
     for proof in ctx.proofs:
         record = proof.record
-        condition = first_by_id[record.condition]  # a proof's condition is declared
+        condition, instances = first_by_id[record.condition]  # a proof's condition is declared
         if experiment.attached and not condition.servers:
             continue
-        if condition.server(record.server_instance) is None:
+        if record.server_instance not in instances:
             yield Finding(
                 CHECK,
                 Severity.ERROR,

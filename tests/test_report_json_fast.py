@@ -254,3 +254,27 @@ def test_a_long_table_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     ]
     document = {"requests": rows, "conditions": [{"id": "c", "rows": rows[:40]}] * 9}
     assert dumps_indented(document) == json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def test_the_report_is_built_at_the_pace_of_fewer_collections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """build_report makes its documents under collector.fewer_collections, and gives the
+    caller's pace back after."""
+    import gc
+
+    from verifier.report import document
+
+    before = gc.get_threshold()
+    seen: list[int] = []
+    real = document.bundle_document
+
+    def recorded(outcome: BundleOutcome) -> dict[str, Any]:
+        seen.append(gc.get_threshold()[0])
+        return real(outcome)
+
+    monkeypatch.setattr(document, "bundle_document", recorded)
+    report = build_report([BundleOutcome(BUNDLES[0], verify_path(SAMPLES / BUNDLES[0]))])
+    assert seen and seen[0] >= max(50_000, before[0])
+    assert gc.get_threshold() == before
+    assert report["bundles"][0]["source"] == BUNDLES[0]

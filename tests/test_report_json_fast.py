@@ -43,8 +43,8 @@ def test_every_sample_report_is_written_as_json_dumps_writes_it(bundle: str) -> 
 def test_every_sample_report_through_columns_alone(
     bundle: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every list of two items or more laid out by _Columns, three at a time: its batches
-    and every column of a report, and never json.dumps's text instead."""
+    """Every list of two items or more laid out by _Columns after its first, three items
+    at a time: its batches and every column of a report, and never json.dumps's text."""
     result = verify_path(SAMPLES / bundle, VerifyOptions(public_key=KEY))
     report = build_report([BundleOutcome(bundle, result)])
     expected = json.dumps(report, indent=2, ensure_ascii=False)
@@ -184,6 +184,11 @@ def test_tables_are_written_by_columns_as_json_dumps_writes_them(value: list[Any
         assert dumps_indented({"rows": value, "more": [value]}) == json.dumps(
             {"rows": value, "more": [value]}, indent=2, ensure_ascii=False
         )
+        # Lists within a column written one by one (_FLAT), a long first item (_SMALL).
+        patched.setattr(jsontext, "_FLAT", 4)
+        assert dumps_indented(value) == expected
+        patched.setattr(jsontext, "_SMALL", 0)
+        assert dumps_indented(value) == expected
 
 
 @settings(max_examples=150, deadline=None)

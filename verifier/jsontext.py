@@ -15,7 +15,7 @@ it leaves the whole document to `json.dumps`, which then answers as it always di
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import chain, islice, repeat
 from json.encoder import INFINITY, encode_basestring
 from typing import Any
@@ -82,9 +82,14 @@ def _scalar(value: Any, allow_nan: bool) -> str:
 
 _PIECES = 20_000  # small strings joined into one chunk at a time
 _COLUMN = 8  # the shortest list laid out by _Columns: a shorter one is walked into
+_SMALL = 2_000  # the most pieces of a list's first item for its others to go to _Columns
 # Items of a long list laid out together (see _Columns): their texts, some hundred
 # kilobytes, are joined and written before the next are made, so that memory is reused.
 _ROWS = 256
+# The most items of the lists (or dicts) of a column taken together: long lists within a
+# column (each bundle's requests, where a report has many bundles) are written one by one,
+# each a long list of its own, rather than all their items' texts made at once.
+_FLAT = 65_536
 
 # The exact types the C encoder spells as json.dumps does: the same int and float repr,
 # the same encode_basestring, NaN and the infinities by the same rule. Subclasses (enums,
@@ -180,6 +185,8 @@ class _Columns:
         return text[1:-1].split("\n")
 
     def dicts(self, values: list[dict[Any, Any]], newline: str) -> list[str]:
+        if sum(map(len, values)) > _FLAT:
+            return [self.walk(value, newline) for value in values]
         keys = list(chain.from_iterable(values))
         if not _STRINGS.issuperset(map(type, keys)):
             raise _Unusual  # json.dumps turns such keys to text; leave it to it
@@ -224,6 +231,9 @@ class _Columns:
         return list(map(template.__mod__, zip(*columns, strict=True)))
 
     def sequences(self, values: list[list[Any] | tuple[Any, ...]], newline: str) -> list[str]:
+        total = sum(map(len, values))
+        if total > _FLAT or total > _ROWS * len(values):
+            return [self.walk(value, newline) for value in values]
         inner = newline + "  "
         items = self.texts(list(chain.from_iterable(values)), inner)
         return self.wrap(values, items, "[" + inner, newline + "]", "[]", inner)
@@ -303,22 +313,30 @@ def _dumps(document: Any, allow_nan: bool) -> list[str]:
             append("[]")
             return
         inner = newline + "  "
-        if len(value) >= _COLUMN and type(value) in _SEQUENCES and make_encoder is not None:
-            # (a subclass may iterate otherwise than list() does: walked below)
-            if not columns:
-                columns.append(_Columns(walked, allow_nan))
-            between = "," + inner
-            append("[" + inner)
-            for start in range(0, len(value), _ROWS):
-                if start:
-                    append(between)
-                append(between.join(columns[0].texts(list(value[start : start + _ROWS]), inner)))
-                if not held:  # a chunk per batch: the texts' memory is used again
-                    flush()
-            append(newline + "]")
-            return
         separator = "[" + inner
-        for item in value:
+        items: Iterable[Any] = value
+        if len(value) >= _COLUMN and type(value) in _SEQUENCES and make_encoder is not None:
+            # (a subclass may iterate otherwise than list() does: walked below.) The first
+            # item walked: where its text is short (a request, a condition), the rest are
+            # laid out by _Columns; where long (a bundle), walked too: the texts _Columns
+            # makes at once would be large, and copied once per level.
+            append(separator)
+            separator = "," + inner
+            chunks_before, pieces_before = len(chunks), len(pieces)
+            write(value[0], inner)
+            if len(chunks) == chunks_before and len(pieces) - pieces_before <= _SMALL:
+                if not columns:
+                    columns.append(_Columns(walked, allow_nan))
+                for start in range(1, len(value), _ROWS):
+                    append(separator)
+                    batch = list(value[start : start + _ROWS])
+                    append(separator.join(columns[0].texts(batch, inner)))
+                    if not held:  # a chunk per batch: the texts' memory is used again
+                        flush()
+                append(newline + "]")
+                return
+            items = islice(value, 1, None)
+        for item in items:
             append(separator)
             separator = "," + inner
             item_kind = type(item)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from verifier import __version__
 from verifier.checks import CHECKS
 from verifier.classify import Classification, ConditionResult, FiniteSampleBound
+from verifier.collector import fewer_collections
 from verifier.model import Arm, Finding, Severity, Verdict
 from verifier.report.common import plural
 from verifier.schemas import SCHEMA_VERSION
@@ -495,11 +496,19 @@ def bundle_document(outcome: BundleOutcome) -> dict[str, Any]:
 
 
 def build_report(outcomes: list[BundleOutcome]) -> dict[str, Any]:
-    """The report of one `verify` call; its schema is `evidence schema show report`."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "evidence.report",
-        "tool": {"name": "evidence", "version": __version__},
-        "exit_code": worst_exit_code([o.exit_code for o in outcomes]),
-        "bundles": [bundle_document(o) for o in outcomes],
-    }
+    """The report of one `verify` call; its schema is `evidence schema show report`.
+
+    A large bundle's report is tens of thousands of small dicts and lists, no cycle among
+    them, that live until it is written. Made at the collector's default pace, which
+    verify_path gives back as it returns, they set off collections of the middle
+    generation, which walk what verify_path left there: for the 10,024-record bundle six of
+    them, ~0.06 s of the 0.12 s its report took to build (`evidence verify -f json`). At
+    verify's own pace, one young collection."""
+    with fewer_collections():
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "evidence.report",
+            "tool": {"name": "evidence", "version": __version__},
+            "exit_code": worst_exit_code([o.exit_code for o in outcomes]),
+            "bundles": [bundle_document(o) for o in outcomes],
+        }

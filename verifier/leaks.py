@@ -311,6 +311,9 @@ _ADDRESS_BEFORE = _Lazy(
     r"|forwarded-for|forwarded|origin)[\W_]{0,4}$|://$|@$|\[$)"
 )
 _ADDRESS_AFTER = _Lazy(r":\d{1,5}(?!\d)|/\d{1,2}(?!\d)|\]")
+# How far back `_is_public_ipv4` reads for a version or address word: the widest window any
+# generic detector reads (`scan_documents`' gap must be longer).
+_ADDRESS_WINDOW = 24
 
 
 def _mask(text: str) -> str:
@@ -347,7 +350,7 @@ def _is_public_ipv4(text: str, start: int, end: int, address: str) -> bool:
         return False
     if ip.is_loopback or ip in _THIS_NETWORK or ip.is_unspecified:
         return False
-    before = text[max(0, start - 24) : start]
+    before = text[max(0, start - _ADDRESS_WINDOW) : start]
     if _VERSION_BEFORE.search(before):
         return False
     if ip.is_private or ip in _SHARED or ip.is_link_local:
@@ -1110,6 +1113,55 @@ class _KnownRegex:
                 position = match.end()
 
 
+# `scan_documents` scans at most this many documents as one text, or about this many
+# characters (a document of that size or more goes alone).
+_BATCH_DOCUMENTS = 64
+_BATCH_CHARS = 1 << 20
+# What separates two documents' texts in a batch. For the generic detectors, a text X
+# between two gaps (or a gap and the batch's own start or end) is seen as X alone: where X
+# alone has a hit, the batch has one. Why, reading every pattern, window and view above:
+#
+# 1. No consuming part of any generic pattern matches SEP ("\x00"): each negated class
+#    lists \x00-\x02 (`_PATH_REST`, `_VALUE_CHAR`, `_URL_HOST`'s, `_SECRET_FLAG`'s, ...),
+#    and the others (\w, \d, \s, [A-Za-z0-9...], literals, `[:=\x01]`) hold no \x00. So a
+#    match that starts in X ends in X, and where reading X alone met the end of the text
+#    (and failed, a consuming part), reading the batch meets \x00 and fails the same way.
+# 2. Every lookaround that reads past X's edge succeeds or fails there as at the text's
+#    edge: the negative lookbehinds (`(?<![\w.-])`, `(?<![\w.~/-]/)`, `(?<![A-Za-z0-9]
+#    [A-Za-z]:)`, ...) and lookaheads (`(?!\w|\.\w)`, `(?![\w:-])`, `(?!s|iz)`,
+#    `(?!Shared\b)`, ...) hold no \x00, so they succeed on \x00 as on no character; the
+#    positive lookbehinds (`(?<=[A-Za-z]:)`) hold no \x00 and fail on it as on none; \b is
+#    a boundary next to \x00 (not a word character) exactly where it is at the text's edge;
+#    the only `\Z`s are in `(?=[\x00-\x02]|\Z)` (`_HOME`, `_URL_HOST`), true at \x00 too.
+#    No generic pattern has `^`, `$` or `\A`; those of `_SECRET_NAME`, `_RESERVED_DOMAIN`...
+#    read a name or host taken from the match, not the text. The lookbehinds read 3
+#    characters back at most.
+# 3. So the match at each place of X is the same match in the batch, and what accepts it
+#    reads no further than the gap: `_after_boundary` one character back (none and \x00
+#    both pass); `_name_before` and `_name_at` back and forth over name characters (they
+#    stop at \x00 as at the edge); `_ADDRESS_AFTER` forward from the match (it needs
+#    characters that are not \x00); `_is_public_ipv4` the `_ADDRESS_WINDOW` characters
+#    before it, which the gap's length keeps inside X and the gap: the window of X alone
+#    with \x00s in front, and `_VERSION_BEFORE` and `_ADDRESS_BEFORE` (a word, then at most
+#    4 of `[\W_]`, then the end; or `://`, `@`, `[` at the end) match the one as the
+#    other, the word and \b being inside X. Nothing else looks at the text: the private
+#    key's BEGIN is a literal, and a hit whatever follows it; `_Places` and the linear
+#    scans find what the plain search of each pattern finds (tests/leaks_reference.py).
+# 4. Each loop over matches (`_matches`) moves one place on after a rejected match, so in a
+#    batch with no accepted match every place of X is tried, with the result of 3.
+# 5. The views: no escape (`_Decoded._ESCAPE`: `\uXXXX`, `\/`, `\\`, `%XX`) holds \x00,
+#    so the batch decodes as each text decoded between the same gaps; a text with an
+#    escape makes the batch have one, at each depth. A view of X (which may begin without
+#    a separator, and may hold \x00s decoded from `\u0000` or `%00`) is another text
+#    between gaps: 1 to 4 hold for any text.
+# 6. A hit in X alone is then a match found in the batch; the batch's overlap resolution
+#    keeps at least one of its hits, so its scan is not empty.
+# Hence: a batch with no hit holds no document with a hit (tests/test_leaks_batch.py checks
+# it; a gap of one \x00 would let a text that ends in `version` hide the next one's
+# 10.0.0.7). The detectors of known values are not batched (`scan_documents`).
+_BATCH_GAP = SEP * (_ADDRESS_WINDOW + 8)
+
+
 class Detector:
     """The generic detectors plus the values one raw capture knows to be private."""
 
@@ -1198,7 +1250,50 @@ class Detector:
 
     def scan_document(self, document: Any) -> list[DocumentHit]:
         """Every private string of a JSON document (object keys included), by location."""
-        hits = self.scan_text(_Flat.text_of(document))
+        return self._located(document, _Flat.text_of(document))
+
+    def scan_documents(self, documents: Iterable[Any]) -> Iterator[list[DocumentHit]]:
+        """`scan_document` of each document, in order, reading at most one batch ahead.
+
+        Most documents of a bundle fit to publish hold no hit, and scanning a text costs
+        some 25 us whatever its size (the places, the views, the lists): the generic
+        detectors scan a batch of documents as one text (`_BATCH_GAP` between them) and,
+        where that text has no hit, no document of the batch has one (see `_BATCH_GAP`).
+        A batch whose text has a hit is scanned again document by document, so every hit
+        is `scan_document`'s own; the next batch is then smaller, the one after a batch
+        without a hit larger again, so that a bundle full of hits is scanned about once.
+        The known values (export's) are not batched: their patterns read further back
+        (`_AccountNames`), and export scans one text at a time anyway.
+        """
+        if self._regexes:
+            for document in documents:
+                yield self.scan_document(document)
+            return
+        size = _BATCH_DOCUMENTS
+        batch: list[tuple[Any, str]] = []
+        chars = 0
+        for document in documents:
+            text = _Flat.text_of(document)
+            batch.append((document, text))
+            chars += len(text)
+            if len(batch) >= size or chars >= _BATCH_CHARS:
+                results, quiet = self._scan_batch(batch)
+                size = min(size * 2, _BATCH_DOCUMENTS) if quiet else max(size // 2, 1)
+                batch, chars = [], 0
+                yield from results
+        if batch:
+            yield from self._scan_batch(batch)[0]
+
+    def _scan_batch(self, batch: list[tuple[Any, str]]) -> tuple[list[list[DocumentHit]], bool]:
+        """`scan_document` of each (document, its text), and whether the batch had no hit."""
+        if len(batch) > 1 and not self.scan_text(_BATCH_GAP.join(text for _, text in batch)):
+            return [[] for _ in batch], True
+        results = [self._located(document, text) for document, text in batch]
+        return results, len(batch) == 1 and not results[0]
+
+    def _located(self, document: Any, text: str) -> list[DocumentHit]:
+        """`scan_document(document)`, given its text (`_Flat.text_of(document)`)."""
+        hits = self.scan_text(text)
         if not hits:
             return []
         flat = _Flat.of(document)  # the same text, with where each string starts
@@ -1558,6 +1653,11 @@ def scan_text(text: str) -> list[LeakHit]:
 def scan_document(document: Any) -> list[DocumentHit]:
     """The generic detectors over every string of a JSON document."""
     return GENERIC.scan_document(document)
+
+
+def scan_documents(documents: Iterable[Any]) -> Iterator[list[DocumentHit]]:
+    """`scan_document` of each document in turn (scanned in batches: see Detector's)."""
+    return GENERIC.scan_documents(documents)
 
 
 def scan_bytes(data: bytes) -> list[LeakHit]:

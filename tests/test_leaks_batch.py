@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import leaks_reference as reference
 import pytest
 import test_leaks
 from hypothesis import HealthCheck, given, settings
@@ -194,6 +195,23 @@ def test_a_batch_without_a_hit_holds_no_text_with_one(texts: list[str]) -> None:
     # one need not, and the argument holds for every text.
     if not leaks.scan_text(leaks._BATCH_GAP.join(texts)):
         assert [leaks.scan_text(t) for t in texts] == [[] for _ in texts]
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(documents, max_size=8))
+def test_one_text_builder_gives_each_document_its_own_text(docs: list[Any]) -> None:
+    text_of = leaks._text_of()
+    for document in docs:
+        assert text_of(document) == reference._Flat.of(document).text
+
+
+def test_a_document_that_cannot_be_joined_leaves_nothing_for_the_next() -> None:
+    text_of = leaks._text_of()
+    assert text_of(["a", {"b": "c"}]) == "\x00a\x00b\x01c"
+    with pytest.raises(TypeError):
+        text_of({"x": "y", 1: "z"})  # not JSON: a key that is not a string
+    assert text_of(["a", {"b": "c"}]) == "\x00a\x00b\x01c"
+    assert text_of("s") == "\x00s"
 
 
 @pytest.mark.parametrize(

@@ -521,6 +521,17 @@ def _ascending(*groups: list[int] | None) -> list[int] | None:
     return sorted({p for group in groups if group is not None for p in group if p >= 0})
 
 
+# Words looked for in a whole text, where a search for a literal (in C, a character at a
+# time) is quicker than `str.find` (some 15 ms against 22 over 30 MB). Neither word can
+# overlap itself, so their matches are all their occurrences (`_occurrences`).
+_SCHEME_END = re.compile("://")
+_BEARER = re.compile("bearer")
+
+
+def _starts(word: re.Pattern[str], text: str) -> Iterator[int]:
+    return (match.start() for match in word.finditer(text))
+
+
 def _occurrences(text: str, word: str) -> Iterator[int]:
     at = text.find(word)
     while at >= 0:
@@ -662,7 +673,7 @@ class _Places:
         if not self._schemes_done:
             self._schemes_done = True
             text = self.text
-            self._schemes = self.bounded(_occurrences(text, "://")) if ":" in text else []
+            self._schemes = self.bounded(_starts(_SCHEME_END, text)) if ":" in text else []
         return self._schemes
 
     def _url_host(self) -> list[int] | None:
@@ -710,7 +721,7 @@ class _Places:
         if words is None:
             return None
         auth = [at for at in words if low.startswith("authorization", at)]
-        bearer = self.bounded(_occurrences(low, "bearer"))
+        bearer = self.bounded(_starts(_BEARER, low))
         return _ascending(auth, [at - 6 for at in auth], bearer)  # or proxy-authorization
 
     def _secret_flag(self) -> list[int] | None:

@@ -16,7 +16,9 @@ text, whatever the number of strings: for each detector, a fast pass (a test of 
 or a regular expression that starts with a literal) finds where a match can start
 (`_Places`), and the detector's own pattern runs only there: the same matches as a search
 over the whole text, which `tests/leaks_reference.py` (the plain scan) checks. A document's
-table of string offsets is built only when its text has a hit. The patterns that a hostile
+table of string offsets is built only when its text has a hit, and verify scans a bundle's
+documents a batch at a time as one text (`scan_documents`), each batch without a hit
+sparing the cost of scanning its texts one by one. The patterns that a hostile
 text could make read one long run again at every place inside it (repeated secret words,
 names with values, flags, token prefixes, known user names) decide a run once
 (`_secret_members`, `_secret_flags`, `_prefixed_tokens`, `_KnownRegex`, `_AccountNames`).

@@ -626,3 +626,11 @@ def test_the_hostile_corpus_gives_the_same_hits(tmp_path: Path) -> None:
                     raise AssertionError(f"{case.name}: {name}") from error
                 count += 1
     assert count > 1000
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["://", ":", "/", "bearer", "b", "bear", "er", "x"]), max_size=12))
+def test_the_words_found_by_a_pattern_are_all_their_occurrences(parts: list[str]) -> None:
+    text = "".join(parts)
+    for word, pattern in (("://", leaks._SCHEME_END), ("bearer", leaks._BEARER)):
+        assert list(leaks._starts(pattern, text)) == list(leaks._occurrences(text, word))

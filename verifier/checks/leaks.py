@@ -8,12 +8,13 @@ reported as information: the author declared it public, and a reviewer sees wher
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
 from verifier import layout
 from verifier.checks.context import BundleContext
-from verifier.leaks import ALLOWED_PLACEHOLDER, scan_bytes, scan_document
+from verifier.leaks import ALLOWED_PLACEHOLDER, scan_bytes, scan_documents
 from verifier.model import Finding, Severity
 
 CHECK = "leaks"
@@ -40,26 +41,48 @@ def _allowed(ctx: BundleContext) -> set[tuple[str, str, str]]:
 
 def check_leaks(ctx: BundleContext) -> Iterator[Finding]:
     allowed = _allowed(ctx)
-    for path, data in sorted(ctx.files.items()):
-        if path.endswith(".sig"):
-            continue  # raw signature bytes, not text
-        if path in ctx.documents:
-            for hit in scan_document(ctx.documents[path]):
-                category = _LEDGER_CATEGORY.get(hit.hit.category, hit.hit.category)
-                if (path, hit.pointer, category) in allowed:
-                    yield Finding(
-                        CHECK,
-                        Severity.INFO,
-                        f"{hit.hit.category} kept: the exporter was told it is not private "
-                        f"(--allow): {hit.hit.excerpt}",
-                        file=path,
-                        pointer=hit.where,
-                    )
-                    continue
-                yield _finding(path, hit.where, hit.hit.category, hit.hit.excerpt)
-        else:
-            for leak in scan_bytes(data):
-                yield _finding(path, None, leak.category, leak.excerpt)
+    # The documents go to `scan_documents`, which scans them in batches and so reads a few
+    # ahead of the one whose hits it gives; the other files are scanned where they come in
+    # the sorted order, once the documents before them are done. `order` holds each file
+    # read ahead (with its bytes where it is not a document), until its findings are out.
+    order: deque[tuple[str, bytes | None]] = deque()
+
+    def documents() -> Iterator[Any]:
+        for path, data in sorted(ctx.files.items()):
+            if path.endswith(".sig"):
+                continue  # raw signature bytes, not text
+            if path in ctx.documents:
+                order.append((path, None))
+                yield ctx.documents[path]
+            else:
+                order.append((path, data))
+
+    for hits in scan_documents(documents()):
+        path, data = order.popleft()
+        while data is not None:  # the files before this document that are not documents
+            yield from _bytes_findings(path, data)
+            path, data = order.popleft()
+        for hit in hits:
+            category = _LEDGER_CATEGORY.get(hit.hit.category, hit.hit.category)
+            if (path, hit.pointer, category) in allowed:
+                yield Finding(
+                    CHECK,
+                    Severity.INFO,
+                    f"{hit.hit.category} kept: the exporter was told it is not private "
+                    f"(--allow): {hit.hit.excerpt}",
+                    file=path,
+                    pointer=hit.where,
+                )
+                continue
+            yield _finding(path, hit.where, hit.hit.category, hit.hit.excerpt)
+    for path, data in order:  # those after the last document: none is one
+        assert data is not None
+        yield from _bytes_findings(path, data)
+
+
+def _bytes_findings(path: str, data: bytes) -> Iterator[Finding]:
+    for leak in scan_bytes(data):
+        yield _finding(path, None, leak.category, leak.excerpt)
 
 
 def _finding(path: str, pointer: str | None, category: str, excerpt: str) -> Finding:

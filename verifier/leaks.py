@@ -1127,7 +1127,8 @@ class _KnownRegex:
 
 
 # `scan_documents` scans at most this many documents as one text, or about this many
-# characters (a document of that size or more goes alone).
+# characters: a batch is scanned once its texts reach it (the last document may take it
+# past the bound, up to the length of that document).
 _BATCH_DOCUMENTS = 64
 _BATCH_CHARS = 1 << 20
 # What separates two documents' texts in a batch. For the generic detectors, a text X

@@ -154,6 +154,14 @@ def test_a_child_that_dies_before_its_share_means_all_parsed_here(
     assert given == [[]]
 
 
+def test_a_share_that_cannot_be_sent_means_all_done_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    expected, _, _ = both(SEED, VerifyOptions(), monkeypatch)
+    monkeypatch.setattr(verify, "_prepare", lambda *_args: [lambda: None])  # not picklable
+    _, shared, given = both(SEED, VerifyOptions(), monkeypatch)
+    assert shared == expected
+    assert given == [[]]
+
+
 def test_what_the_child_gives_is_what_parsing_here_builds() -> None:
     loaded = read_bundle(SEED, Limits())
     paths = sorted(p for p in loaded.files if p.startswith("records/"))

@@ -163,7 +163,7 @@ class _Readings:
 _ROSE, _FELL, _NONZERO = 1, 2, 4
 
 
-def _how(moves: list[float] | None) -> int | None:
+def _how(moves: Iterable[float] | None) -> int | None:
     """The bits of _ROSE, _FELL and _NONZERO that the moves of one counter show; None when
     the counter was not recorded."""
     if moves is None:
@@ -180,34 +180,20 @@ def _how(moves: list[float] | None) -> int | None:
 
 
 def _how_between(ref: str, before: Snapshot, after: Snapshot) -> int | None:
-    """_how(_moves(ref, before, after)) without the list of moves: which way a sample
-    moved does not depend on the order the samples are taken in, so a family whose
-    samples have the same keys on both sides is read in its own order, unsorted."""
+    """_how(_moves(ref, before, after)) without sorting: which way a sample moved does
+    not depend on the order the samples are taken in, so a family whose samples have the
+    same keys on both sides is read in its own order."""
     if ref.startswith("metric:"):
         old, new = before.samples(ref), after.samples(ref)
         if not old or not new:
             return None
         if old.keys() != new.keys():  # a sample came or went: the moves as _moves has them
             return _how(_moves(ref, before, after))
-        how = 0
-        for key, was in old.items():
-            x = new[key] - was
-            if x > 0:
-                how |= _ROSE | _NONZERO
-            elif x < 0:
-                how |= _FELL | _NONZERO
-            elif x != 0:
-                how |= _NONZERO
-        return how
+        return _how(new[key] - was for key, was in old.items())
     old_value, new_value = before.counter(ref), after.counter(ref)
     if old_value is None or new_value is None:
         return None
-    x = new_value - old_value
-    if x > 0:
-        return _ROSE | _NONZERO
-    if x < 0:
-        return _FELL | _NONZERO
-    return 0 if x == 0 else _NONZERO
+    return _how((new_value - old_value,))
 
 
 class _Moves:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from children import no_children_left
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sample_paths import BUNDLES, KEY, SAMPLES
@@ -133,14 +134,6 @@ def test_a_small_bundle_is_verified_in_one_process(monkeypatch: pytest.MonkeyPat
     assert started == []
 
 
-def _no_children_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
-
-
 def test_forked_gives_the_childs_value_or_child_failed() -> None:
     big = bytes(range(256)) * 4096  # more than a pipe holds
     assert Forked(lambda _c: {"x": [1, big]}).result() == {"x": [1, big]}
@@ -174,7 +167,7 @@ def test_forked_gives_the_childs_value_or_child_failed() -> None:
     sleeper.cancel()
     assert time.monotonic() - started < 10
     sleeper.cancel()  # once ended, nothing
-    assert _no_children_left()
+    assert no_children_left()
 
 
 def test_the_child_works_on_what_the_parent_built() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 TOOLS = HERE.parent.parent / "tools"
-for entry in (str(HERE), str(TOOLS)):
+for entry in (str(HERE), str(HERE.parent), str(TOOLS)):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from children import no_children_left
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rawfactory import RawFactory
@@ -41,14 +42,6 @@ SAMPLE_RAW = REPO / "sample_bundles" / "raw" / "seed-mlxcel"
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 
 
-def _no_children_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
-
-
 @pytest.fixture
 def forking(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every export of the test takes the two-process path (the calls are recorded)."""
@@ -64,7 +57,7 @@ def forking(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     monkeypatch.setattr(exporter, "can_fork", lambda: True)
     monkeypatch.setattr(exporter, "_build_in_two", recorded)
     yield calls
-    assert _no_children_left()
+    assert no_children_left()
 
 
 def _built(raw: Path, *, two: bool, allowed: tuple[str, ...] = ()) -> tuple[str, Any]:
@@ -141,7 +134,7 @@ def test_two_processes_give_the_plain_bundle_on_planted_values(
         finally:
             exporter._build_in_two = in_two
     assert calls == [plain[0] == "ok"]  # two processes, or back to the plain path on an error
-    assert _no_children_left()
+    assert no_children_left()
 
 
 def test_a_failing_child_sends_the_work_back_to_the_plain_path(

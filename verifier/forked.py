@@ -1,11 +1,11 @@
 """Work done in a forked second process, on the machine's other core.
 
-Verify runs its leak scan and checksums beside its other checks, and export builds a
-share of its records and its archive, each in a forked child: the child inherits
-everything the parent has built (its pages shared until written), exchanges pickled values
-with the parent through two pipes, and exits without running anything of the parent's
-(`os._exit`: no atexit handler, no flush of the parent's buffers; the parent's signal
-handlers are reset, so Ctrl-C or SIGTERM simply ends it).
+Verify parses a share of its records and runs its leak scan and checksums beside its other
+checks, and export builds a share of its records and its archive, each in a forked child:
+the child inherits everything the parent has built (its pages shared until written),
+exchanges pickled values with the parent through two pipes, and exits without running
+anything of the parent's (`os._exit`: no atexit handler, no flush of the parent's buffers;
+the parent's signal handlers are reset, so Ctrl-C or SIGTERM simply ends it).
 
 Forking is only ever a shortcut, never a different answer. Where it is not safe or not
 worth it (`can_fork`: not Linux, one core, another thread running) the caller does not

@@ -121,9 +121,10 @@ def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
     if not forked.can_fork():
         return None
     files, limits = context.files, context.options.limits
-    records = sorted(p for p in files if p.startswith(layout.RECORDS_DIR + "/"))
-    shared = [p for p in records if p.endswith(".json")]
-    shared = shared[len(shared) - int(len(shared) * SHARED) :]
+    records = sorted(
+        p for p in files if p.startswith(layout.RECORDS_DIR + "/") and p.endswith(".json")
+    )
+    shared = records[len(records) - int(len(records) * SHARED) :]
 
     def work(channel: forked.Channel) -> _Beside:
         # Sent from a thread: the parent takes them only once it has parsed its own, and

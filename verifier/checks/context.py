@@ -136,9 +136,10 @@ class BundleContext:
         self.bundle = bundle
         self.options = options
         # Documents another process parses and validates for this one (verify's forked
-        # child), set before the first document is read; and violations found early.
+        # child), set before the first document is read; and the violations known before
+        # the schema check (found early, or given by that process).
         self.share: Share | None = None
-        self._violations_given: dict[str, list[SchemaViolation]] = {}
+        self._violations_known: dict[str, list[SchemaViolation]] = {}
 
     @property
     def files(self) -> Mapping[str, bytes]:
@@ -175,7 +176,7 @@ class BundleContext:
                 ):
                     budget.take(ready.values)
                     documents[path] = ready.document
-                    self._violations_given[path] = ready.violations
+                    self._violations_known[path] = ready.violations
                     continue
             try:
                 data = files[path]
@@ -193,7 +194,7 @@ class BundleContext:
         the failure as its own."""
         for path, document in documents.items():
             try:
-                self._violations_given[path] = violations_of(path, document)
+                self._violations_known[path] = violations_of(path, document)
             except Exception:  # noqa: S112 - the schema check validates it again, and says
                 continue
 
@@ -216,9 +217,9 @@ class BundleContext:
     @cached_property
     def schema_violations(self) -> dict[str, list[SchemaViolation]]:
         """Violations per JSON file; a file absent from this map was not validated."""
-        given = self._violations_given
+        known = self._violations_known
         return {
-            path: given[path] if path in given else violations_of(path, document)
+            path: known[path] if path in known else violations_of(path, document)
             for path, document in self.documents.items()
         }
 

@@ -165,6 +165,7 @@ def test_the_collector_is_off_for_start_up_and_on_for_the_work() -> None:
         "v.verify_path = spy\n"
         f"sys.argv = ['evidence', 'verify', {str(SAMPLE)!r}, '-q']\n"
         "import verifier.cli.common as common\n"
+        "common.end_at_once = lambda: None  # this probe prints after main returns\n"
         "real_loading = common.loading\n"
         "def loading():\n"
         "    seen.append(('loading', gc.isenabled()))\n"

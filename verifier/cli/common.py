@@ -157,6 +157,23 @@ def _collect_from_here() -> None:
     gc.enable()
 
 
+_ends_at_once = False
+
+
+def end_at_once() -> None:
+    """Said by a command whose report is written and which has nothing left to do but
+    free what it built (verify: one object at a time, some 85 ms after 10,000 records):
+    `verifier.__main__` then flushes the standard streams and ends the process at once.
+    Nothing else is skipped: no atexit handler, file or thread of the tool's is left at
+    that point, and the process's children are waited for before the report is made."""
+    global _ends_at_once
+    _ends_at_once = True
+
+
+def ends_at_once() -> bool:
+    return _ends_at_once
+
+
 @contextlib.contextmanager
 def loading() -> Iterator[None]:
     """Imports in a command's body, with the cyclic collector off as during start-up

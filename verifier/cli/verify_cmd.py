@@ -16,7 +16,16 @@ import typer
 
 from verifier import layout
 from verifier.bundle.reader import Limits
-from verifier.cli.common import Command, boundary, loading, note, program, stderr, stderr_console
+from verifier.cli.common import (
+    Command,
+    boundary,
+    end_at_once,
+    loading,
+    note,
+    program,
+    stderr,
+    stderr_console,
+)
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
 from verifier.report.common import printable
@@ -277,6 +286,7 @@ def verify(
             )  # fmt: skip
     report = build_report(outcomes)
     _write(report, output_format, quiet=quiet, output=output)
+    end_at_once()
     raise typer.Exit(report["exit_code"])
 
 

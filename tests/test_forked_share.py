@@ -134,7 +134,7 @@ def test_a_message_not_as_the_child_sends_it_means_all_parsed_here(
     message: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected, _, _ = both(SEED, VerifyOptions(), monkeypatch)
-    monkeypatch.setattr(verify, "_prepare", lambda *_args: message)
+    monkeypatch.setattr(verify, "_prepare", lambda *_args: (message, {}))
     alone, shared, given = both(SEED, VerifyOptions(), monkeypatch)
     assert alone == expected and shared == expected
     assert given == [[]]
@@ -156,7 +156,7 @@ def test_a_child_that_dies_before_its_share_means_all_parsed_here(
 
 def test_a_share_that_cannot_be_sent_means_all_done_here(monkeypatch: pytest.MonkeyPatch) -> None:
     expected, _, _ = both(SEED, VerifyOptions(), monkeypatch)
-    monkeypatch.setattr(verify, "_prepare", lambda *_args: [lambda: None])  # not picklable
+    monkeypatch.setattr(verify, "_prepare", lambda *_args: ([lambda: None], {}))  # not picklable
     _, shared, given = both(SEED, VerifyOptions(), monkeypatch)
     assert shared == expected
     assert given == [[]]
@@ -165,7 +165,7 @@ def test_a_share_that_cannot_be_sent_means_all_done_here(monkeypatch: pytest.Mon
 def test_what_the_child_gives_is_what_parsing_here_builds() -> None:
     loaded = read_bundle(SEED, Limits())
     paths = sorted(p for p in loaded.files if p.startswith("records/"))
-    for path, blob in verify._prepare(loaded.files, paths, Limits()):
+    for path, blob in verify._prepare(loaded.files, paths, Limits())[0]:
         document, values, violations = marshal.loads(blob)
         here = loads_strict(loaded.files[path])
         assert document == here and json.dumps(document) == json.dumps(here)
@@ -182,10 +182,86 @@ def test_schema_violations_given_are_the_ones_found_here() -> None:
     shared = BundleContext(bundle, VerifyOptions())
     paths = frozenset(p for p in bundle.files if p.startswith("records/"))
     ready = {}
-    for path, blob in verify._prepare(bundle.files, sorted(paths), Limits()):
+    for path, blob in verify._prepare(bundle.files, sorted(paths), Limits())[0]:
         document, values, violations = marshal.loads(blob)
         ready[path] = Ready(document, values, [SchemaViolation(*v) for v in violations])
     shared.share = Share(paths, lambda: ready)
     assert shared.documents == plain.documents
     assert shared.schema_violations == plain.schema_violations
     assert any(shared.schema_violations[p] for p in paths)  # an invalid one was given too
+
+
+def _with_leaks(tmp_path: Path) -> tuple[Path, list[str]]:
+    """The seed with a home path in records inside and outside the child's share."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SEED, bundle)
+    records = sorted((bundle / "records").rglob("*.json"))
+    leaky = [records[0], records[len(records) // 2], records[-2], records[-1]]
+    for record in leaky:
+        document = json.loads(record.read_text())
+        document["response"]["note"] = "written in /home/alice/work"
+        record.write_text(json.dumps(document))
+    return bundle, [r.relative_to(bundle).as_posix() for r in leaky]
+
+
+def test_the_childs_share_is_scanned_for_leaks_as_it_is_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leak scan's hits of the share, found while the child holds each document, are
+    the hits the leaks check finds scanning it; the check then takes them as they are."""
+    bundle, leaky = _with_leaks(tmp_path)
+    loaded = read_bundle(bundle, Limits())
+    records = sorted(p for p in loaded.files if p.startswith("records/"))
+    share = records[len(records) // 3 :]
+    _, scanned = verify._prepare(loaded.files, share, Limits())
+    assert sorted(scanned) == share
+    assert [p for p in share if scanned[p]] == [p for p in leaky if p in share]
+    from verifier.leaks import scan_document
+
+    for path in share:
+        assert scanned[path] == scan_document(loads_strict(loaded.files[path]))
+    from verifier.checks.context import EachAlone
+    from verifier.checks.leaks import check_leaks
+
+    plain = list(check_leaks(BundleContext(loaded, VerifyOptions())))
+    import verifier.checks.context as context
+
+    parsed_alone: list[str] = []
+    real = context.loads_strict
+
+    def counted(data: bytes, **kwargs: Any) -> Any:
+        parsed_alone.append(next(p for p, d in loaded.files.items() if d is data))
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(context, "loads_strict", counted)
+    documents = EachAlone(loaded.files, Limits())
+    alone = BundleContext.over(loaded, VerifyOptions(), documents, scanned)
+    assert list(check_leaks(alone)) == plain
+    assert [f.file for f in plain if f.is_error] == leaky
+    assert parsed_alone and not set(parsed_alone) & set(share)  # not parsed again
+    assert all(documents.parsed[p] for p in share)  # and counted as parsed
+
+
+def test_leaks_found_by_the_child_are_the_ones_found_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle, leaky = _with_leaks(tmp_path)
+    alone, shared, given = both(bundle, VerifyOptions(), monkeypatch)
+    assert shared == alone
+    assert set(leaky) & set(given[0]) and set(leaky) - set(given[0])  # both sides leak
+    assert [f.file for f in alone[1] if f.check == "leaks"] == leaky
+
+
+def test_a_leak_scan_that_fails_in_the_child_is_the_checks_to_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle, _ = _with_leaks(tmp_path)
+    expected, _, _ = both(bundle, VerifyOptions(), monkeypatch)
+
+    def fails(documents: Any) -> Any:
+        next(iter(documents))
+        raise RuntimeError("a bug in the scan")
+
+    monkeypatch.setattr(verify, "scan_documents", fails)  # the share's scan only
+    _, shared, given = both(bundle, VerifyOptions(), monkeypatch)
+    assert shared == expected and given[0]

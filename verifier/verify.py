@@ -8,7 +8,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from verifier import layout
 from verifier.bundle.reader import Limits, read_bundle
@@ -25,6 +25,7 @@ from verifier.classify import Classification, ProtocolContext, classify
 from verifier.collector import fewer_collections
 from verifier.errors import InvalidDocument, UsageError
 from verifier.jsonio import ValueBudget, loads_strict
+from verifier.leaks import DocumentHit, scan_documents
 from verifier.model import Finding, Verdict
 from verifier.profiles.rules import ProfileRules, RulesError
 from verifier.records import Experiment
@@ -107,11 +108,11 @@ def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
     """Share the work with a forked child, for a bundle large enough to gain from it.
 
     The child starts at once. First it parses and validates the last SHARED of the
-    records (`_prepare`) and sends them back from a thread, while this process parses and
-    validates the rest. Then it runs the BESIDE checks, parsing each document again on its
-    own and holding one at a time (EachAlone), and sends back, with their findings, which
-    documents it parsed: those findings count only if it parsed the documents this
-    process did.
+    records, scanning them for leaks as it goes (`_prepare`), and sends them back from a
+    thread, while this process parses and validates the rest. Then it runs the BESIDE
+    checks, parsing each other document again on its own and holding one at a time
+    (EachAlone), and sends back, with their findings, which documents it parsed: those
+    findings count only if it parsed the documents this process did.
     """
     size = sum(len(data) for name, data in context.files.items() if name.endswith(".json"))
     if size < BESIDE_FROM_BYTES:
@@ -129,18 +130,20 @@ def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
     def work(channel: forked.Channel) -> _Beside:
         # Sent from a thread: the parent takes them only once it has parsed its own, and
         # meanwhile this process goes on with its checks (the thread waits in one write,
-        # without the GIL). Not kept for those checks: 14 MiB more at the peak, where
-        # EachAlone's parsing them again costs 0.17 s.
+        # without the GIL). Not kept for those checks (14 MiB more at the peak): what the
+        # leaks check would read in them, the hits, is.
         def send(prepared: list[tuple[str, bytes]]) -> None:
             try:
                 channel.send(prepared)
             except BaseException:  # as in forked._child: the parent does all the work
                 os._exit(1)
 
-        sending = threading.Thread(target=send, args=(_prepare(files, shared, limits),))
+        prepared, scanned = _prepare(files, shared, limits)
+        sending = threading.Thread(target=send, args=(prepared,))
         sending.start()
+        del prepared
         documents = EachAlone(files, limits)
-        alone = BundleContext.over(context.bundle, context.options, documents)
+        alone = BundleContext.over(context.bundle, context.options, documents, scanned)
         found = run_named(alone, BESIDE)
         sending.join()
         return found, documents.parsed
@@ -165,11 +168,27 @@ _SHARED_MAX_DEPTH = 200
 
 def _prepare(
     files: Mapping[str, bytes], paths: list[str], limits: Limits
-) -> list[tuple[str, bytes]]:
+) -> tuple[list[tuple[str, bytes]], dict[str, list[DocumentHit]]]:
     """The child's share of the parsing: each document it could read, as `marshal` bytes
     of (document, values, violations). One it cannot read, or whose validation fails
-    unexpectedly, it leaves out: the parent reads that one itself."""
+    unexpectedly, it leaves out: the parent reads that one itself.
+
+    And the leak scan's hits of those it read, found while it holds them (a batch at a
+    time): the leaks check then need not parse them again. A batch whose scan fails
+    unexpectedly is left to the check, which scans it again and says what fails."""
     prepared: list[tuple[str, bytes]] = []
+    scanned: dict[str, list[DocumentHit]] = {}
+    batch: list[tuple[str, Any]] = []
+
+    def scan() -> None:
+        try:
+            found = list(scan_documents(document for _, document in batch))
+        except Exception:  # noqa: S110 - scanned again by the check, which reports it
+            pass
+        else:
+            scanned.update(zip((path for path, _ in batch), found, strict=True))
+        batch.clear()
+
     depth = min(limits.max_json_depth, _SHARED_MAX_DEPTH)
     for path in paths:
         try:
@@ -180,7 +199,16 @@ def _prepare(
             prepared.append((path, marshal.dumps((document, values, violations))))
         except Exception:  # noqa: S112 - the parent parses it, and reports what it finds
             continue
-    return prepared
+        batch.append((path, document))
+        if len(batch) == _SCANNED_TOGETHER:
+            scan()
+    if batch:
+        scan()
+    return prepared, scanned
+
+
+# Documents the child holds at once for the leak scan of its share (the scan's own batch).
+_SCANNED_TOGETHER = 64
 
 
 def _prepared(beside: Forked[_Beside], paths: frozenset[str]) -> dict[str, Ready] | None:

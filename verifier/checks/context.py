@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, NamedTuple, Self
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from verifier import layout, schemas
 from verifier.bundle.reader import Limits, LoadedBundle
@@ -27,6 +27,9 @@ from verifier.protocol import (
 )
 from verifier.records import Experiment, Record
 from verifier.schemas import SchemaViolation
+
+if TYPE_CHECKING:
+    from verifier.leaks import DocumentHit
 
 _RECORD_NAME = re.compile(r"^records/[a-z0-9][a-z0-9._-]{0,63}/[0-9]{3,7}\.json$")
 
@@ -140,6 +143,10 @@ class BundleContext:
         # the schema check (found early, or given by that process).
         self.share: Share | None = None
         self._violations_known: dict[str, list[SchemaViolation]] = {}
+        # The leak scan's hits of documents scanned already, by path (verify's child scans
+        # those it parses for the other process as it parses them): the leaks check takes
+        # these rather than scan the same documents again.
+        self.leaks_scanned: Mapping[str, list[DocumentHit]] = {}
 
     @property
     def files(self) -> Mapping[str, bytes]:
@@ -204,10 +211,21 @@ class BundleContext:
         return self._parsed[0]
 
     @classmethod
-    def over(cls, bundle: LoadedBundle, options: VerifyOptions, documents: EachAlone) -> Self:
-        """The same bundle, its documents read through `documents` (verify's forked child)."""
+    def over(
+        cls,
+        bundle: LoadedBundle,
+        options: VerifyOptions,
+        documents: EachAlone,
+        scanned: Mapping[str, list[DocumentHit]] | None = None,
+    ) -> Self:
+        """The same bundle, its documents read through `documents` (verify's forked child);
+        `scanned`: the leak scan's hits of those scanned already, each of which `documents`
+        counts as parsed."""
         view = cls(bundle, options)
         view._parsed = (documents, {})
+        if scanned:
+            view.leaks_scanned = scanned
+            documents.parsed.update(dict.fromkeys(scanned, True))
         return view
 
     @property

@@ -14,7 +14,7 @@ from typing import Any
 
 from verifier import layout
 from verifier.checks.context import BundleContext
-from verifier.leaks import ALLOWED_PLACEHOLDER, scan_bytes, scan_documents
+from verifier.leaks import ALLOWED_PLACEHOLDER, DocumentHit, scan_bytes, scan_documents
 from verifier.model import Finding, Severity
 
 CHECK = "leaks"
@@ -41,43 +41,57 @@ def _allowed(ctx: BundleContext) -> set[tuple[str, str, str]]:
 
 def check_leaks(ctx: BundleContext) -> Iterator[Finding]:
     allowed = _allowed(ctx)
+    scanned = ctx.leaks_scanned
     # The documents go to `scan_documents`, which scans them in batches and so reads a few
-    # ahead of the one whose hits it gives; the other files are scanned where they come in
-    # the sorted order, once the documents before them are done. `order` holds each file
-    # read ahead (with its bytes where it is not a document), until its findings are out.
-    order: deque[tuple[str, bytes | None]] = deque()
+    # ahead of the one whose hits it gives; the other files, and the documents scanned
+    # already, come out where they are in the sorted order, once the documents before them
+    # are done. `order` holds each file read ahead, with its bytes where it is not a
+    # document, or its hits where they are known, until its findings are out.
+    order: deque[tuple[str, bytes | list[DocumentHit] | None]] = deque()
 
     def documents() -> Iterator[Any]:
         for path, data in sorted(ctx.files.items()):
             if path.endswith(".sig"):
                 continue  # raw signature bytes, not text
-            if path in ctx.documents:
+            if path in scanned:
+                order.append((path, scanned[path]))
+            elif path in ctx.documents:
                 order.append((path, None))
                 yield ctx.documents[path]
             else:
                 order.append((path, data))
 
+    def ahead(until: tuple[str, bytes | list[DocumentHit] | None]) -> Iterator[Finding]:
+        path, found = until
+        if isinstance(found, bytes):
+            yield from _bytes_findings(path, found)
+        elif found is not None:
+            yield from _hit_findings(path, found, allowed)
+
     for hits in scan_documents(documents()):
-        path, data = order.popleft()
-        while data is not None:  # the files before this document that are not documents
-            yield from _bytes_findings(path, data)
-            path, data = order.popleft()
-        for hit in hits:
-            category = _LEDGER_CATEGORY.get(hit.hit.category, hit.hit.category)
-            if (path, hit.pointer, category) in allowed:
-                yield Finding(
-                    CHECK,
-                    Severity.INFO,
-                    f"{hit.hit.category} kept: the exporter was told it is not private "
-                    f"(--allow): {hit.hit.excerpt}",
-                    file=path,
-                    pointer=hit.where,
-                )
-                continue
-            yield _finding(path, hit.where, hit.hit.category, hit.hit.excerpt)
-    for path, data in order:  # those after the last document: none is one
-        assert data is not None
-        yield from _bytes_findings(path, data)
+        while (item := order.popleft())[1] is not None:  # those before this document
+            yield from ahead(item)
+        yield from _hit_findings(item[0], hits, allowed)
+    for item in order:  # those after the last document scanned here
+        yield from ahead(item)
+
+
+def _hit_findings(
+    path: str, hits: list[DocumentHit], allowed: set[tuple[str, str, str]]
+) -> Iterator[Finding]:
+    for hit in hits:
+        category = _LEDGER_CATEGORY.get(hit.hit.category, hit.hit.category)
+        if (path, hit.pointer, category) in allowed:
+            yield Finding(
+                CHECK,
+                Severity.INFO,
+                f"{hit.hit.category} kept: the exporter was told it is not private "
+                f"(--allow): {hit.hit.excerpt}",
+                file=path,
+                pointer=hit.where,
+            )
+            continue
+        yield _finding(path, hit.where, hit.hit.category, hit.hit.excerpt)
 
 
 def _bytes_findings(path: str, data: bytes) -> Iterator[Finding]:

@@ -19,6 +19,7 @@ from verifier.bundle.reader import Limits
 from verifier.cli.common import (
     Command,
     boundary,
+    collector_off,
     end_at_once,
     loading,
     note,
@@ -234,58 +235,64 @@ def verify(
     )
     key_info = _key_info(key) if key is not None else None
     profile_rules = load_profile_rules(profile) if profile is not None else None
-    outcomes = []
-    # A bar only where one can be drawn, and only for what reports progress: the rehash of
-    # --model-dir.
-    with _model_progress(model_dir is not None and not quiet and stderr.is_terminal) as on_progress:
-        options = VerifyOptions(
-            public_key=key,
-            model_dir=model_dir,
-            limits=limits,
-            progress=on_progress,
-            profile_rules=profile_rules,
-            profile_file=None if profile is None else profile.name,
-        )
-        for path in bundles:
-            if not quiet:
-                note(f"verifying {path}")
-            try:
-                _refuse_raw_capture(path)
-                result = verify_path(path, options)
-            except (UnreadableInput, UnsafeInput) as exc:
+    # The collector off until the report is written (see collector_off).
+    with collector_off():
+        outcomes = []
+        # A bar only where one can be drawn, and only for what reports progress: the rehash of
+        # --model-dir.
+        with _model_progress(
+            model_dir is not None and not quiet and stderr.is_terminal
+        ) as on_progress:
+            options = VerifyOptions(
+                public_key=key,
+                model_dir=model_dir,
+                limits=limits,
+                progress=on_progress,
+                profile_rules=profile_rules,
+                profile_file=None if profile is None else profile.name,
+            )
+            for path in bundles:
                 if not quiet:
-                    from rich.text import Text
+                    note(f"verifying {path}")
+                try:
+                    _refuse_raw_capture(path)
+                    result = verify_path(path, options)
+                except (UnreadableInput, UnsafeInput) as exc:
+                    if not quiet:
+                        from rich.text import Text
 
-                    stderr.print(
-                        Text.assemble(("error: ", "bold red"), printable(exc.message)),
-                        soft_wrap=True,
+                        stderr.print(
+                            Text.assemble(("error: ", "bold red"), printable(exc.message)),
+                            soft_wrap=True,
+                        )
+                    outcomes.append(
+                        BundleOutcome(
+                            str(path), None, error=exc.message, expected=expect,
+                            unsafe=isinstance(exc, UnsafeInput),
+                        )
+                    )  # fmt: skip
+                    continue
+                except Exception as exc:  # a bug: this bundle fails closed, the others still report
+                    message = f"internal error ({type(exc).__name__}): please report this input"
+                    if not quiet:
+                        from rich.text import Text
+
+                        stderr.print(
+                            Text.assemble(("error: ", "bold red"), message), soft_wrap=True
+                        )
+                    outcomes.append(
+                        BundleOutcome(str(path), None, error=message, expected=expect, unsafe=True)
                     )
+                    continue
                 outcomes.append(
                     BundleOutcome(
-                        str(path), None, error=exc.message, expected=expect,
-                        unsafe=isinstance(exc, UnsafeInput),
+                        str(path), result, expected=expect, key=key_info,
+                        model_dir=model_dir is not None, require_signature=require_signature,
+                        require_model_match=require_model_match,
                     )
                 )  # fmt: skip
-                continue
-            except Exception as exc:  # a bug: this bundle fails closed, the others still report
-                message = f"internal error ({type(exc).__name__}): please report this input"
-                if not quiet:
-                    from rich.text import Text
-
-                    stderr.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
-                outcomes.append(
-                    BundleOutcome(str(path), None, error=message, expected=expect, unsafe=True)
-                )
-                continue
-            outcomes.append(
-                BundleOutcome(
-                    str(path), result, expected=expect, key=key_info,
-                    model_dir=model_dir is not None, require_signature=require_signature,
-                    require_model_match=require_model_match,
-                )
-            )  # fmt: skip
-    report = build_report(outcomes)
-    _write(report, output_format, quiet=quiet, output=output)
+        report = build_report(outcomes)
+        _write(report, output_format, quiet=quiet, output=output)
     end_at_once()
     raise typer.Exit(report["exit_code"])
 

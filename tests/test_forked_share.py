@@ -134,7 +134,7 @@ def test_a_message_not_as_the_child_sends_it_means_all_parsed_here(
     message: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected, _, _ = both(SEED, VerifyOptions(), monkeypatch)
-    monkeypatch.setattr(verify, "_prepare", lambda *_args: (message, {}))
+    monkeypatch.setattr(verify, "_prepare", lambda *_args: message)
     alone, shared, given = both(SEED, VerifyOptions(), monkeypatch)
     assert alone == expected and shared == expected
     assert given == [[]]
@@ -156,7 +156,7 @@ def test_a_child_that_dies_before_its_share_means_all_parsed_here(
 
 def test_a_share_that_cannot_be_sent_means_all_done_here(monkeypatch: pytest.MonkeyPatch) -> None:
     expected, _, _ = both(SEED, VerifyOptions(), monkeypatch)
-    monkeypatch.setattr(verify, "_prepare", lambda *_args: ([lambda: None], {}))  # not picklable
+    monkeypatch.setattr(verify, "_prepare", lambda *_args: [lambda: None])  # not picklable
     _, shared, given = both(SEED, VerifyOptions(), monkeypatch)
     assert shared == expected
     assert given == [[]]
@@ -165,7 +165,7 @@ def test_a_share_that_cannot_be_sent_means_all_done_here(monkeypatch: pytest.Mon
 def test_what_the_child_gives_is_what_parsing_here_builds() -> None:
     loaded = read_bundle(SEED, Limits())
     paths = sorted(p for p in loaded.files if p.startswith("records/"))
-    for path, blob in verify._prepare(loaded.files, paths, Limits())[0]:
+    for path, blob in verify._prepare(loaded.files, paths, Limits()):
         document, values, violations = marshal.loads(blob)
         here = loads_strict(loaded.files[path])
         assert document == here and json.dumps(document) == json.dumps(here)
@@ -182,7 +182,7 @@ def test_schema_violations_given_are_the_ones_found_here() -> None:
     shared = BundleContext(bundle, VerifyOptions())
     paths = frozenset(p for p in bundle.files if p.startswith("records/"))
     ready = {}
-    for path, blob in verify._prepare(bundle.files, sorted(paths), Limits())[0]:
+    for path, blob in verify._prepare(bundle.files, sorted(paths), Limits()):
         document, values, violations = marshal.loads(blob)
         ready[path] = Ready(document, values, [SchemaViolation(*v) for v in violations])
     shared.share = Share(paths, lambda: ready)
@@ -204,16 +204,17 @@ def _with_leaks(tmp_path: Path) -> tuple[Path, list[str]]:
     return bundle, [r.relative_to(bundle).as_posix() for r in leaky]
 
 
-def test_the_childs_share_is_scanned_for_leaks_as_it_is_parsed(
+def test_the_childs_share_is_scanned_for_leaks_as_it_is_sent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The leak scan's hits of the share, found while the child holds each document, are
-    the hits the leaks check finds scanning it; the check then takes them as they are."""
+    """The leak scan's hits of the share, found in what the child sends (read back from
+    marshal), are the hits of scanning each document parsed; the leaks check takes them
+    as they are, without parsing those documents again."""
     bundle, leaky = _with_leaks(tmp_path)
     loaded = read_bundle(bundle, Limits())
     records = sorted(p for p in loaded.files if p.startswith("records/"))
     share = records[len(records) // 3 :]
-    _, scanned = verify._prepare(loaded.files, share, Limits())
+    scanned = verify._scanned(verify._prepare(loaded.files, share, Limits()))
     assert sorted(scanned) == share
     assert [p for p in share if scanned[p]] == [p for p in leaky if p in share]
     from verifier.leaks import scan_document

@@ -79,3 +79,20 @@ def test_a_stream_that_cannot_be_flushed_gets_pythons_exit() -> None:
     done = _evidence("verify", str(SAMPLE), "-q", before=broken)
     assert TEARDOWN in done.stderr
     assert done.returncode != 0 or "BrokenPipeError" in done.stderr
+
+
+def test_a_reader_gone_is_said_plainly_not_as_a_bug() -> None:
+    """`evidence verify b.tar.gz | head`: the report cannot be written whole, which is no
+    internal error; exit 1 (the report was not delivered) and one line saying why."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "verifier", "verify", str(SAMPLE), "-f", "json"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as done:
+        assert done.stdout is not None and done.stderr is not None
+        done.stdout.close()  # before it writes a byte (start-up alone takes longer)
+        err = done.stderr.read()
+        assert done.wait() == 1
+    assert "broken pipe" in err and "internal error" not in err and "Traceback" not in err

@@ -147,6 +147,14 @@ def debug_enabled() -> bool:
     return os.environ.get("EVIDENCE_DEBUG", "") not in ("", "0")
 
 
+def _stdout_to_null() -> None:
+    """What is left in stdout's buffer goes nowhere, rather than fail again at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+
+
 def _collect_from_here() -> None:
     """The cyclic collector on, for the objects made from now on. What exists now (the
     modules, classes and functions start-up made, alive until exit; after a verify, what
@@ -225,6 +233,13 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
         except KeyboardInterrupt:
             stderr.print("[bold red]interrupted[/]")
             raise typer.Exit(130) from None
+        except BrokenPipeError:  # `evidence verify b.tar.gz | head`: the reader is gone
+            _stdout_to_null()
+            with contextlib.suppress(OSError):
+                sys.stderr.write(
+                    "error: standard output was closed before all of it was written (broken pipe)\n"
+                )
+            raise typer.Exit(1) from None
         except Exception as exc:  # the last line of defence: no traceback reaches the user
             if debug_enabled():
                 raise

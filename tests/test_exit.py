@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_bundles" / "seed-mlxcel"
@@ -81,18 +84,50 @@ def test_a_stream_that_cannot_be_flushed_gets_pythons_exit() -> None:
     assert done.returncode != 0 or "BrokenPipeError" in done.stderr
 
 
-def test_a_reader_gone_is_said_plainly_not_as_a_bug() -> None:
-    """`evidence verify b.tar.gz | head`: the report cannot be written whole, which is no
-    internal error; exit 1 (the report was not delivered) and one line saying why."""
+def _with_a_reader_gone(gone: str, *args: str) -> tuple[int, str]:
+    """`evidence ARGS` with the reading end of its stdout or stderr pipe closed before it
+    writes a byte (start-up alone takes longer), buffered as without PYTHONUNBUFFERED:
+    (exit code, what the other stream got)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     with subprocess.Popen(
-        [sys.executable, "-m", "verifier", "verify", str(SAMPLE), "-f", "json"],
+        [sys.executable, "-m", "verifier", *args],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     ) as done:
         assert done.stdout is not None and done.stderr is not None
-        done.stdout.close()  # before it writes a byte (start-up alone takes longer)
-        err = done.stderr.read()
-        assert done.wait() == 1
+        closed, other = (
+            (done.stdout, done.stderr) if gone == "stdout" else (done.stderr, done.stdout)
+        )
+        closed.close()
+        got = other.read()
+        return done.wait(), got
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("verify", str(SAMPLE), "-f", "json"),  # larger than stdout's buffer: fails in the command
+        ("verify", str(SAMPLE), "-q"),  # a line, left in the buffer: fails at the end
+        ("verify", str(REPO / "no-such-bundle"), "-f", "json"),  # a report of an error
+        ("schema", "show", "record"),  # another command
+    ],
+    ids=["large", "small", "unreadable", "schema"],
+)
+def test_a_reader_gone_is_said_plainly_not_as_a_bug(args: tuple[str, ...]) -> None:
+    """`evidence verify b.tar.gz | head`: the output cannot be written whole, which is no
+    internal error: exit 1 (the output was not delivered) and one line saying why."""
+    code, err = _with_a_reader_gone("stdout", *args)
+    assert code == 1, err
     assert "broken pipe" in err and "internal error" not in err and "Traceback" not in err
+    assert "Exception ignored" not in err
+
+
+def test_a_stderr_no_one_reads_loses_no_report() -> None:
+    """The progress lines on stderr are not the report: with no reader there, verify still
+    writes its whole report to stdout, and its exit code is the report's."""
+    code, out = _with_a_reader_gone("stderr", "verify", str(SAMPLE), "-f", "json")
+    assert code == 0
+    assert json.loads(out)["bundles"][0]["verdict"] == "cache-state-dependent"

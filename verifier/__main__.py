@@ -11,7 +11,9 @@ start-up's objects again (the one at exit took about 13 ms of an `evidence verif
 A command that has written its report and has nothing left to do says so
 (`cli.common.end_at_once`): the process then ends as soon as its standard streams are
 flushed, without the interpreter freeing every object (after a verify of 10,000 records,
-about 85 ms). Where that is not so, or a stream cannot be flushed, the exit is Python's.
+about 85 ms). Where that is not so, or a stream cannot be flushed, the exit is Python's;
+where what was left in stdout's buffer finds no reader (`evidence ... | head`), one line
+says so and the exit code is 1, as for a write that failed during the command.
 """
 
 import gc
@@ -33,15 +35,23 @@ def main() -> None:
 def _end_at_once(code: object) -> None:
     from verifier.cli import common
 
-    if not common.ends_at_once() or type(code) is not int or not 0 <= code <= 255:
-        return
-    try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()
-    except (OSError, ValueError):  # a closed pipe, a closed file: Python says what it says
-        return
-    os._exit(code)
+    if sys.stdout is not None:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:  # what was left in its buffer found no reader (`| head`)
+            common.reader_gone()
+            raise SystemExit(1) from None
+        except (OSError, ValueError):  # a full disk, a closed file: Python says what it says
+            return
+    if sys.stderr is not None:
+        try:
+            sys.stderr.flush()
+        except BrokenPipeError:  # progress lines no one reads: the report went out
+            common.to_null(sys.stderr)
+        except (OSError, ValueError):
+            return
+    if common.ends_at_once() and type(code) is int and 0 <= code <= 255:
+        os._exit(code)
 
 
 if __name__ == "__main__":

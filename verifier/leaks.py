@@ -1614,7 +1614,10 @@ class _Flat:
                         path.pop()
 
         if isinstance(document, dict | list) and last >= 0:
-            walk(document)
+            try:
+                walk(document)
+            finally:
+                del walk  # it refers to itself: left as it is, each call would leave a cycle
         return found
 
 
@@ -1626,7 +1629,9 @@ def _text_of() -> Callable[[Any], str]:
     containers = (dict, list)
 
     # As `_walk`, with a test of the exact type first: JSON's own types are the usual case.
-    def walk(node: Any) -> None:
+    # It is handed itself, to call: a function that named itself from the scope around it
+    # would be in a reference cycle, which only the cyclic collector frees.
+    def walk(node: Any, walk: Callable[[Any, Any], None]) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
                 kind = type(value)
@@ -1634,7 +1639,7 @@ def _text_of() -> Callable[[Any], str]:
                     add((SEP, key, KEY_SEP, value))
                 elif kind is dict or kind is list:
                     add((SEP, key))
-                    walk(value)
+                    walk(value, walk)
                 elif kind is int or kind is float or kind is bool or value is None:
                     add((SEP, key))
                 elif isinstance(value, str):
@@ -1642,7 +1647,7 @@ def _text_of() -> Callable[[Any], str]:
                 else:
                     add((SEP, key))
                     if isinstance(value, containers):
-                        walk(value)
+                        walk(value, walk)
         else:
             joiner = SEP
             for value in node:
@@ -1652,7 +1657,7 @@ def _text_of() -> Callable[[Any], str]:
                 else:
                     joiner = SEP
                     if isinstance(value, containers):
-                        walk(value)
+                        walk(value, walk)
         if len(pieces) >= 65536:  # join as we go: no list of millions of pieces
             pieces[:] = ["".join(pieces)]
 
@@ -1661,7 +1666,7 @@ def _text_of() -> Callable[[Any], str]:
             return SEP + document
         try:
             if isinstance(document, containers):
-                walk(document)
+                walk(document, walk)
             return "".join(pieces)
         finally:
             pieces.clear()  # empty for the next document, even after one that failed

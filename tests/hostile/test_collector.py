@@ -82,3 +82,30 @@ def test_many_records_leave_no_more_cycles(tmp_path: Path, monkeypatch: pytest.M
     with cycles_left() as many:
         _verify(bundle, monkeypatch, VerifyOptions())
     assert many[0] <= few[0] + 50
+
+
+def test_leaky_records_leave_no_more_cycles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each leak found is located in its document by a walk that must not stay in a cycle
+    (it once did: some 21 objects for every document with a hit)."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SAMPLES / "seed-mlxcel", bundle)
+    records = sorted((bundle / "records").rglob("*.json"))
+
+    def leak(copies: int) -> None:
+        for record in records:
+            document = json.loads(record.read_text())
+            document["response"]["note"] = "/home/alice/x ghp_" + "a" * 36 + " bob@example.org"
+            record.write_text(json.dumps(document))
+            for copy in range(1, copies + 1):
+                (record.parent / f"9{copy}{record.name}").write_text(json.dumps(document))
+
+    leak(0)
+    _verify(bundle, monkeypatch, VerifyOptions())  # what the detectors make once, made
+    with cycles_left() as few:
+        _verify(bundle, monkeypatch, VerifyOptions())
+    leak(8)
+    with cycles_left() as many:
+        _verify(bundle, monkeypatch, VerifyOptions())
+    assert many[0] <= few[0] + 50

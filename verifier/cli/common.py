@@ -48,7 +48,15 @@ else:
 def note(message: str) -> None:
     """A dim line on stderr (progress, where a report went), as `stderr.print(Text(message,
     style="dim"))` prints it: written plainly where that console writes no styles (see
-    report.plain), without loading rich; by rich elsewhere."""
+    report.plain), without loading rich; by rich elsewhere. A line stderr's reader is not
+    there to read is dropped: the work, and its report on stdout, go on."""
+    try:
+        _note(message)
+    except BrokenPipeError:
+        to_null(sys.stderr)
+
+
+def _note(message: str) -> None:
     from verifier.report import plain
 
     width = plain.plain_width(sys.stderr)
@@ -147,12 +155,43 @@ def debug_enabled() -> bool:
     return os.environ.get("EVIDENCE_DEBUG", "") not in ("", "0")
 
 
-def _stdout_to_null() -> None:
-    """What is left in stdout's buffer goes nowhere, rather than fail again at exit."""
+def reader_gone() -> None:
+    """After a write failed for want of a reader (a broken pipe): where that was stdout's,
+    one line on stderr says so, and what is left in stdout's buffer goes nowhere rather
+    than fail again at exit. (A command then exits 1: its output was not delivered whole.)"""
+    try:
+        if not _no_reader(sys.stdout.fileno()):
+            to_null(sys.stderr)  # stderr's reader is the one gone: nothing can be said
+            return
+    except (OSError, ValueError, AttributeError):
+        return
+    to_null(sys.stdout)
+    try:
+        sys.stderr.write(
+            "error: standard output was closed before all of it was written (broken pipe)\n"
+        )
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        to_null(sys.stderr)
+
+
+def to_null(stream: Any) -> None:
+    """What is left in the stream's buffer, and what is written to it from now on, goes
+    nowhere, rather than fail again (at exit: Python's 'Exception ignored', exit 120)."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
+        os.dup2(null, stream.fileno())
         os.close(null)
+
+
+def _no_reader(descriptor: int) -> bool:
+    """Whether `descriptor` is a pipe or socket whose reading end is closed (poll says
+    POLLERR or POLLHUP for it)."""
+    import select
+
+    poll = select.poll()
+    poll.register(descriptor, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poll.poll(0))
 
 
 def _collect_from_here() -> None:
@@ -234,11 +273,7 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
             stderr.print("[bold red]interrupted[/]")
             raise typer.Exit(130) from None
         except BrokenPipeError:  # `evidence verify b.tar.gz | head`: the reader is gone
-            _stdout_to_null()
-            with contextlib.suppress(OSError):
-                sys.stderr.write(
-                    "error: standard output was closed before all of it was written (broken pipe)\n"
-                )
+            reader_gone()
             raise typer.Exit(1) from None
         except Exception as exc:  # the last line of defence: no traceback reaches the user
             if debug_enabled():

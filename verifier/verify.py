@@ -108,11 +108,12 @@ def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
     """Share the work with a forked child, for a bundle large enough to gain from it.
 
     The child starts at once. First it parses and validates the last SHARED of the
-    records, scanning them for leaks as it goes (`_prepare`), and sends them back from a
-    thread, while this process parses and validates the rest. Then it runs the BESIDE
-    checks, parsing each other document again on its own and holding one at a time
-    (EachAlone), and sends back, with their findings, which documents it parsed: those
-    findings count only if it parsed the documents this process did.
+    records (`_prepare`) and sends them back from a thread, while this process parses and
+    validates the rest; as they are being sent, it scans them for leaks, read back from
+    what it sends (`_scanned`). Then it runs the BESIDE checks, parsing each other
+    document again on its own and holding one at a time (EachAlone), and sends back, with
+    their findings, which documents it parsed: those findings count only if it parsed the
+    documents this process did.
     """
     size = sum(len(data) for name, data in context.files.items() if name.endswith(".json"))
     if size < BESIDE_FROM_BYTES:

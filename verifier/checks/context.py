@@ -144,8 +144,8 @@ class BundleContext:
         self.share: Share | None = None
         self._violations_known: dict[str, list[SchemaViolation]] = {}
         # The leak scan's hits of documents scanned already, by path (verify's child scans
-        # those it parses for the other process as it parses them): the leaks check takes
-        # these rather than scan the same documents again.
+        # those it parses for the other process while it sends them): the leaks check
+        # takes these rather than parse and scan the same documents again.
         self.leaks_scanned: Mapping[str, list[DocumentHit]] = {}
 
     @property

@@ -61,8 +61,8 @@ def check_leaks(ctx: BundleContext) -> Iterator[Finding]:
             else:
                 order.append((path, data))
 
-    def ahead(until: tuple[str, bytes | list[DocumentHit] | None]) -> Iterator[Finding]:
-        path, found = until
+    def ahead(item: tuple[str, bytes | list[DocumentHit] | None]) -> Iterator[Finding]:
+        path, found = item
         if isinstance(found, bytes):
             yield from _bytes_findings(path, found)
         elif found is not None:

@@ -30,6 +30,7 @@ from verifier.proofs import (
     _Verdict,
     as_count,
     counter_deltas,
+    request_failed,
 )
 from verifier.records import Record, Snapshot
 
@@ -155,10 +156,7 @@ def prove_request(
     server instance, for counters that must not move between requests.
     """
     failed: str | None = None
-    if record.http_status != 200:
-        failed = f"HTTP status {record.http_status}" if record.http_status else "no HTTP answer"
-    elif record.output_hash is None:
-        failed = "no output hash"
+    failed = request_failed(record)
     capped = record.finish_reason == "length" or _at_cap(record)
 
     def proof(
@@ -355,10 +353,12 @@ def _prove_cache_off(
         )
     how = f"started with {' '.join(rules.cache_off_args)}"
     if rules.cache_enabled_pointer is not None:
-        if record.before.cache_stats is None:
-            return verdict(False, "the server's cache state was not read")
+        if record.before.cache_stats is None or record.after.cache_stats is None:
+            return verdict(False, "the server's cache state was not read before and after")
         if record.before.stat(rules.cache_enabled_pointer) is not False:
             return verdict(False, "the server did not report its cache disabled")
+        if record.after.stat(rules.cache_enabled_pointer) is not False:
+            return verdict(False, "the server did not report its cache disabled after it")
         how += ", reports its cache disabled"
     if cached not in (None, 0):
         return verdict(False, f"cached_tokens is {cached}")

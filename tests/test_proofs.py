@@ -336,3 +336,58 @@ def test_the_first_request_on_a_started_server_sees_counters_at_zero() -> None:
         server_disabled=False, previous=None, attached=True,
     )  # fmt: skip
     assert not proof.proven and "backwards" in proof.reason
+
+
+def _with_usage(r: Record, **usage: Any) -> Record:
+    response = dict(r.response or {})
+    response["usage"] = {**response.get("usage", {}), **usage}
+    for key, value in usage.items():
+        if value is _DROP:
+            del response["usage"][key]
+    return replace(r, response=response)
+
+
+_DROP: Any = object()
+
+
+@pytest.mark.parametrize(
+    ("used", "capped"),
+    [(21, False), (22, True), (23, True), (22.0, True), ("22", True), (_DROP, True), (None, True)],
+    ids=["under", "at", "over", "float", "string", "absent", "null"],
+)
+def test_a_reply_that_does_not_count_its_tokens_cannot_show_it_stopped_short(
+    used: object, capped: bool
+) -> None:
+    """finish_reason is not in the output hash: a bundle could write `stop` on a reply cut
+    at the cap. Where the body sets a cap, only an integer count under it says the reply
+    was not cut (a float, a string or no count at all say nothing)."""
+    r = _with_usage(
+        record(Arm.COLD, preceded_by="server-start", body={"max_tokens": 22}),
+        completion_tokens=used,
+    )
+    proof = prove_request(r, RULES, server_disabled=False, previous=None, attached=True)
+    assert proof.capped is capped
+    uncapped = _with_usage(record(Arm.COLD, preceded_by="server-start"), completion_tokens=used)
+    assert not prove_request(
+        uncapped, RULES, server_disabled=False, previous=None, attached=True
+    ).capped  # no cap asked: nothing to hit
+    odd_cap = record(Arm.COLD, preceded_by="server-start", body={"max_tokens": 22.0})
+    assert prove_request(odd_cap, RULES, server_disabled=False, previous=None, attached=True).capped
+
+
+def test_a_record_that_says_it_errored_is_left_out() -> None:
+    errored = replace(
+        record(Arm.COLD, preceded_by="server-start"), error="server error: KV cache corrupted"
+    )
+    proof = prove_request(errored, RULES, server_disabled=False, previous=None, attached=True)
+    assert proof.failed is not None and "errored" in proof.failed and not proof.comparable
+
+
+def test_server_disabled_needs_the_server_to_say_so_after_the_request_too() -> None:
+    off = record(Arm.SERVER_DISABLED, cached=None, enabled=False)
+    stats = {**(off.after.cache_stats or {}), "enabled": True}
+    on_after = replace(off, after=Snapshot(stats, off.after.metrics))
+    proven, reason = prove(on_after, True)
+    assert not proven and "after" in reason
+    unread_after = replace(off, after=Snapshot(None, off.after.metrics))
+    assert "not read" in prove(unread_after, True)[1]

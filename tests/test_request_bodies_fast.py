@@ -51,6 +51,16 @@ def plain_check(ctx: BundleContext) -> Iterator[Finding]:
             copy.get("opt_out_fields") or experiment.document.get("opt_out_fields") or {}
         )
     diagnostic = ctx.rules.diagnostic_fields if ctx.rules is not None else {}
+    if set(opt_out) & set(body):
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            f"the experiment's request body sets {', '.join(sorted(set(opt_out) & set(body)))}"
+            ", which only the opt-out requests may set: every request would then ask what the "
+            "opt-out one asks",
+            file="experiment.json",
+            pointer="/request_body",
+        )
     for record in ctx.records:
         expected = dict(body)
         if record.claimed_arm is Arm.REQUEST_DISABLED:
@@ -100,3 +110,24 @@ def test_changed_bodies_get_the_same_findings(changes: list[tuple[int, str, Any]
             records[index].request_body[field] = value
     context.records = records  # type: ignore[misc]  # (a cached_property, set beforehand)
     assert list(request_bodies.check_request_bodies(context)) == list(plain_check(context))
+
+
+@pytest.mark.parametrize("value", [False, True, 0, None])
+def test_an_experiment_body_that_sets_an_opt_out_field_is_an_error(value: Any) -> None:
+    """Capture refuses a request body that sets the profile's opt-out field (whatever its
+    value): warm requests that ask the server not to use its cache prove nothing warm."""
+    base = BundleContext(read_bundle(SAMPLES / "seed-mlxcel", Limits()), VerifyOptions())
+    context = BundleContext(base.bundle, VerifyOptions())
+    experiment = copy.deepcopy(base.experiment)
+    assert experiment is not None
+    experiment.document["request_body"]["cache_prompt"] = value
+    records = [copy.deepcopy(r) for r in base.records]
+    for r in records:  # every record sent it too: no record differs from the experiment
+        r.request_body["cache_prompt"] = False if r.claimed_arm is Arm.REQUEST_DISABLED else value
+    context.experiment = experiment  # type: ignore[misc]  # (cached properties, set first)
+    context.records = records  # type: ignore[misc]
+    found = list(request_bodies.check_request_bodies(context))
+    assert found == list(plain_check(context))
+    # the one finding: no record differs from the experiment's body
+    assert [(f.file, f.is_error) for f in found] == [("experiment.json", True)]
+    assert "cache_prompt" in found[0].message

@@ -81,11 +81,28 @@ def miss_reasons(record: Record, rules: ProfileRules) -> str | None:
 
 def _at_cap(record: Record) -> bool:
     """A reply that used its whole token budget is capped, whatever its finish_reason says:
-    finish_reason is not in the output hash, so a bundle could relabel it."""
+    finish_reason is not in the output hash, so a bundle could relabel it. Where the body
+    sets a cap, a reply that does not count what it used (no completion_tokens, or one
+    that is not an integer: 22.0, "22") cannot show it stopped short of it: capped too."""
     body = record.request_body
-    cap = as_count(body.get("max_tokens", body.get("max_completion_tokens")))
+    raw_cap = body.get("max_tokens", body.get("max_completion_tokens"))
+    if raw_cap is None:
+        return False
+    cap = as_count(raw_cap)
     used = as_count(record.response_value("/usage/completion_tokens"))
-    return cap is not None and used is not None and used >= cap
+    return cap is None or used is None or used >= cap
+
+
+def request_failed(record: Record) -> str | None:
+    """Why the request is left out of the comparison as one that failed, or None. A record
+    that says its request errored is one, whatever its status and body say."""
+    if record.http_status != 200:
+        return f"HTTP status {record.http_status}" if record.http_status else "no HTTP answer"
+    if record.error is not None:
+        return f"the record says it errored: {record.error[:120]}"
+    if record.output_hash is None:
+        return "no output hash"
+    return None
 
 
 def _is_count(value: float) -> bool:
@@ -298,10 +315,7 @@ def prove_request(
     server instance, for counters that must not move between requests.
     """
     failed: str | None = None
-    if record.http_status != 200:
-        failed = f"HTTP status {record.http_status}" if record.http_status else "no HTTP answer"
-    elif record.output_hash is None:
-        failed = "no output hash"
+    failed = request_failed(record)
     capped = record.finish_reason == "length" or _at_cap(record)
 
     def proof(
@@ -529,10 +543,12 @@ def _prove_cache_off(
         )
     how = f"started with {' '.join(rules.cache_off_args)}"
     if rules.cache_enabled_pointer is not None:
-        if record.before.cache_stats is None:
-            return verdict(False, "the server's cache state was not read")
+        if record.before.cache_stats is None or record.after.cache_stats is None:
+            return verdict(False, "the server's cache state was not read before and after")
         if record.before.stat(rules.cache_enabled_pointer) is not False:
             return verdict(False, "the server did not report its cache disabled")
+        if record.after.stat(rules.cache_enabled_pointer) is not False:
+            return verdict(False, "the server did not report its cache disabled after it")
         how += ", reports its cache disabled"
     if cached not in (None, 0):
         return verdict(False, f"cached_tokens is {cached}")

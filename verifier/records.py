@@ -267,6 +267,7 @@ class Record:
     before: Snapshot
     after: Snapshot
     started_at: str | None = None
+    error: str | None = None  # what the harness noted went wrong with the request
 
     @classmethod
     def from_json(cls, file: str, data: dict[str, Any]) -> Record:
@@ -286,6 +287,7 @@ class Record:
             before=Snapshot(telemetry["before"]["cache_stats"], telemetry["before"]["metrics"]),
             after=Snapshot(telemetry["after"]["cache_stats"], telemetry["after"]["metrics"]),
             started_at=data.get("started_at"),
+            error=data.get("error"),
         )
 
     def response_value(self, pointer: str) -> Any:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from verifier import layout
 from verifier.checks.context import BundleContext
 from verifier.jsonio import json_key
 from verifier.model import Arm, Finding, Severity
@@ -32,6 +33,16 @@ def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
             copy.get("opt_out_fields") or experiment.document.get("opt_out_fields") or {}
         )
     diagnostic = ctx.rules.diagnostic_fields if ctx.rules is not None else {}
+    clash = sorted(set(opt_out) & set(body))
+    if clash:  # capture refuses such a body: the arms would not differ as claimed
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            f"the experiment's request body sets {', '.join(clash)}, which only the opt-out "
+            "requests may set: every request would then ask what the opt-out one asks",
+            file=layout.EXPERIMENT,
+            pointer="/request_body",
+        )
     # one expected body, and its key, per kind of request (opt-out, diagnostic)
     expected_bodies: dict[tuple[bool, bool], tuple[dict[str, Any], str]] = {}
     for record in ctx.records:

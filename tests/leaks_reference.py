@@ -48,7 +48,7 @@ import re
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from verifier.leaks import (  # noqa: F401 - the reference shares what did not change
     _ACCOUNT,
@@ -343,7 +343,10 @@ def _longest_first(known: Known) -> tuple[int, str]:
 class _Decoded:
     """A text with its escapes decoded once, and the way back to the text's offsets."""
 
-    _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\([/\\])|%([0-9A-Fa-f]{2})")
+    # JSON's escapes (`\\n` too: in `cannot open\\n/home/alice` the `n` would stand
+    # before the path as a letter), and URL's.
+    _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|%([0-9A-Fa-f]{2})")
+    _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 
     def __init__(self, text: str, positions: list[int], spans: list[tuple[int, int]]) -> None:
         self.text = text
@@ -362,8 +365,13 @@ class _Decoded:
         for match in cls._ESCAPE.finditer(text):
             pieces.append(text[last : match.start()])
             length += match.start() - last
-            code, literal, percent = match.groups()
-            pieces.append(chr(int(code or percent, 16)) if literal is None else literal)
+            code, literal, control, percent = match.groups()
+            if literal is not None:
+                pieces.append(literal)
+            elif control is not None:
+                pieces.append(cls._CONTROL[control])
+            else:
+                pieces.append(chr(int(code or percent, 16)))
             positions.append(length)
             spans.append(match.span())
             length += 1

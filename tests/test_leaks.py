@@ -301,3 +301,11 @@ def test_escaped_and_repeated_input_is_fast() -> None:
 def test_a_secret_behind_a_long_name_is_found(text: str) -> None:
     """However long the name around its secret word (a bound on it once let these through)."""
     assert [hit.category for hit in scan_text(text)] == ["token"]
+
+
+@pytest.mark.parametrize("escape", ["\\n", "\\t", "\\r", "\\b", "\\f", '\\"'])
+def test_a_path_after_a_json_escape_is_found(escape: str) -> None:
+    """Text that holds JSON or a repr: the letter of `\\n` is no letter before the path."""
+    hits = scan_text(f'{{"error":"cannot open{escape}/home/alice/work/out.bin"}}')
+    assert [h.category for h in hits] == ["home-path"]
+    assert scan_text("cannot open\\\\n/home/alice") != []  # escaped twice: the second view

@@ -53,7 +53,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from verifier.model import json_pointer
 
@@ -1163,7 +1163,8 @@ _BATCH_CHARS = 1 << 20
 #    scans find what the plain search of each pattern finds (tests/leaks_reference.py).
 # 4. Each loop over matches (`_matches`) moves one place on after a rejected match, so in a
 #    batch with no accepted match every place of X is tried, with the result of 3.
-# 5. The views: no escape (`_Decoded._ESCAPE`: `\uXXXX`, `\/`, `\\`, `%XX`) holds \x00,
+# 5. The views: no escape (`_Decoded._ESCAPE`: `\uXXXX`, `\/`, `\\`, `\"`, `\n` and the
+#    other JSON control escapes, `%XX`) holds \x00,
 #    so the batch decodes as each text decoded between the same gaps; a text with an
 #    escape makes the batch have one, at each depth. A view of X (which may begin without
 #    a separator, and may hold \x00s decoded from `\u0000` or `%00`) is another text
@@ -1462,7 +1463,10 @@ class DocumentHit:
 class _Decoded:
     """A text with its escapes decoded once, and the way back to the text's offsets."""
 
-    _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\([/\\])|%([0-9A-Fa-f]{2})")
+    # JSON's escapes (`\\n` too: in `cannot open\\n/home/alice` the `n` would stand
+    # before the path as a letter), and URL's.
+    _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|%([0-9A-Fa-f]{2})")
+    _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 
     def __init__(self, text: str, positions: list[int], spans: list[tuple[int, int]]) -> None:
         self.text = text
@@ -1481,8 +1485,13 @@ class _Decoded:
         for match in cls._ESCAPE.finditer(text):
             pieces.append(text[last : match.start()])
             length += match.start() - last
-            code, literal, percent = match.groups()
-            pieces.append(chr(int(code or percent, 16)) if literal is None else literal)
+            code, literal, control, percent = match.groups()
+            if literal is not None:
+                pieces.append(literal)
+            elif control is not None:
+                pieces.append(cls._CONTROL[control])
+            else:
+                pieces.append(chr(int(code or percent, 16)))
             positions.append(length)
             spans.append(match.span())
             length += 1

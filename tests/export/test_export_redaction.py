@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 from rawfactory import Host, RawFactory
 
@@ -107,3 +108,49 @@ def test_private_path_option_takes_paths_and_plain_strings(tmp_path: Path) -> No
     notes = json.loads((out / "experiment.json").read_text())["notes"]
     assert notes == ["data in /path/to/private-1/run7 for <private-2> (not projectx)"]
     assert summary.redactions["private-path"] >= 2
+
+
+def _edit(path: Path, change: Any) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document, indent=1))
+
+
+def test_a_path_after_a_json_escape_is_removed(seed_raw: Path, tmp_path: Path) -> None:
+    """In free text that holds JSON or a repr (a server's error body, a note), `\\n` or `\\t`
+    comes before a path: its `n` or `t` is no letter of the text before the path."""
+    note = 'server said: {"error":"cannot open\\n/home/alice/work/out.bin"}'
+    _edit(seed_raw / "run.json", lambda run: run["notes"].append(note))
+    error = '{"error":{"message":"load failed:\\n/home/bob/finetunes/q3.safetensors\\t(errno 2)"}}'
+
+    def failed(exchange: dict[str, Any]) -> None:
+        exchange["response"].update(status=500, body=None, text=error)
+
+    _edit(seed_raw / "conditions" / "sdpa-det-0" / "exchanges" / "014.json", failed)
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(seed_raw, out))
+    for name, data in published_bytes(out, None):
+        for value in (b"/home/alice", b"/home/bob", b"finetunes"):
+            assert value not in data, (name, value)
+    published = json.loads((out / "experiment.json").read_text())["notes"][-1]
+    assert published.startswith('server said: {"error":"cannot open\\n/') and "out.bin" in published
+
+
+def test_an_error_text_is_cut_only_once_redacted(seed_raw: Path, tmp_path: Path) -> None:
+    """A record's error text is published in part; were it cut first, the value it was cut
+    in would no longer match its detector, and its first part would be published."""
+    token = "hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx"  # the capture's own token (run.json)
+    for where, value in ((0, token), (1, "gb10-lab-07"), (2, "192.168.40.23")):
+        text = "x" * (512 - len("HTTP 401: ") - 10 + where) + " " + value + " (rejected)"
+
+        def failed(exchange: dict[str, Any], text: str = text) -> None:
+            exchange["response"].update(status=401, body=None, text=text)
+
+        _edit(seed_raw / "conditions" / "sdpa-det-0" / "exchanges" / f"01{2 + where}.json", failed)
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(seed_raw, out))
+    for name, data in published_bytes(out, None):
+        for part in (token[:12], "gb10-lab", "192.168.40"):
+            assert part.encode() not in data, (name, part)
+    record = json.loads((out / "records" / "sdpa-det-0" / "012.json").read_text())
+    assert len(record["error"]) == 512 and record["error"].startswith("HTTP 401: xxx")

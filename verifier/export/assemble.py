@@ -487,7 +487,27 @@ def _error(exchange: RawExchange) -> str | None:
     if exchange.error is not None or succeeded:
         return exchange.error
     status = "no HTTP answer" if exchange.status is None else f"HTTP {exchange.status}"
-    return status + (f": {exchange.text[:500]}" if exchange.text else "")
+    return status + (f": {exchange.text}" if exchange.text else "")
+
+
+# Free text published only in part: cut to this many characters once redacted, never
+# before (a value cut in two no longer matches its detector, and its first part would be
+# published). What was cut is scanned again by the final check.
+CUT_ONCE_REDACTED: dict[str, dict[str, int]] = {"record": {"error": 512}}
+
+
+def cut_once_redacted(kind: str, document: Any) -> bool:
+    """Cut the document's free text that is published only in part; whether it cut any."""
+    limits = CUT_ONCE_REDACTED.get(kind)
+    if not limits or not isinstance(document, dict):
+        return False
+    cut = False
+    for key, most in limits.items():
+        value = document.get(key)
+        if isinstance(value, str) and len(value) > most:
+            document[key] = value[:most]
+            cut = True
+    return cut
 
 
 def _usage(exchange: RawExchange) -> Any:

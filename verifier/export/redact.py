@@ -30,7 +30,14 @@ from urllib.parse import urlsplit
 
 from verifier import leaks
 from verifier.errors import ExportError
-from verifier.export.assemble import SCALARS, Treatment, is_toggle, public_kind, treatment_of
+from verifier.export.assemble import (
+    SCALARS,
+    Treatment,
+    cut_once_redacted,
+    is_toggle,
+    public_kind,
+    treatment_of,
+)
 from verifier.leaks import ALLOWED_PLACEHOLDER, Detector, DocumentHit, Known, KnownKind
 from verifier.model import json_pointer
 from verifier.raw import RawCapture
@@ -182,7 +189,10 @@ class Redactor:
             else:
                 raise ExportError(f"{file}: object keys keep changing under redaction (a bug)")
             # No key changed since `found` was scanned: its value hits are this document's.
-            if not self._redact(file, kind, document, found, source, counts, refusals, keys=False):
+            changed = self._redact(
+                file, kind, document, found, source, counts, refusals, keys=False
+            )
+            if not cut_once_redacted(kind, document) and not changed:
                 unchanged[file] = found
             result[file] = document
         if refusals:

@@ -233,7 +233,10 @@ def _known_pattern(known: Known) -> str:
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@){token})"
         )
     if known.kind is KnownKind.HOST:
-        return rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z){token})"
+        labels = (
+            rf"|(?<![A-Za-z0-9_]){v}(?:\.[A-Za-z0-9-]+)*(?![A-Za-z0-9_])" if distinctive else ""
+        )
+        return rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z){labels})"
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
 
 

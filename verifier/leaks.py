@@ -1061,7 +1061,13 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]}){token})"
         )
     if known.kind is KnownKind.HOST:
-        return rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z){token})"
+        # A distinctive host name also where it is a label of a longer name (`det0.NAME`,
+        # `NAME.lan`, `NAME-det0`); what follows it as a domain (`NAME.acme-corp.com`, its
+        # full name) goes with it.
+        labels = (
+            rf"|(?<![A-Za-z0-9_]){v}(?:\.[A-Za-z0-9-]+)*(?![A-Za-z0-9_])" if distinctive else ""
+        )
+        return rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z){labels})"
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
 
 

@@ -165,7 +165,10 @@ SITES: dict[str, Site] = {
         )
     ),
     "error-text": Site(_failed),
-    "response-error": Site(lambda f, t: _exchange(f, 2)["response"].__setitem__("error", t)),
+    # where capture writes one: a request that got no HTTP answer
+    "response-error": Site(
+        lambda f, t: _exchange(f, 2)["response"].update(status=None, body=None, text=None, error=t)
+    ),
     # dropped
     "host-extra": Site(lambda f, t: f.run["host"].__setitem__("site", t)),
     "harness-argv": Site(lambda f, t: f.run["argv"].extend(["--note", t])),

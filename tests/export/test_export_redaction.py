@@ -154,3 +154,37 @@ def test_an_error_text_is_cut_only_once_redacted(seed_raw: Path, tmp_path: Path)
             assert part.encode() not in data, (name, part)
     record = json.loads((out / "records" / "sdpa-det-0" / "012.json").read_text())
     assert len(record["error"]) == 512 and record["error"].startswith("HTTP 401: xxx")
+
+
+def test_the_hosts_name_is_removed_where_it_is_part_of_a_longer_name(
+    seed_raw: Path, tmp_path: Path
+) -> None:
+    """`gb10-lab-07` (the capture's host) in `gb10-lab-07.acme-corp.com` (its full name, the
+    domain with it), `gb10-lab-07.lan`, `det0.gb10-lab-07`, `gb10-lab-07-det0`."""
+    note = "ssh to gb10-lab-07.acme-corp.com failed; retried gb10-lab-07.lan, det0.gb10-lab-07"
+    _edit(seed_raw / "run.json", lambda run: run["notes"].append(note + " and gb10-lab-07-det0"))
+    for server in sorted((seed_raw / "conditions").glob("*/servers/*.json")):
+        _edit(server, lambda s: s["argv"].extend(["--api-host", "gb10-lab-07.acme-corp.com"]))
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(seed_raw, out))
+    for name, data in published_bytes(out, None):
+        for value in (b"gb10-lab-07", b"acme-corp", b"GB10-LAB-07"):
+            assert value not in data, (name, value)
+    experiment = json.loads((out / "experiment.json").read_text())
+    assert experiment["conditions"][0]["servers"][0]["argv"][-1] == "<host>"
+    assert experiment["notes"][-1].endswith("det0.<host> and <host>-det0")
+
+
+def test_the_hosts_name_as_a_label_of_a_condition_label_is_removed(
+    seed_raw: Path, tmp_path: Path
+) -> None:
+    """A condition's label is free text: `det0.gb10-lab-07` in it loses the host's name."""
+
+    def rename(run: dict[str, Any]) -> None:
+        run["conditions"][0]["label"] = "on det0.gb10-lab-07"
+
+    _edit(seed_raw / "run.json", rename)
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(seed_raw, out))
+    label = json.loads((out / "experiment.json").read_text())["conditions"][0]["label"]
+    assert label == "on det0.<host>"

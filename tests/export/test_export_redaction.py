@@ -188,3 +188,27 @@ def test_the_hosts_name_as_a_label_of_a_condition_label_is_removed(
     export_bundle(ExportOptions(seed_raw, out))
     label = json.loads((out / "experiment.json").read_text())["conditions"][0]["label"]
     assert label == "on det0.<host>"
+
+
+def test_an_environment_value_that_is_evidence_is_not_removed(
+    seed_raw: Path, tmp_path: Path
+) -> None:
+    """An environment value is private, but not one that evidence publishes anyway (the
+    served model's alias, a condition's server argument): replaced in the free text around
+    it, the bundle would contradict itself, or not verify at all."""
+    alias = json.loads((seed_raw / "run.json").read_text())["server"]["alias"]
+
+    def served(server: dict[str, Any]) -> None:
+        server["env"]["SERVED_NAME"] = alias
+        server["env"]["OTHER_NAME"] = "a-private-environment-value"
+
+    for server in sorted((seed_raw / "conditions").glob("*/servers/*.json")):
+        _edit(server, served)
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(seed_raw, out))
+    record = json.loads(next((out / "records").rglob("*.json")).read_text())
+    assert record["response"]["model"] == record["request_body"]["model"] == alias
+    argv = json.loads((out / "experiment.json").read_text())["conditions"][0]["servers"][0]["argv"]
+    assert alias in argv
+    for name, data in published_bytes(out, None):
+        assert b"a-private-environment-value" not in data, name

@@ -23,7 +23,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -479,6 +479,19 @@ class _Collector:
         )
 
 
+def _strings(value: Any) -> Iterator[str]:
+    """Every string of a JSON value (keys and values), depth first."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
 def _argument_path(arg: str) -> str | None:
     """The path in a command-line argument (`/x`, `--flag=/x`), if any."""
     value = arg.partition("=")[2] if arg.startswith("-") else arg
@@ -528,6 +541,14 @@ def collect_private_values(
     }
     public_values = set(toggles.values())
     public_values.update(v for cond in run.conditions for v in cond.settings.values())
+    # Evidence is published byte for byte: an environment value that is also one of its
+    # strings (the served model's alias, a condition's server argument, a field of the
+    # request body) is public, and removing it from free text would make the bundle
+    # contradict itself (`response.model` against `request_body.model`).
+    server = run.document.get("server")
+    public_values.update(_strings(run.document.get("request_body")))
+    public_values.update(_strings(server.get("alias") if isinstance(server, Mapping) else None))
+    public_values.update(a for cond in run.conditions for a in cond.server_args)
     c = _Collector(public_values, allowed)
 
     # Names first: the placeholders of paths embed file names, which must not carry them.

@@ -85,6 +85,7 @@ from verifier.leaks import (  # noqa: F401 - the reference shares what did not c
     _THIS_NETWORK,
     _TOKEN_STOP,
     _TOKEN_VALUE,
+    _URL_CREDENTIALS,
     _URL_HOST,
     _VERSION_BEFORE,
     _WIN_SEP,
@@ -175,7 +176,14 @@ def _generic(text: str) -> Iterator[_Found]:
         if following < len(ends) and ends[following] - end <= _KEY_MAX_CHARS:
             end = ends[following]
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
-    for pattern in (_PREFIXED_TOKENS, _AWS_SECRET, _AUTH_TOKENS, _SECRET_FLAG, _SECRET_MEMBER):
+    for pattern in (
+        _PREFIXED_TOKENS,
+        _AWS_SECRET,
+        _AUTH_TOKENS,
+        _SECRET_FLAG,
+        _SECRET_MEMBER,
+        _URL_CREDENTIALS,
+    ):
         if pattern is _SECRET_FLAG and not has["-"]:
             continue
         for match in _matches(pattern, text, _accept_token):

@@ -309,3 +309,21 @@ def test_a_path_after_a_json_escape_is_found(escape: str) -> None:
     hits = scan_text(f'{{"error":"cannot open{escape}/home/alice/work/out.bin"}}')
     assert [h.category for h in hits] == ["home-path"]
     assert scan_text("cannot open\\\\n/home/alice") != []  # escaped twice: the second view
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://bob:S3cretPassw0rd@example.com/v1",
+        "http://bob:pw@10.0.0.5:9000/",
+        "git+ssh://deploy:hunter2@git.example.org/x.git",
+    ],
+)
+def test_a_password_in_a_urls_credentials_is_found(url: str) -> None:
+    password = url.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
+    hits = [h for h in scan_text(f"mirror {url} used") if h.category == "token"]
+    assert len(hits) == 1
+    start = len("mirror ") + url.index(":" + password + "@") + 1
+    assert (hits[0].start, hits[0].end) == (start, start + len(password))
+    assert password not in hits[0].excerpt or len(password) < 5
+    assert scan_text("see https://bob:<token>@example.com/v1") == []  # its placeholder: no hit

@@ -228,6 +228,13 @@ _URL_HOST = _Lazy(
     r"(?=[:/?#\]\s\"'\x00-\x02]|\Z)",
     re.ASCII,
 )
+# A password in a URL's credentials (`https://user:PASSWORD@host`): its secret part. It
+# starts where `_URL_HOST` does.
+_URL_CREDENTIALS = _Lazy(
+    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/:@\"'\x00-\x02]{1,128}:"
+    r"(?P<urlpassword>[^\s/@\"'<\x00-\x02][^\s/@\"'\x00-\x02]{0,255})@",
+    re.ASCII,
+)
 # Each token pattern names the secret part: what is replaced, and never shown in an excerpt.
 _VALUE_FIRST = r"[^\s\"'<>`,;(){}\[\]\x00-\x02$*%]"
 _VALUE_CHAR = r"[^\s\"'<>`,;(){}\[\]\x00-\x02]"
@@ -736,7 +743,16 @@ class _Places:
         return self.words
 
 
+_TOKEN_PATTERNS = (
+    _PREFIXED_TOKENS,
+    _AWS_SECRET,
+    _AUTH_TOKENS,
+    _SECRET_FLAG,
+    _SECRET_MEMBER,
+    _URL_CREDENTIALS,
+)
 _STARTS: dict[_Lazy, Callable[[_Places], list[int] | None]] = {
+    _URL_CREDENTIALS: _Places._url_host,
     _HOME: _Places._paths,
     _TEMP: _Places._paths,
     _EMAIL: _Places._email,
@@ -979,8 +995,8 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
         if following < len(ends) and ends[following] - end <= _KEY_MAX_CHARS:
             end = ends[following]
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
-    for pattern in (_PREFIXED_TOKENS, _AWS_SECRET, _AUTH_TOKENS, _SECRET_FLAG, _SECRET_MEMBER):
-        if pattern is _SECRET_FLAG and not dash:
+    for pattern in _TOKEN_PATTERNS:
+        if (pattern is _SECRET_FLAG and not dash) or (pattern is _URL_CREDENTIALS and not colon):
             continue
         starts = places.starts(pattern)
         if starts == []:

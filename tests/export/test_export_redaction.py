@@ -212,3 +212,27 @@ def test_an_environment_value_that_is_evidence_is_not_removed(
     assert alias in argv
     for name, data in published_bytes(out, None):
         assert b"a-private-environment-value" not in data, name
+
+
+def test_credentials_in_a_url_are_removed_whatever_overlaps_them(
+    seed_raw: Path, tmp_path: Path
+) -> None:
+    """The password of `https://user:PASSWORD@host`, and the names around it: where one
+    replacement overlapped another hit, the text is scanned and redacted again (the
+    capture's own user and host in one URL once stopped the export as a bug)."""
+    urls = [
+        "https://bob:S3cretPassw0rd@example.com/v1",
+        "http://bob:S3cretPassw0rd@10.0.0.5:9000/",
+        "https://alice:Hunter2Hunter2@gitlab.acme.io/x.git",
+        "https://bob:pw@gb10-lab-07/",
+    ]
+    _edit(seed_raw / "run.json", lambda run: run["notes"].extend(urls))
+    for server in sorted((seed_raw / "conditions").glob("*/servers/*.json")):
+        _edit(server, lambda s: s["argv"].extend(["--mirror", urls[1]]))
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(seed_raw, out))
+    for name, data in published_bytes(out, None):
+        for value in (b"S3cretPassw0rd", b"Hunter2Hunter2", b"gb10-lab-07", b"10.0.0.5"):
+            assert value not in data, (name, value)
+    notes = json.loads((out / "experiment.json").read_text())["notes"]
+    assert notes[-4] == "https://bob:<token>@example.com/v1"

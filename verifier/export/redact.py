@@ -159,15 +159,15 @@ class Redactor:
     def redact_and_check(
         self, documents: Mapping[str, Any], sources: Mapping[str, str] | None = None
     ) -> tuple[dict[str, Any], list[LedgerEntry], list[LedgerEntry]]:
-        """`redact_documents` then `final_check`, in one scan of each document redaction left
-        unchanged: the documents, the ledger of replacements, the ledger of allowed values.
+        """`redact_documents` then `final_check`, without scanning a document again: the
+        documents, the ledger of replacements, the ledger of allowed values.
 
-        A scan is a function of the document alone; a document no edit touched since its last
-        scan has exactly those hits, so the final check judges them instead of scanning the
-        same text again. Every document an edit changed is scanned afresh.
+        A scan is a function of the document alone; redaction ends each document with a scan
+        of it as it is published (after its last edit), so the final check judges those hits
+        instead of scanning the same text again.
         """
-        result, ledger, unchanged = self._redact_all(documents, sources)
-        return result, ledger, self._final_check(result, unchanged)
+        result, ledger, scanned = self._redact_all(documents, sources)
+        return result, ledger, self._final_check(result, scanned)
 
     def _redact_all(
         self, documents: Mapping[str, Any], sources: Mapping[str, str] | None
@@ -175,7 +175,7 @@ class Redactor:
         counts: Counter[tuple[str, str, str, str]] = Counter()
         refusals: dict[tuple[str, str, str], Refusal] = {}
         result: dict[str, Any] = {}
-        unchanged: dict[str, list[DocumentHit]] = {}
+        scanned: dict[str, list[DocumentHit]] = {}
         for file, document in documents.items():
             kind = public_kind(file)
             _check_treatments(file, kind, document)
@@ -189,11 +189,20 @@ class Redactor:
             else:
                 raise ExportError(f"{file}: object keys keep changing under redaction (a bug)")
             # No key changed since `found` was scanned: its value hits are this document's.
-            changed = self._redact(
-                file, kind, document, found, source, counts, refusals, keys=False
-            )
-            if not cut_once_redacted(kind, document) and not changed:
-                unchanged[file] = found
+            # A replacement can bring to light a hit that one it overlapped hid (a user name
+            # in a URL's credentials, the host after them): the values are scanned and
+            # redacted again until a scan finds nothing more to change. That last scan is
+            # the document as published: the final check judges its hits.
+            for _ in range(80):
+                changed = self._redact(
+                    file, kind, document, found, source, counts, refusals, keys=False
+                )
+                if not cut_once_redacted(kind, document) and not changed:
+                    break
+                found = self.detector.scan_document(document)
+            else:
+                raise ExportError(f"{file}: values keep changing under redaction (a bug)")
+            scanned[file] = found
             result[file] = document
         if refusals:
             listed = sorted(refusals.values(), key=lambda r: (r.file, r.where))
@@ -206,7 +215,7 @@ class Redactor:
             LedgerEntry(category, file, pointer, count, placeholder)
             for (file, pointer, category, placeholder), count in sorted(counts.items())
         ]
-        return result, ledger, unchanged
+        return result, ledger, scanned
 
     def _redact(
         self,

@@ -268,6 +268,7 @@ class Record:
     after: Snapshot
     started_at: str | None = None
     error: str | None = None  # what the harness noted went wrong with the request
+    elapsed_s: float | None = None  # from sending the request to its whole answer
 
     @classmethod
     def from_json(cls, file: str, data: dict[str, Any]) -> Record:
@@ -288,6 +289,7 @@ class Record:
             after=Snapshot(telemetry["after"]["cache_stats"], telemetry["after"]["metrics"]),
             started_at=data.get("started_at"),
             error=data.get("error"),
+            elapsed_s=data.get("elapsed_s"),
         )
 
     def response_value(self, pointer: str) -> Any:

@@ -4,8 +4,9 @@ runs conditions that differ by undeclared flags, or copies records fails here.""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from verifier import layout
 from verifier.checks.context import BundleContext
@@ -36,6 +37,7 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
         yield from _the_named_server(ctx, experiment, rules)
         yield from _command_lines(experiment, rules)
     yield from _one_request_per_record(ctx, experiment)
+    yield from _one_server_at_a_time(experiment)
 
 
 def _the_named_server(
@@ -145,6 +147,30 @@ def _time(text: str | None) -> datetime | None:
     return parsed if parsed.tzinfo is not None else None
 
 
+_CLOCK_SLACK_S = 0.05
+_CLOCK_DRIFT = 0.001
+
+
+def _one_server_at_a_time(experiment: Experiment) -> Iterator[Finding]:
+    """The protocol starts each server once the one before it stopped: two alive at once
+    (on one port) would make a restart no restart."""
+    lives = []
+    for ci, condition in enumerate(experiment.conditions):
+        for si, server in enumerate(condition.servers):
+            start, stop = _time(server.started_at), _time(server.stopped_at)
+            if start is not None:
+                lives.append((start, stop, ci, si, condition.id, server.instance))
+    lives.sort(key=lambda life: life[0])
+    slack = timedelta(seconds=_CLOCK_SLACK_S)
+    for before, after in itertools.pairwise(lives):
+        if before[1] is not None and after[0] < before[1] - slack:
+            yield _error(
+                f"server {after[5]} of {after[4]} started before server {before[5]} of "
+                f"{before[4]} stopped: two servers alive at once, where the protocol runs one",
+                pointer=json_pointer("conditions", after[2], "servers", after[3], "started_at"),
+            )  # fmt: skip
+
+
 def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
     seen: dict[str, str] = {}
     for record in ctx.records:
@@ -163,6 +189,7 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
     for condition in experiment.conditions:
         records = sorted(by_condition.get(condition.id, ()), key=lambda r: r.sequence)
         last: datetime | None = None
+        ended: tuple[datetime, str] | None = None  # when the request before ended, its file
         for record in records:
             when = _time(record.started_at)
             if when is None:
@@ -178,7 +205,22 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
                     "this request started before the one before it: records out of order",
                     file=record.file, pointer="/started_at",
                 )  # fmt: skip
+            elif ended is not None and when < ended[0]:
+                yield _error(
+                    f"this request started before the one before it ({ended[1]}) had its "
+                    "answer: two requests in flight at once, where the protocol sends one at "
+                    "a time",
+                    file=record.file, pointer="/started_at", actual=record.started_at,
+                )  # fmt: skip
             last = when
+            elapsed = record.elapsed_s
+            if isinstance(elapsed, int | float) and not isinstance(elapsed, bool):
+                # Less the clocks' leeway: the start is wall time, the duration monotonic
+                # (a slewing wall clock drifts by up to 0.05%).
+                slack = _CLOCK_SLACK_S + elapsed * _CLOCK_DRIFT
+                ended = (when + timedelta(seconds=max(0.0, elapsed - slack)), record.file)
+            else:
+                ended = None
             server = condition.server(record.server_instance)
             if server is None:
                 continue

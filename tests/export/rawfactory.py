@@ -10,6 +10,7 @@ import copy
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,7 @@ class RawFactory:
             "capture_tool": {"name": "evidence", "version": "0.1.0"},
             "argv": ["evidence", "capture", "--binary", h.binary, "--output", f"{h.cwd}/raw"],
             "started_at": "2026-01-01T00:00:00Z",
-            "finished_at": "2026-01-01T00:01:00Z",
+            "finished_at": "2026-01-01T00:05:00Z",
             "outcome": "completed",
             "host": {
                 "user": h.user,
@@ -232,6 +233,7 @@ class RawFactory:
             ProtocolSpec(cycles=1), Capabilities(True, has_opt_out=True, can_disable_cache=True)
         )
         steps, roles = plan_requests(protocol)
+        self._lives = {instance: _life(steps, instance) for instance in roles}
         caches = {i: _Cache(enabled=not off) for i, off in roles.items()}
         for step in steps:
             cache = caches[step.instance]
@@ -265,9 +267,11 @@ class RawFactory:
                     "text": None,
                     "error": None,
                 },
-                "timing": {"started_at": "2026-01-01T00:00:02Z", "elapsed_s": 0.5},
+                # one request at a time, each on its server while it runs (`_life`)
+                "timing": {"started_at": _at(3 * step.sequence), "elapsed_s": 0.5},
                 "telemetry": {"before": before, "after": cache.snapshot()},
             }
+        server.update(_life(steps, 1))
         texts = {
             "harness.log": f"capture by {h.user}@{h.hostname} in {h.cwd}\n",
             f"conditions/{CONDITION}/servers/1.log": f"loading {h.model}\n",
@@ -284,6 +288,7 @@ class RawFactory:
                 continue
             other = copy.deepcopy(self.server)
             other["instance"] = instance
+            other.update(self._lives[instance])
             other["log_path"] = f"{self.host.cwd}/raw/conditions/{CONDITION}/servers/{instance}.log"
             if instance == 3:
                 other["cache_disabled"] = True
@@ -300,3 +305,21 @@ class RawFactory:
         for relative, text in self.texts.items():
             (root / relative).write_text(text, encoding="utf-8")
         return root
+
+
+def _at(seconds: float) -> str:
+    """A time of the factory's capture, `seconds` after it started."""
+    when = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=seconds)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _life(steps: Any, instance: int) -> dict[str, str]:
+    """When a server of the factory's protocol started, was ready and stopped: around its
+    own requests (each 3 s after the one before it), never alive with another."""
+    times = [3 * step.sequence for step in steps if step.instance == instance]
+    first, last = (min(times), max(times)) if times else (1, 1)
+    return {
+        "started_at": _at(first - 1.0),
+        "ready_at": _at(first - 0.5),
+        "stopped_at": _at(last + 1.0),
+    }

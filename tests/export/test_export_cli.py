@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from rawfactory import RawFactory
 from typer.testing import CliRunner
 
@@ -74,3 +75,40 @@ def test_allow_keeps_a_declared_value_and_the_ledger_says_so(tmp_path: Path) -> 
     assert result.exit_code == 0, result.stderr
     assert "10.9.8.7" not in (out / "redaction-ledger.json").read_text()
     assert "ask 10.9.8.7" in (out / "records/c1/001.json").read_text()
+
+
+def test_output_paths_that_cannot_be_are_said_plainly(factory_raw: Path, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    cases = {
+        "-": "export writes files, not to standard output",
+        str(tmp_path / "afile" / "p.tar.gz"): "afile is not a directory",
+        str(tmp_path / "nodir" / "p.tar.gz"): "nodir does not exist; create it first",
+    }
+    for archive, said in cases.items():
+        out = tmp_path / "public"
+        result = CliRunner().invoke(
+            app, ["export", str(factory_raw), "--out", str(out), "--archive", archive], env=ENV
+        )
+        assert result.exit_code == 2, (archive, result.stderr)
+        assert said in result.stderr.replace("\n", " ") and not out.exists()
+    assert not (tmp_path / "-").exists()
+
+
+def test_a_place_that_refuses_the_files_is_no_bug(
+    factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk full, a read-only or odd file system (/proc): the error says where, exit 1,
+    and nothing is left behind."""
+    import verifier.export.exporter as exporter
+
+    def refuses(*_args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(28, "No space left on device", f"{kwargs['dir']}/.p.tar.gz.partial")
+
+    monkeypatch.setattr(exporter.tempfile, "mkstemp", refuses)
+    out, archive = tmp_path / "public", tmp_path / "p.tar.gz"
+    result = CliRunner().invoke(
+        app, ["export", str(factory_raw), "--out", str(out), "--archive", str(archive)], env=ENV
+    )
+    assert result.exit_code == 1, result.stderr
+    assert f"cannot write in {tmp_path}: No space left on device" in result.stderr.replace("\n", "")
+    assert "bug" not in result.stderr and sorted(tmp_path.iterdir()) == [factory_raw]

@@ -81,10 +81,20 @@ def _refuse_existing(options: ExportOptions) -> None:
         raise UsageError(f"{options.raw_dir} is not a raw capture directory")
     targets = [options.out_dir] + ([options.archive] if options.archive else [])
     for target in targets:
+        if str(target) == "-":
+            raise UsageError(
+                f"{target}: export writes files, not to standard output; name a path "
+                "(./- for a file of that name)"
+            )
         if os.path.lexists(target):
             raise UsageError(f"{target} already exists; export never overwrites. Remove it first.")
-        if not target.parent.is_dir():
-            raise UsageError(f"{target.parent} does not exist; create it first")
+        parent = target.parent
+        if not parent.is_dir():
+            if os.path.lexists(parent):
+                raise UsageError(f"{parent} is not a directory")
+            raise UsageError(f"{parent} does not exist; create it first")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise UsageError(f"{parent}: no permission to write there")
     if options.archive is not None and options.archive.absolute() == options.out_dir.absolute():
         raise UsageError("--out and --archive must be different paths")
 
@@ -588,13 +598,18 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
         if archive is not None and archive_tmp is not None:
             _publish_file(archive_tmp, archive)
             archive_tmp = None
-    except BaseException:
+    except BaseException as exc:
         stop.set()
         if job is not None:
             job.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         for path in (staging, archive_tmp, *published):
             _remove(path)
+        if isinstance(exc, OSError):  # the disk or the place refused: said, not a bug
+            where = Path(exc.filename).parent if exc.filename is not None else out.parent
+            raise ExportError(
+                f"cannot write in {where}: {exc.strerror or exc}; nothing was published"
+            ) from None
         raise
     finally:
         pool.shutdown(wait=True)

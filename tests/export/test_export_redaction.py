@@ -236,3 +236,23 @@ def test_credentials_in_a_url_are_removed_whatever_overlaps_them(
             assert value not in data, (name, value)
     notes = json.loads((out / "experiment.json").read_text())["notes"]
     assert notes[-4] == "https://bob:<token>@example.com/v1"
+
+
+def test_a_path_given_to_a_short_option_or_as_a_file_url_is_removed(
+    seed_raw: Path, tmp_path: Path
+) -> None:
+    """`-l/data/logs/x.log` (a short option and its value in one argument), `file:///x`:
+    private paths as much as `--log-file=/x`; a known one (the model) after `-m` too."""
+    run = json.loads((seed_raw / "run.json").read_text())
+    model = run["model"]["path"]
+    extra = ["-l/data/acme/logs/run.log", "file:///data/acme/templates/t.jinja", f"-m{model}"]
+    for server in sorted((seed_raw / "conditions").glob("*/servers/*.json")):
+        _edit(server, lambda s: s["argv"].extend(extra))
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(seed_raw, out))
+    for name, data in published_bytes(out, None):
+        for value in (b"/data/acme", model.encode()):
+            assert value not in data, (name, value)
+    argv = json.loads((out / "experiment.json").read_text())["conditions"][0]["servers"][0]["argv"]
+    assert argv[-3].startswith("-l/path/to/") and argv[-2].startswith("file:///path/to/")
+    assert argv[-1] == "-m/path/to/model"

@@ -502,8 +502,12 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def _argument_path(arg: str) -> str | None:
-    """The path in a command-line argument (`/x`, `--flag=/x`), if any."""
-    value = arg.partition("=")[2] if arg.startswith("-") else arg
+    """The path in a command-line argument (`/x`, `--flag=/x`, `-f/x`, `file:///x`), if any."""
+    if arg.startswith("-") and not arg.startswith("--") and arg[2:3] == "/":
+        value = arg[2:]  # a short option and its value in one (`-l/var/log/x`)
+    else:
+        value = arg.partition("=")[2] if arg.startswith("-") else arg
+    value = value.removeprefix("file://")
     return value if _is_path(value) else None
 
 

@@ -357,8 +357,11 @@ class _Decoded:
     """A text with its escapes decoded once, and the way back to the text's offsets."""
 
     # JSON's escapes (`\\n` too: in `cannot open\\n/home/alice` the `n` would stand
-    # before the path as a letter), and URL's.
-    _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|%([0-9A-Fa-f]{2})")
+    # before the path as a letter), URL's, C's and Python's `\\xHH`, HTML's `&#47;`, `&#x2f;`.
+    _ESCAPE = re.compile(
+        r"\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
+        r"|&#([0-9]{1,7});|&#[xX]([0-9A-Fa-f]{1,6});"
+    )
     _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 
     def __init__(self, text: str, positions: list[int], spans: list[tuple[int, int]]) -> None:
@@ -378,11 +381,14 @@ class _Decoded:
         for match in cls._ESCAPE.finditer(text):
             pieces.append(text[last : match.start()])
             length += match.start() - last
-            code, literal, control, percent = match.groups()
+            code, literal, control, percent, decimal, hexadecimal = match.groups()
             if literal is not None:
                 pieces.append(literal)
             elif control is not None:
                 pieces.append(cls._CONTROL[control])
+            elif decimal is not None or hexadecimal is not None:
+                number = int(decimal, 10) if decimal is not None else int(hexadecimal, 16)
+                pieces.append(chr(number) if number <= 0x10FFFF else "\ufffd")
             else:
                 pieces.append(chr(int(code or percent, 16)))
             positions.append(length)

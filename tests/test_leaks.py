@@ -327,3 +327,16 @@ def test_a_password_in_a_urls_credentials_is_found(url: str) -> None:
     assert (hits[0].start, hits[0].end) == (start, start + len(password))
     assert password not in hits[0].excerpt or len(password) < 5
     assert scan_text("see https://bob:<token>@example.com/v1") == []  # its placeholder: no hit
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see \\x2fhome\\x2falice\\x2fx",
+        "see &#47;home&#47;alice&#47;x",
+        "see &#x2F;home&#x2f;alice/x",
+    ],
+)
+def test_a_path_in_c_or_html_escapes_is_found(text: str) -> None:
+    assert [h.category for h in scan_text(text)] == ["home-path"]
+    assert scan_text("&#1114112; &#x110000; &#9999999;") == []  # past Unicode: decoded as U+FFFD

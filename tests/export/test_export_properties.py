@@ -167,7 +167,7 @@ SITES: dict[str, Site] = {
     "error-text": Site(_failed),
     # where capture writes one: a request that got no HTTP answer
     "response-error": Site(
-        lambda f, t: _exchange(f, 2)["response"].update(status=None, body=None, text=None, error=t)
+        lambda f, t: _exchange(f, 4)["response"].update(status=None, body=None, text=None, error=t)
     ),
     # dropped
     "host-extra": Site(lambda f, t: f.run["host"].__setitem__("site", t)),

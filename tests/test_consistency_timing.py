@@ -73,6 +73,7 @@ def test_a_request_sent_before_the_one_before_it_had_its_answer(
 
 
 def test_a_request_without_a_duration_is_not_judged_by_it(bundle: Path) -> None:
+    """No overlap is made up (the missing duration is an error of its own, below)."""
     _edit(bundle / RECORD_1, lambda r: r.__setitem__("elapsed_s", None))
     _edit(bundle / RECORD_2, lambda r: r.__setitem__("started_at", "2026-11-02T09:30:00Z"))
     assert _timing(bundle) == []
@@ -86,4 +87,35 @@ def test_a_server_started_before_the_one_before_it_stopped(bundle: Path) -> None
     assert _timing(bundle) == [
         "experiment.json server 2 of sdpa-det-0 started before server 1 of sdpa-det-0 "
         "stopped: two servers alive at once, where the protocol runs one"
+    ]
+
+
+@pytest.mark.parametrize("elapsed", [None, 0, _MISSING := object()])  # a string: the schema
+def test_a_request_without_a_duration_is_an_error_since_schema_1_1(
+    bundle: Path, elapsed: object
+) -> None:
+    """Capture times every request: without a duration, whether the next one waited for
+    its answer cannot be checked (`elapsed_s` is outside the output hash)."""
+
+    def untimed(record: dict[str, Any]) -> None:
+        if elapsed is _MISSING:
+            del record["elapsed_s"]
+        else:
+            record["elapsed_s"] = elapsed
+
+    _edit(bundle / RECORD_1, untimed)
+    context = BundleContext(read_bundle(bundle, Limits()), VerifyOptions())
+    found = [f for f in check_consistency(context) if f.pointer == "/elapsed_s"]
+    assert [f.file for f in found] == [RECORD_1.as_posix()]
+
+
+def test_a_server_without_a_stop_time_before_another_is_an_error(bundle: Path) -> None:
+    def unstopped(experiment: dict[str, Any]) -> None:
+        experiment["conditions"][0]["servers"][0]["stopped_at"] = None
+
+    _edit(bundle / "experiment.json", unstopped)
+    context = BundleContext(read_bundle(bundle, Limits()), VerifyOptions())
+    assert [f.message for f in check_consistency(context) if "no stop time" in f.message] == [
+        "server 1 of sdpa-det-0 has no stop time, yet server 2 of sdpa-det-0 started after "
+        "it: whether it had stopped cannot be checked"
     ]

@@ -340,3 +340,9 @@ def test_a_password_in_a_urls_credentials_is_found(url: str) -> None:
 def test_a_path_in_c_or_html_escapes_is_found(text: str) -> None:
     assert [h.category for h in scan_text(text)] == ["home-path"]
     assert scan_text("&#1114112; &#x110000; &#9999999;") == []  # past Unicode: decoded as U+FFFD
+
+
+def test_a_password_without_a_user_in_a_url_is_found() -> None:
+    text = "cache backend down: redis://:Hunter2SecretXYZ@localhost:6379/0 refused"
+    hits = [h for h in scan_text(text) if h.category == "token"]
+    assert [text[h.start : h.end] for h in hits] == ["Hunter2SecretXYZ"]

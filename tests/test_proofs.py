@@ -391,3 +391,17 @@ def test_server_disabled_needs_the_server_to_say_so_after_the_request_too() -> N
     assert not proven and "after" in reason
     unread_after = replace(off, after=Snapshot(None, off.after.metrics))
     assert "not read" in prove(unread_after, True)[1]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"max_tokens": None, "max_completion_tokens": 22},
+        {"max_completion_tokens": 22},
+        {"n_predict": 22},
+    ],
+    ids=["max_tokens-null", "max_completion_tokens", "n_predict"],
+)
+def test_a_cap_by_any_name_a_server_reads_is_a_cap(body: dict[str, Any]) -> None:
+    r = _with_usage(record(Arm.COLD, preceded_by="server-start", body=body), completion_tokens=22)
+    assert prove_request(r, RULES, server_disabled=False, previous=None, attached=True).capped

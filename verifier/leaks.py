@@ -228,10 +228,11 @@ _URL_HOST = _Lazy(
     r"(?=[:/?#\]\s\"'\x00-\x02]|\Z)",
     re.ASCII,
 )
-# A password in a URL's credentials (`https://user:PASSWORD@host`): its secret part. It
+# A password in a URL's credentials (`https://user:PASSWORD@host`, `redis://:PASSWORD@h`):
+# its secret part. It
 # starts where `_URL_HOST` does.
 _URL_CREDENTIALS = _Lazy(
-    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/:@\"'\x00-\x02]{1,128}:"
+    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/:@\"'\x00-\x02]{0,128}:"
     r"(?P<urlpassword>[^\s/@\"'<\x00-\x02][^\s/@\"'\x00-\x02]{0,255})@",
     re.ASCII,
 )

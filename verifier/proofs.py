@@ -79,13 +79,18 @@ def miss_reasons(record: Record, rules: ProfileRules) -> str | None:
     return ("the server says why it missed: " + ", ".join(moved)) if moved else None
 
 
+_CAP_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict")
+
+
 def _at_cap(record: Record) -> bool:
     """A reply that used its whole token budget is capped, whatever its finish_reason says:
     finish_reason is not in the output hash, so a bundle could relabel it. Where the body
     sets a cap, a reply that does not count what it used (no completion_tokens, or one
     that is not an integer: 22.0, "22") cannot show it stopped short of it: capped too."""
     body = record.request_body
-    raw_cap = body.get("max_tokens", body.get("max_completion_tokens"))
+    # The first that is set of the names servers read a cap by (vLLM reads
+    # max_completion_tokens where max_tokens is null; llama.cpp's own name is n_predict).
+    raw_cap = next((body[name] for name in _CAP_FIELDS if body.get(name) is not None), None)
     if raw_cap is None:
         return False
     cap = as_count(raw_cap)

@@ -163,7 +163,13 @@ def _one_server_at_a_time(experiment: Experiment) -> Iterator[Finding]:
     lives.sort(key=lambda life: life[0])
     slack = timedelta(seconds=_CLOCK_SLACK_S)
     for before, after in itertools.pairwise(lives):
-        if before[1] is not None and after[0] < before[1] - slack:
+        if before[1] is None:
+            yield _error(
+                f"server {before[5]} of {before[4]} has no stop time, yet server {after[5]} "
+                f"of {after[4]} started after it: whether it had stopped cannot be checked",
+                pointer=json_pointer("conditions", before[2], "servers", before[3], "stopped_at"),
+            )  # fmt: skip
+        elif after[0] < before[1] - slack:
             yield _error(
                 f"server {after[5]} of {after[4]} started before server {before[5]} of "
                 f"{before[4]} stopped: two servers alive at once, where the protocol runs one",
@@ -213,8 +219,19 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
                     file=record.file, pointer="/started_at", actual=record.started_at,
                 )  # fmt: skip
             last = when
-            elapsed = record.elapsed_s
-            if isinstance(elapsed, int | float) and not isinstance(elapsed, bool):
+            raw_elapsed = record.elapsed_s
+            elapsed = (
+                float(raw_elapsed)
+                if isinstance(raw_elapsed, int | float) and not isinstance(raw_elapsed, bool)
+                else 0.0
+            )
+            if elapsed <= 0 and experiment.schema_minor >= 1:
+                yield _error(  # capture has timed every request since schema 1.1
+                    "the record has no duration (elapsed_s): whether the next request waited "
+                    "for its answer cannot be checked",
+                    file=record.file, pointer="/elapsed_s", actual=str(raw_elapsed),
+                )  # fmt: skip
+            if elapsed > 0:
                 # Less the clocks' leeway: the start is wall time, the duration monotonic
                 # (a slewing wall clock drifts by up to 0.05%).
                 slack = _CLOCK_SLACK_S + elapsed * _CLOCK_DRIFT

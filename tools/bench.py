@@ -29,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -206,10 +207,42 @@ def split_two(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     return sides
 
 
+# The times a capture records, by where they are in its documents: each copy of the
+# conditions runs after the one before it (one request and one server at a time).
+_TIMES = ("started_at", "ready_at", "stopped_at")
+
+
+def _later(document: Any, seconds: float) -> None:
+    """Every time of a record, an exchange or a server (`_TIMES`, and an exchange's
+    timing) moved `seconds` later."""
+    for holder in (document, document.get("timing") or {}):
+        for name in _TIMES:
+            value = holder.get(name)
+            if isinstance(value, str):
+                when = datetime.fromisoformat(value) + timedelta(seconds=seconds)
+                holder[name] = when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _span(times: list[str]) -> float:
+    """Seconds from the first of these times to the last, and one more."""
+    parsed = [datetime.fromisoformat(t) for t in times]
+    return (max(parsed) - min(parsed)).total_seconds() + 1.0
+
+
 def scale_raw(raw: Path, copies: int) -> None:
-    """Duplicate the two conditions of the seed raw capture `copies` times."""
+    """Duplicate the two conditions of the seed raw capture `copies` times, each copy run
+    after the one before it."""
     run = json.loads((raw / "run.json").read_text())
     base = list(run["conditions"])
+    span = _span(
+        [
+            t
+            for path in (raw / "conditions").rglob("*.json")
+            for doc in [json.loads(path.read_text())]
+            for t in [*(doc.get(n) for n in _TIMES), (doc.get("timing") or {}).get("started_at")]
+            if isinstance(t, str)
+        ]
+    )
     for n in range(1, copies):
         for condition in base:
             new_id = f"{condition['id']}-x{n}"
@@ -217,6 +250,7 @@ def scale_raw(raw: Path, copies: int) -> None:
             for path in (raw / "conditions" / new_id).rglob("*.json"):
                 doc = json.loads(path.read_text())
                 doc["condition"] = new_id
+                _later(doc, n * span)
                 response = doc.get("response") or {}
                 body = response.get("body")
                 if isinstance(body, dict) and isinstance(body.get("id"), str):
@@ -239,6 +273,21 @@ def scale_public(public: Path, copies: int) -> None:
 
     experiment = json.loads((public / "experiment.json").read_text())
     base = list(experiment["conditions"])
+    span = _span(
+        [
+            t
+            for condition in base
+            for server in condition.get("servers", [])
+            for t in (server.get("started_at"), server.get("stopped_at"))
+            if isinstance(t, str)
+        ]
+        + [
+            t
+            for record in (public / "records").rglob("*.json")
+            for t in [json.loads(record.read_text()).get("started_at")]
+            if isinstance(t, str)
+        ]
+    )
     for n in range(1, copies):
         for condition in base:
             new_id = f"{condition['id']}-x{n}"
@@ -247,11 +296,15 @@ def scale_public(public: Path, copies: int) -> None:
             for record in sorted((public / "records" / condition["id"]).glob("*.json")):
                 doc = json.loads(record.read_text())
                 doc["condition"] = new_id
+                _later(doc, n * span)
                 if isinstance(doc.get("response"), dict) and "id" in doc["response"]:
                     doc["response"]["id"] = f"{doc['response']['id']}-x{n}"  # one answer each
                 _vary_reply(doc, n)
                 (target / record.name).write_text(json.dumps(doc, indent=2) + "\n")
-            experiment["conditions"].append({**condition, "id": new_id})
+            servers = [dict(server) for server in condition.get("servers", [])]
+            for server in servers:
+                _later(server, n * span)
+            experiment["conditions"].append({**condition, "id": new_id, "servers": servers})
     (public / "experiment.json").write_text(json.dumps(experiment, indent=2) + "\n")
     (public / "SHA256SUMS.sig").unlink(missing_ok=True)
     files = {

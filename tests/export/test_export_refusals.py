@@ -129,3 +129,18 @@ def test_an_incomplete_capture_is_not_exported(tmp_path: Path) -> None:
     with pytest.raises(ExportError, match="did not complete"):
         export_bundle(ExportOptions(raw, out))
     assert not out.exists()
+
+
+def test_a_refused_value_of_a_server_names_the_servers_raw_file(tmp_path: Path) -> None:
+    """A toggle of server 3 comes from conditions/<id>/servers/3.json, not run.json."""
+    raw = tmp_path / "seed-raw"
+    write_seed_raw(raw)
+    server = raw / "conditions" / "sdpa-det-1" / "servers" / "3.json"
+    document = json.loads(server.read_text())
+    document["env"]["MLXCEL_BIND"] = "192.168.40.7"
+    server.write_text(json.dumps(document))
+    with pytest.raises(ExportError) as caught:
+        export_bundle(ExportOptions(raw, tmp_path / "public"))
+    lines = [line for line in caught.value.message.splitlines() if "MLXCEL_BIND" in line]
+    assert len(lines) == 1 and "(from the raw conditions/sdpa-det-1/servers/3.json)" in lines[0]
+    assert "192.168" not in caught.value.message

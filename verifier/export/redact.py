@@ -242,7 +242,10 @@ class Redactor:
                 treatment = Treatment.EVIDENCE
             if treatment is Treatment.EVIDENCE:
                 if hit.hit.identifying:
-                    refusal = Refusal(file, hit.where, hit.hit.category, hit.start, hit.end, source)
+                    origin = _server_file(document, hit.path) if kind == "experiment" else None
+                    refusal = Refusal(
+                        file, hit.where, hit.hit.category, hit.start, hit.end, origin or source
+                    )
                     refusals.setdefault((file, hit.where, hit.hit.category), refusal)
                 continue
             if treatment not in (Treatment.FREE_TEXT, Treatment.PATH):
@@ -296,6 +299,19 @@ class Redactor:
             LedgerEntry(category, file, pointer, count, placeholder)
             for (file, pointer, category, placeholder), count in sorted(counts.items())
         ]
+
+
+def _server_file(document: Any, path: tuple[str | int, ...]) -> str | None:
+    """The raw file a server's part of experiment.json comes from (`conditions/ID/servers/
+    N.json`), for a location under `/conditions/i/servers/j`; None elsewhere."""
+    if len(path) < 4 or path[0] != "conditions" or path[2] != "servers":
+        return None
+    try:
+        condition = document["conditions"][path[1]]
+        server = condition["servers"][path[3]]
+        return f"conditions/{condition['id']}/servers/{server['instance']}.json"
+    except (KeyError, IndexError, TypeError):
+        return None
 
 
 def _container(document: Any, path: tuple[str | int, ...]) -> Any:

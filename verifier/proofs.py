@@ -319,7 +319,6 @@ def prove_request(
     profile's flag in its command line; `previous` is the request before it on the same
     server instance, for counters that must not move between requests.
     """
-    failed: str | None = None
     failed = request_failed(record)
     capped = record.finish_reason == "length" or _at_cap(record)
 

@@ -492,7 +492,7 @@ def _error(exchange: RawExchange) -> str | None:
 
 # Free text published only in part: cut to this many characters once redacted, never
 # before (a value cut in two no longer matches its detector, and its first part would be
-# published). What was cut is scanned again by the final check.
+# published). What was cut is scanned again, and that scan is the final check's.
 CUT_ONCE_REDACTED: dict[str, dict[str, int]] = {"record": {"error": 512}}
 
 

@@ -48,8 +48,9 @@ import re
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from verifier import leaks
 from verifier.leaks import (  # noqa: F401 - the reference shares what did not change
     _ACCOUNT,
     _ADDRESS_AFTER,
@@ -353,71 +354,12 @@ def _longest_first(known: Known) -> tuple[int, str]:
     return (-len(known.value), known.value)
 
 
-class _Decoded:
-    """A text with its escapes decoded once, and the way back to the text's offsets."""
-
-    # JSON's escapes (`\\n` too: in `cannot open\\n/home/alice` the `n` would stand
-    # before the path as a letter), URL's, C's and Python's `\\xHH`, HTML's `&#47;`, `&#x2f;`.
-    _ESCAPE = re.compile(
-        r"\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
-        r"|&#([0-9]{1,7});|&#[xX]([0-9A-Fa-f]{1,6});"
-    )
-    _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
-
-    def __init__(self, text: str, positions: list[int], spans: list[tuple[int, int]]) -> None:
-        self.text = text
-        self._positions = positions  # decoded offset of each escape's character
-        self._spans = spans  # (start, end) of each escape in the text it was decoded from
-        self._parent: _Decoded | None = None
+class _Decoded(leaks._Decoded):
+    """`verifier.leaks._Decoded` without its fast path: every text is searched for escapes."""
 
     @classmethod
-    def of(cls, text: str, parent: _Decoded | None = None) -> _Decoded | None:
-        if cls._ESCAPE.search(text) is None:
-            return None
-        pieces: list[str] = []
-        positions: list[int] = []
-        spans: list[tuple[int, int]] = []
-        last = length = 0
-        for match in cls._ESCAPE.finditer(text):
-            pieces.append(text[last : match.start()])
-            length += match.start() - last
-            code, literal, control, percent, decimal, hexadecimal = match.groups()
-            if literal is not None:
-                pieces.append(literal)
-            elif control is not None:
-                pieces.append(cls._CONTROL[control])
-            elif decimal is not None or hexadecimal is not None:
-                number = int(decimal, 10) if decimal is not None else int(hexadecimal, 16)
-                pieces.append(chr(number) if number <= 0x10FFFF else "\ufffd")
-            else:
-                pieces.append(chr(int(code or percent, 16)))
-            positions.append(length)
-            spans.append(match.span())
-            length += 1
-            last = match.end()
-        pieces.append(text[last:])
-        view = cls("".join(pieces), positions, spans)
-        view._parent = parent
-        return view
-
-    def _map(self, offset: int, *, end: bool) -> int:
-        probe = offset - 1 if end else offset
-        index = bisect.bisect_left(self._positions, probe)
-        if index < len(self._positions) and self._positions[index] == probe:
-            span = self._spans[index]
-            return span[1] if end else span[0]
-        if index == 0:
-            return offset
-        # Past `index` escapes: shift by their extra length.
-        previous = self._spans[index - 1][1] - self._positions[index - 1] - 1
-        return offset + previous
-
-    def original(self, start: int, end: int) -> tuple[int, int]:
-        """The span of the outermost text that [start, end) of this view came from."""
-        mapped = (self._map(start, end=False), self._map(end, end=True))
-        if self._parent is not None:
-            return self._parent.original(*mapped)
-        return mapped
+    def of(cls, text: str, parent: leaks._Decoded | None = None) -> leaks._Decoded | None:
+        return None if cls._ESCAPE.search(text) is None else cls._decoded(text, parent)
 
 
 class _Flat:

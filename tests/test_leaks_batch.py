@@ -35,7 +35,7 @@ from test_leaks_fast import (
 from verifier import layout, leaks
 from verifier.bundle.reader import Limits, LoadedBundle, read_bundle
 from verifier.checks.context import BundleContext, EachAlone, VerifyOptions
-from verifier.checks.leaks import _LEDGER_CATEGORY, CHECK, _allowed, check_leaks
+from verifier.checks.leaks import _allowed, _bytes_findings, _hit_findings, check_leaks
 from verifier.model import Finding, Severity
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_bundles"
@@ -311,42 +311,16 @@ def test_the_hostile_corpus_gives_each_document_s_own_hits(tmp_path: Path) -> No
 
 
 def plain_check(ctx: BundleContext) -> Iterator[Finding]:
-    """check_leaks as it was, with `scan_document` for each document in turn."""
+    """check_leaks as it was, with `scan_document` for each document in turn (the findings
+    made of the hits as the check makes them: that part is not what is compared)."""
     allowed = _allowed(ctx)
     for path, data in sorted(ctx.files.items()):
         if path.endswith(".sig"):
             continue
         if path in ctx.documents:
-            for hit in leaks.scan_document(ctx.documents[path]):
-                category = _LEDGER_CATEGORY.get(hit.hit.category, hit.hit.category)
-                if (path, hit.pointer, category) in allowed:
-                    yield Finding(
-                        CHECK,
-                        Severity.INFO,
-                        f"{hit.hit.category} kept: the exporter was told it is not private "
-                        f"(--allow): {hit.hit.excerpt}",
-                        file=path,
-                        pointer=hit.where,
-                    )
-                    continue
-                yield Finding(
-                    CHECK,
-                    Severity.ERROR,
-                    f"possible {hit.hit.category} published: {hit.hit.excerpt}",
-                    file=path,
-                    pointer=hit.where,
-                    actual=hit.hit.excerpt,
-                )
+            yield from _hit_findings(path, leaks.scan_document(ctx.documents[path]), allowed)
         else:
-            for leak in leaks.scan_bytes(data):
-                yield Finding(
-                    CHECK,
-                    Severity.ERROR,
-                    f"possible {leak.category} published: {leak.excerpt}",
-                    file=path,
-                    pointer=None,
-                    actual=leak.excerpt,
-                )
+            yield from _bytes_findings(path, data)
 
 
 def same_findings(bundle: LoadedBundle) -> None:

@@ -51,16 +51,7 @@ def plain_check(ctx: BundleContext) -> Iterator[Finding]:
             copy.get("opt_out_fields") or experiment.document.get("opt_out_fields") or {}
         )
     diagnostic = ctx.rules.diagnostic_fields if ctx.rules is not None else {}
-    if set(opt_out) & set(body):
-        yield Finding(
-            CHECK,
-            Severity.ERROR,
-            f"the experiment's request body sets {', '.join(sorted(set(opt_out) & set(body)))}"
-            ", which only the opt-out requests may set: every request would then ask what the "
-            "opt-out one asks",
-            file="experiment.json",
-            pointer="/request_body",
-        )
+    yield from request_bodies.opt_out_clash(body, opt_out)  # not a fast path: shared
     for record in ctx.records:
         expected = dict(body)
         if record.claimed_arm is Arm.REQUEST_DISABLED:

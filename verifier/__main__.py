@@ -28,11 +28,13 @@ def main() -> None:
     try:
         run()
     except SystemExit as exc:
-        _end_at_once(exc.code)
+        _end(exc.code)
         raise
 
 
-def _end_at_once(code: object) -> None:
+def _end(code: object) -> None:
+    """Before the process exits with `code`: the standard streams flushed (a stdout with
+    no reader said so once, exit 1), then, where the command said so, the exit at once."""
     from verifier.cli import common
 
     if sys.stdout is not None:

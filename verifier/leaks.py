@@ -1504,10 +1504,16 @@ class _Decoded:
 
     @classmethod
     def of(cls, text: str, parent: _Decoded | None = None) -> _Decoded | None:
+        """The view of `text` with its escapes decoded; None where it holds none (a text
+        without `\\`, `%` or `&#` is not searched)."""
         if ("\\" not in text and "%" not in text and "&#" not in text) or (
             cls._ESCAPE.search(text) is None
         ):
             return None
+        return cls._decoded(text, parent)
+
+    @classmethod
+    def _decoded(cls, text: str, parent: _Decoded | None) -> _Decoded:
         pieces: list[str] = []
         positions: list[int] = []
         spans: list[tuple[int, int]] = []

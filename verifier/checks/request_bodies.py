@@ -20,6 +20,21 @@ CHECK = "request-body"
 _body_key: Any = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 
 
+def opt_out_clash(body: dict[str, Any], opt_out: dict[str, Any]) -> Iterator[Finding]:
+    """The experiment's body must not set a field of the opt-out: capture refuses such a
+    body, and with it the arms would not differ as claimed."""
+    clash = sorted(set(opt_out) & set(body))
+    if clash:
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            f"the experiment's request body sets {', '.join(clash)}, which only the opt-out "
+            "requests may set: every request would then ask what the opt-out one asks",
+            file=layout.EXPERIMENT,
+            pointer="/request_body",
+        )
+
+
 def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
     experiment = ctx.experiment
     if experiment is None:
@@ -33,16 +48,7 @@ def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
             copy.get("opt_out_fields") or experiment.document.get("opt_out_fields") or {}
         )
     diagnostic = ctx.rules.diagnostic_fields if ctx.rules is not None else {}
-    clash = sorted(set(opt_out) & set(body))
-    if clash:  # capture refuses such a body: the arms would not differ as claimed
-        yield Finding(
-            CHECK,
-            Severity.ERROR,
-            f"the experiment's request body sets {', '.join(clash)}, which only the opt-out "
-            "requests may set: every request would then ask what the opt-out one asks",
-            file=layout.EXPERIMENT,
-            pointer="/request_body",
-        )
+    yield from opt_out_clash(body, opt_out)
     # one expected body, and its key, per kind of request (opt-out, diagnostic)
     expected_bodies: dict[tuple[bool, bool], tuple[dict[str, Any], str]] = {}
     for record in ctx.records:

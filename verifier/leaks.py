@@ -229,8 +229,7 @@ _URL_HOST = _Lazy(
     re.ASCII,
 )
 # A password in a URL's credentials (`https://user:PASSWORD@host`, `redis://:PASSWORD@h`):
-# its secret part. It
-# starts where `_URL_HOST` does.
+# its secret part. It starts where `_URL_HOST` does.
 _URL_CREDENTIALS = _Lazy(
     r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/:@\"'\x00-\x02]{0,128}:"
     r"(?P<urlpassword>[^\s/@\"'<\x00-\x02][^\s/@\"'\x00-\x02]{0,255})@",
@@ -753,12 +752,12 @@ _TOKEN_PATTERNS = (
     _URL_CREDENTIALS,
 )
 _STARTS: dict[_Lazy, Callable[[_Places], list[int] | None]] = {
-    _URL_CREDENTIALS: _Places._url_host,
     _HOME: _Places._paths,
     _TEMP: _Places._paths,
     _EMAIL: _Places._email,
     _ACCOUNT: _Places._account,
     _URL_HOST: _Places._url_host,
+    _URL_CREDENTIALS: _Places._url_host,
     _MAC: _Places._mac,
     _IPV4: _Places._ipv4,
     _IPV6: _Places._ipv6,
@@ -1635,7 +1634,8 @@ class _Flat:
         count = 0
         path: list[str | int] = []
 
-        def walk(node: Any) -> None:
+        # Handed itself to call, as `_text_of`'s walk: no reference cycle left behind.
+        def walk(node: Any, walk: Callable[[Any, Any], None]) -> None:
             nonlocal count
             if isinstance(node, dict):
                 for key, value in node.items():
@@ -1648,7 +1648,7 @@ class _Flat:
                         count += 1
                     elif isinstance(value, dict | list) and count <= last:
                         path.append(key)
-                        walk(value)
+                        walk(value, walk)
                         path.pop()
             else:
                 for index, value in enumerate(node):
@@ -1658,14 +1658,11 @@ class _Flat:
                         count += 1
                     elif isinstance(value, dict | list) and count <= last:
                         path.append(index)
-                        walk(value)
+                        walk(value, walk)
                         path.pop()
 
         if isinstance(document, dict | list) and last >= 0:
-            try:
-                walk(document)
-            finally:
-                del walk  # it refers to itself: left as it is, each call would leave a cycle
+            walk(document, walk)
         return found
 
 

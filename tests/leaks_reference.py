@@ -235,9 +235,7 @@ def _known_pattern(known: Known) -> str:
     distinctive = len(known.value) >= 4 and any(c in known.value for c in "-._")
     token = rf"|(?<![\w.-]){v}(?![\w-]|\.\w)" if distinctive else ""
     if known.kind is KnownKind.PATH:
-        # Not inside a longer path; but after a short option it is given to (`-m/x`).
-        after_option = r"(?<=^-[A-Za-z])|(?<=[\s\x00-\x02]-[A-Za-z])"
-        return rf"(?:{after_option}|(?<![A-Za-z0-9._~-])){v}(?![A-Za-z0-9_-])"
+        return leaks._known_path(known.value)  # (not a fast path: shared)
     if known.kind is KnownKind.USER:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"

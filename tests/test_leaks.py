@@ -213,6 +213,13 @@ def test_hits_never_overlap_and_stay_in_bounds(text: str) -> None:
         ("see ~al/notes", "home-path", "~al/notes"),
         ("see /var/home/al/x", "home-path", "/var/home/al/x"),
         ("C:\\Users\\al\\m.gguf", "home-path", "C:\\Users\\al\\m.gguf"),
+        ("c:\\users\\al\\m.gguf", "home-path", "c:\\users\\al\\m.gguf"),
+        ("D:/USERS/Al/x", "home-path", "D:/USERS/Al/x"),
+        ("see /mnt/c/Users/al/x", "home-path", "/mnt/c/Users/al/x"),
+        ("see /cygdrive/d/users/al/x", "home-path", "/cygdrive/d/users/al/x"),
+        ("open file://localhost/home/al/x", "home-path", "/home/al/x"),
+        ("see /home/./al/x", "home-path", "/home/./al/x"),
+        ("see /Users/././al", "home-path", "/Users/././al"),
         ("addr fdab:cdef::abcd up", "ip-address", "fdab:cdef::abcd"),
         ("addr ::ffff:10.1.2.3 up", "ip-address", "::ffff:10.1.2.3"),
         ("http://[fe80::1%25eth0]:8080/", "ip-address", "fe80::1%25eth0"),
@@ -254,6 +261,9 @@ def test_every_form_is_found_where_it_is(text: str, category: str, found: str | 
         "e466f5118b8e25d0c9a295ab017468db77b87313",
         "--api-key <token> and HF_TOKEN=<token>",
         "the --api-key flag",
+        "GET https://example.com/api/users/al/x and /v1/users/bob",
+        "/mnt/data/users/al",
+        "https://example.localhost/home/al",
     ],
 )
 def test_versions_and_public_words_are_not_leaks(text: str) -> None:

@@ -181,19 +181,23 @@ _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
 
 # Each pattern starts with a literal character and checks what precedes it afterwards: the
 # regular expression engine then skips quickly to the places worth trying.
-_SLASH = r"/(?<![\w.~/-]/)/*+"  # one or more slashes, not inside a longer path or a word
+# One or more slashes, not inside a longer path or a word; or a local file URL's path
+# (`file://localhost/home/al`).
+_SLASH = r"/(?:(?<=//localhost/)|(?<![\w.~/-]/))/*+"
 _HOME = _Lazy(
     rf"""
-      {_SLASH}(?:var/++)?home/++[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
-    | {_SLASH}Users/++(?!Shared\b)[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
+      {_SLASH}(?:var/++)?home/++(?:\./++)*+[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
+    | {_SLASH}Users/++(?:\./++)*+(?!Shared\b)[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
     | {_SLASH}root/++{_PATH_REST}
+    | {_SLASH}(?:mnt|cygdrive)/++[A-Za-z]/++(?i:users)/++[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
     | ~(?<![\w~$]~)[A-Za-z_][A-Za-z0-9._-]*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
     re.VERBOSE | re.ASCII,
 )
-# C:\Users\name: the match starts at the colon; its drive letter is added back.
+# C:\Users\name, in any case (c:\users\name): the match starts at the colon; its drive
+# letter is added back.
 _WINDOWS_HOME = _Lazy(
-    rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}Users{_WIN_SEP}
+    rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users){_WIN_SEP}
     [A-Za-z0-9_][A-Za-z0-9._-]*(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
@@ -492,7 +496,7 @@ def _found(category: str, start: int, end: int, excerpt: str, placeholder: str =
 # regular expression engine checks fast, since it starts with a literal character (an engine
 # pass over a text that starts with a set of characters, or a lookbehind, costs ten times
 # more): a text without it skips the pattern, and a text with it tries the pattern only there.
-_HOME_OR_TEMP = re.compile(r"/(?:home|Users|root|tmp|var|folders|shm)/")
+_HOME_OR_TEMP = re.compile(r"/(?:home|Users|users|USERS|root|tmp|var|folders|shm)/")
 _IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the first number
 _IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
 _MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")  # the first separator
@@ -1037,7 +1041,8 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
             continue
         for match in _matches_at(pattern, text, starts, accept):
             yield _found(category, match.start(), match.end(), _mask(match.group()))
-    for match in _WINDOWS_HOME.finditer(text) if colon and "U" in text else ():
+    windows = colon and ("U" in text or "users" in places.low)
+    for match in _WINDOWS_HOME.finditer(text) if windows else ():
         start = match.start() - 1
         yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
     if not at and places.schemes == []:
@@ -1065,14 +1070,47 @@ _NAME_END = r"(?=[/\\\s\"':@\x00-\x02]|\Z)"
 _AFTER_USER = {None: r"@|:[^/@\s]*@", True: "@|:", False: "@"}
 
 
+# Between two components of a private path, any spelling the system reads as one slash:
+# `/data//models`, `/data/./models` (`_spelled_path`).
+_PATH_SEP = r"/+(?:\./+)*"
+_SAME_DIR = re.compile(r"/(?:\.?/)+")
+
+
+def _spelled_path(path: str) -> str:
+    """A pattern of `path` however its slashes are spelled: doubled (`/a//b`), with `./`
+    between (`/a/./b`), or both, in the path as collected and in the text. A leading slash
+    is one character, so a match starts at the last slash of a run (`//a/b` from its second
+    character): a run of slashes is not read again from each of its places."""
+    first, *rest = _SAME_DIR.sub("/", path).split("/")
+    if not rest:
+        return re.escape(first)
+    return (re.escape(first) + _PATH_SEP if first else "/") + _PATH_SEP.join(map(re.escape, rest))
+
+
+def _known_path(path: str) -> str:
+    """The pattern of a private path: in any spelling (`_spelled_path`), not inside a longer
+    path (`x/data/m`), but after a short option it is given to (`-m/data/m`) or after `/.`
+    (`/./data/m`, which is `/data/m`)."""
+    after = r"(?<=^-[A-Za-z])|(?<=[\s\x00-\x02]-[A-Za-z])|(?<=/\.)"
+    return rf"(?:{after}|(?<![A-Za-z0-9._~-])){_spelled_path(path)}(?![A-Za-z0-9_-])"
+
+
+def _place_prefix(known: Known) -> str:
+    """The first characters of every match of the known value (up to four): of a path's
+    spelling with single slashes, and not past its second slash, whose spelling varies."""
+    if known.kind is not KnownKind.PATH:
+        return known.value[:4]
+    first = _SAME_DIR.sub("/", known.value)[:4]
+    cut = first.find("/", 1)
+    return first[:cut] if cut > 0 else first
+
+
 def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
     v = re.escape(known.value)
     distinctive = len(known.value) >= 4 and any(c in known.value for c in "-._")
     token = rf"|(?<![\w.-]){v}(?![\w-]|\.\w)" if distinctive else ""
     if known.kind is KnownKind.PATH:
-        # Not inside a longer path; but after a short option it is given to (`-m/x`).
-        after_option = r"(?<=^-[A-Za-z])|(?<=[\s\x00-\x02]-[A-Za-z])"
-        return rf"(?:{after_option}|(?<![A-Za-z0-9._~-])){v}(?![A-Za-z0-9_-])"
+        return _known_path(known.value)
     if known.kind is KnownKind.USER:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
@@ -1360,7 +1398,8 @@ _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")  # İ ı ſ K (Kelvin
 
 
 class _KnownPlaces:
-    """Where a match of known values can start: where the first four characters of one are.
+    """Where a match of known values can start: where the first characters of one are (four,
+    or a private path's up to its second slash: `_place_prefix`).
 
     Those of user and host names (matched in any case) are looked for in the lower-cased
     text; where the text holds a character that `(?i)` matches with an ASCII letter, or a
@@ -1369,7 +1408,7 @@ class _KnownPlaces:
 
     def __init__(self, known: Sequence[Known]) -> None:
         any_case = (KnownKind.USER, KnownKind.HOST)
-        exact = [k.value for k in known if k.kind not in any_case]
+        exact = [_place_prefix(k) for k in known if k.kind not in any_case]
         folded = [k.value.lower() for k in known if k.kind in any_case]
         self._plain = not all(exact + folded) or not all(v.isascii() for v in folded)
         self._exact = _prefixes(exact)

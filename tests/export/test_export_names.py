@@ -195,3 +195,32 @@ def test_an_environment_value_does_not_hide_a_private_path_inside_it(tmp_path: P
         body["metadata"] = phrase
     with pytest.raises(ExportError, match=r"experiment.json/request_body/metadata .*private-path"):
         export_bundle(ExportOptions(f.write(tmp_path / "raw"), tmp_path / "public"))
+
+
+def test_the_servers_public_address_is_removed_wherever_it_appears(tmp_path: Path) -> None:
+    # A public IPv4 without a word that says it is an address reads as a version to the
+    # detectors; export knows this one from the URLs it sent requests to.
+    f = RawFactory()
+    url = "http://34.12.5.6:18128/v1/chat/completions"
+    f.run["server"]["url"] = "http://34.12.5.6:18128"
+    for exchange in f.exchanges():
+        exchange["request"]["url"] = url
+    f.server["argv"][f.server["argv"].index("127.0.0.1")] = "34.12.5.6"
+    f.run["notes"] = ["reached from 34.12.5.6 at noon"]
+    f.texts["harness.log"] = "sent 28 requests to 34.12.5.6 and 34.12.5.6:18128\n"
+    out = _export(f, tmp_path)
+    published = [p.read_text() for p in out.rglob("*") if p.is_file()]
+    assert not any("34.12.5.6" in text for text in published)
+    experiment = json.loads((out / "experiment.json").read_text())
+    assert experiment["notes"] == ["reached from <ip> at noon"]
+    ledger = json.loads((out / "redaction-ledger.json").read_text())["entries"]
+    assert {"experiment.json", "/notes/0", "ip-address"} <= {
+        value for e in ledger for value in (e["file"], e["pointer"], e["category"])
+    }
+
+    f.run["request_body"]["metadata"] = "ask 34.12.5.6"  # evidence: export stops
+    for exchange in f.exchanges():
+        exchange["request"]["body"]["metadata"] = "ask 34.12.5.6"
+    raw = f.write(tmp_path / "raw-evidence")
+    with pytest.raises(ExportError, match="request_body/metadata"):
+        export_bundle(ExportOptions(raw, tmp_path / "refused"))

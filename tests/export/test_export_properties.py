@@ -381,3 +381,52 @@ def test_a_published_form_fails_verification(seed_raw: Path, tmp_path: Path, for
     result = verify_path(out, VerifyOptions())
     leaks = [f for f in result.findings if f.check == "leaks" and f.is_error]
     assert leaks and leaks[0].file == layout.EXPERIMENT and leaks[0].pointer == "/notes/2"
+
+
+# A model and a binary outside any home: only what the capture knows finds them.
+_MODEL = "/srv/lab-models/Qwen3-1.7B-4bit"
+_BINARY = "/opt/build-7/bin/mlxcel-server"
+
+
+def _spellings(path: str) -> list[str]:
+    """The spellings of one private path that the system reads as the same path."""
+    doubled = path.replace("/", "//")
+    dotted = path.replace("/", "/./", 2)
+    return [
+        path,
+        doubled,
+        dotted,
+        "/" + path,
+        path.replace("/", "\\/"),
+        path.replace("/", "\\u002f"),
+        path.replace("/", "%2F"),
+        doubled.replace("/", "%2f"),
+        f"file://{path}",
+        f"file://{dotted}",
+    ]
+
+
+@pytest.mark.parametrize("spelling", [*_spellings(_MODEL), *_spellings(_BINARY)])
+def test_a_known_path_in_any_spelling_is_removed_from_free_text_and_stops_evidence(
+    tmp_path: Path, spelling: str
+) -> None:
+    host = Host(model=_MODEL, binary=_BINARY)
+    free = RawFactory(host=host)
+    SITES["notes"].plant(free, _phrase(spelling))
+    SITES["server-log"].plant(free, f"loading {spelling}\n")
+    raw = free.write(tmp_path / "raw")
+    out, archive = tmp_path / "public", tmp_path / "public.tar.gz"
+    export_bundle(ExportOptions(raw, out, archive=archive))
+    core = spelling.replace("/./", "/").replace("//", "/").removeprefix("file:")
+    for name, text in _published_texts(out, archive):
+        assert "lab-models/Qwen3" not in text and "build-7/bin" not in text, name
+        assert "lab-models%2FQwen3" not in text and "build-7%2fbin" not in text, name
+        assert "lab-models\\/Qwen3" not in text and "lab-models\\u002fQwen3" not in text, name
+        assert core not in text, name
+
+    evidence = RawFactory(host=host)
+    SITES["request-body"].plant(evidence, _phrase(spelling))
+    raw = evidence.write(tmp_path / "raw-evidence")
+    with pytest.raises(ExportError, match=r"experiment\.json/request_body/metadata"):
+        export_bundle(ExportOptions(raw, tmp_path / "stopped"))
+    assert not (tmp_path / "stopped").exists()

@@ -20,6 +20,7 @@ are removed from free text only: the same text in evidence identifies nobody.
 
 from __future__ import annotations
 
+import ipaddress
 import posixpath
 import re
 from collections import Counter
@@ -425,6 +426,20 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9.<>]+", "-", text.lower()).strip("-") or "value"
 
 
+def _url_address(url: str) -> str | None:
+    """The IP address a URL names as its host, if it is neither loopback nor unspecified:
+    private wherever it appears, though the detectors can tell a public IPv4 from a
+    version number only where the text says it is an address."""
+    try:
+        host = urlsplit(url).hostname
+        address = ipaddress.ip_address(host) if host else None
+    except ValueError:
+        return None
+    if address is None or address.is_loopback or address.is_unspecified:
+        return None
+    return str(host)
+
+
 def _url_host(url: str | None) -> str | None:
     if not url:
         return None
@@ -588,6 +603,8 @@ def collect_private_values(
     hostnames |= {h for h in map(_url_host, urls) if h}
     for hostname in sorted(hostnames, key=lambda h: (-len(h), h)):
         c.name(hostname, "host-name", "<host>", KnownKind.HOST)
+    for address in sorted({a for a in map(_url_address, filter(None, urls)) if a}):
+        c.secret(address, leaks.IP_ADDRESS, leaks.PLACEHOLDERS[leaks.IP_ADDRESS], any_length=True)
     argv = [*(a for s in servers for a in s.argv), *run.argv]
     for secret in secret_arguments(argv):
         c.secret(secret, "token", "<token>", any_length=False)

@@ -37,6 +37,7 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
         yield from _the_named_server(ctx, experiment, rules)
         yield from _command_lines(experiment, rules)
     yield from _one_request_per_record(ctx, experiment)
+    yield from _one_model(ctx)
     yield from _one_server_at_a_time(experiment)
 
 
@@ -175,6 +176,25 @@ def _one_server_at_a_time(experiment: Experiment) -> Iterator[Finding]:
                 f"{before[4]} stopped: two servers alive at once, where the protocol runs one",
                 pointer=json_pointer("conditions", after[2], "servers", after[3], "started_at"),
             )  # fmt: skip
+
+
+def _one_model(ctx: BundleContext) -> Iterator[Finding]:
+    """One experiment runs one model: every response that names its model names the same
+    one. Replies of two models compared are not a cache's doing."""
+    files: dict[str, list[str]] = {}  # model -> the files of the responses that name it
+    for record in ctx.records:
+        model = record.response_value("/model")
+        if isinstance(model, str):
+            files.setdefault(model, []).append(record.file)
+    if not files:
+        return
+    (first, where), *others = files.items()
+    for model, named in others:
+        yield _error(
+            f"{len(named)} response(s) name another model than {where[0]}'s: one experiment "
+            "runs one model",
+            file=named[0], pointer="/response/model", expected=first, actual=model,
+        )  # fmt: skip
 
 
 def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:

@@ -220,6 +220,14 @@ def test_hits_never_overlap_and_stay_in_bounds(text: str) -> None:
         ("open file://localhost/home/al/x", "home-path", "/home/al/x"),
         ("see /home/./al/x", "home-path", "/home/./al/x"),
         ("see /Users/././al", "home-path", "/Users/././al"),
+        ("see /./home/al/x", "home-path", "/./home/al/x"),
+        ("see /var/./home//al", "home-path", "/var/./home//al"),
+        ("see /usr/home/al/x", "home-path", "/usr/home/al/x"),
+        ("see /System/Volumes/Data/Users/al", "home-path", "/System/Volumes/Data/Users/al"),
+        ("see /mnt/c/UsErS/al/x", "home-path", "/mnt/c/UsErS/al/x"),
+        ("see /mnt/./c/Users/./al", "home-path", "/mnt/./c/Users/./al"),
+        ("git bash /c/Users/al/x", "home-path", "/c/Users/al/x"),
+        ("open FILE://LocalHost/home/al/x", "home-path", "/home/al/x"),
         ("addr fdab:cdef::abcd up", "ip-address", "fdab:cdef::abcd"),
         ("addr ::ffff:10.1.2.3 up", "ip-address", "::ffff:10.1.2.3"),
         ("http://[fe80::1%25eth0]:8080/", "ip-address", "fe80::1%25eth0"),
@@ -264,6 +272,7 @@ def test_every_form_is_found_where_it_is(text: str, category: str, found: str | 
         "GET https://example.com/api/users/al/x and /v1/users/bob",
         "/mnt/data/users/al",
         "https://example.localhost/home/al",
+        "http://localhost/home/index.html and http://localhost/tmp/x",
     ],
 )
 def test_versions_and_public_words_are_not_leaks(text: str) -> None:

@@ -210,24 +210,28 @@ def test_a_conditions_flags_repeated_cannot_hide_them_in_another(tmp_path: Path)
 
 
 @pytest.mark.parametrize("bundle", ["seed", "llama-cpp-real.tar.gz"])
-def test_replies_of_another_model_are_caught(tmp_path: Path, bundle: str) -> None:
+@pytest.mark.parametrize(("arm", "model"), [("warm", "another-model-Q4"), ("cold", None)])
+def test_replies_of_another_model_are_caught(
+    tmp_path: Path, bundle: str, arm: str, model: str | None
+) -> None:
     files = dict(SEED_FILES) if bundle == "seed" else _archive_files(bundle)
-    warm = [
-        name
-        for name in sorted(files)
-        if name.startswith(layout.RECORDS_DIR + "/")
-        and json.loads(files[name])["claimed_arm"] == "warm"
-    ]
-    for name in warm:  # every warm reply spliced in from a run of another model
+    records = sorted(name for name in files if name.startswith(layout.RECORDS_DIR + "/"))
+    spliced = [name for name in records if json.loads(files[name])["claimed_arm"] == arm]
+    for name in spliced:  # the replies of one arm spliced in from a run of another model
         document = json.loads(files[name])
         assert isinstance(document["response"]["model"], str)
-        document["response"]["model"] = "another-model-Q4"
+        if model is None:
+            del document["response"]["model"]
+        else:
+            document["response"]["model"] = model
         files[name] = _dump(document)
+    assert len(spliced) < len(records) / 2
     result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
     assert not result.verified
     (finding,) = [f for f in result.findings if f.check == "consistency"]
-    assert finding.file == warm[0] and finding.pointer == "/response/model"
-    assert finding.actual == "another-model-Q4" and f"{len(warm)} response(s)" in finding.message
+    assert finding.file == spliced[0] and finding.pointer == "/response/model"
+    assert finding.actual == (model or "none")
+    assert finding.message.startswith(f"{len(spliced)} answer(s) name ")
 
 
 def test_records_without_time_zones_cannot_dodge_the_order_check(tmp_path: Path) -> None:

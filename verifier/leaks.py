@@ -181,15 +181,20 @@ _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
 
 # Each pattern starts with a literal character and checks what precedes it afterwards: the
 # regular expression engine then skips quickly to the places worth trying.
-# One or more slashes, not inside a longer path or a word; or a local file URL's path
-# (`file://localhost/home/al`).
-_SLASH = r"/(?:(?<=//localhost/)|(?<![\w.~/-]/))/*+"
+# One or more slashes, not inside a longer path or a word, with `./` between them (`/./`);
+# or a local file URL's path (`file://localhost/home/al`).
+_SLASH = r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/))(?:/|\./)*+"
+_S = r"/++(?:\./++)*+"  # a separator inside a path: `/`, `//`, `/./`...
+_HOME_DIR = r"[A-Za-z0-9_][A-Za-z0-9._-]*"  # a user's own directory
+# /home/al, /var/home/al (Silverblue), /usr/home/al (FreeBSD), /Users/al and macOS's
+# /System/Volumes/Data/Users/al, /root; C:\Users\al as WSL (/mnt/c/...), Cygwin
+# (/cygdrive/c/...) and MSYS2 (/c/...) name it; ~al.
 _HOME = _Lazy(
     rf"""
-      {_SLASH}(?:var/++)?home/++(?:\./++)*+[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
-    | {_SLASH}Users/++(?:\./++)*+(?!Shared\b)[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
+      {_SLASH}(?:(?:var|usr){_S})?home{_S}{_HOME_DIR}{_PATH_REST}
+    | {_SLASH}(?:System{_S}Volumes{_S}Data{_S})?Users{_S}(?!Shared\b){_HOME_DIR}{_PATH_REST}
     | {_SLASH}root/++{_PATH_REST}
-    | {_SLASH}(?:mnt|cygdrive)/++[A-Za-z]/++(?i:users)/++[A-Za-z0-9_][A-Za-z0-9._-]*{_PATH_REST}
+    | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}{_HOME_DIR}{_PATH_REST}
     | ~(?<![\w~$]~)[A-Za-z_][A-Za-z0-9._-]*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
     re.VERBOSE | re.ASCII,
@@ -496,7 +501,7 @@ def _found(category: str, start: int, end: int, excerpt: str, placeholder: str =
 # regular expression engine checks fast, since it starts with a literal character (an engine
 # pass over a text that starts with a set of characters, or a lookbehind, costs ten times
 # more): a text without it skips the pattern, and a text with it tries the pattern only there.
-_HOME_OR_TEMP = re.compile(r"/(?:home|Users|users|USERS|root|tmp|var|folders|shm)/")
+_HOME_OR_TEMP = re.compile(r"/(?:home|[Uu][Ss][Ee][Rr][Ss]|root|tmp|var|folders|shm)/")
 _IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the first number
 _IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
 _MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")  # the first separator
@@ -1076,12 +1081,21 @@ _PATH_SEP = r"/+(?:\./+)*"
 _SAME_DIR = re.compile(r"/(?:\.?/)+")
 
 
+def normal_path(path: str) -> str:
+    """`path` with each run of slashes and `./` spelled as one slash, and no `/` or `/.` at
+    its end: `/data//./models/.` is `/data/models`."""
+    normal = _SAME_DIR.sub("/", path)
+    while normal.endswith("/.") and len(normal) > 2:
+        normal = normal[:-2]
+    return normal.rstrip("/") if len(normal) > 1 else normal
+
+
 def _spelled_path(path: str) -> str:
     """A pattern of `path` however its slashes are spelled: doubled (`/a//b`), with `./`
     between (`/a/./b`), or both, in the path as collected and in the text. A leading slash
     is one character, so a match starts at the last slash of a run (`//a/b` from its second
     character): a run of slashes is not read again from each of its places."""
-    first, *rest = _SAME_DIR.sub("/", path).split("/")
+    first, *rest = normal_path(path).split("/")
     if not rest:
         return re.escape(first)
     return (re.escape(first) + _PATH_SEP if first else "/") + _PATH_SEP.join(map(re.escape, rest))
@@ -1089,9 +1103,13 @@ def _spelled_path(path: str) -> str:
 
 def _known_path(path: str) -> str:
     """The pattern of a private path: in any spelling (`_spelled_path`), not inside a longer
-    path (`x/data/m`), but after a short option it is given to (`-m/data/m`) or after `/.`
-    (`/./data/m`, which is `/data/m`)."""
-    after = r"(?<=^-[A-Za-z])|(?<=[\s\x00-\x02]-[A-Za-z])|(?<=/\.)"
+    path (`x/data/m`), but after a short option it is given to (`-m/data/m`), after `/.`
+    that starts a path (`/./data/m`, which is `/data/m`) and in a local file URL
+    (`file://localhost/data/m`)."""
+    after = (
+        r"(?<=^-[A-Za-z])|(?<=[\s\x00-\x02]-[A-Za-z])|(?<=(?<![A-Za-z0-9._~-])/\.)"
+        r"|(?<=(?i:file://localhost))"
+    )
     return rf"(?:{after}|(?<![A-Za-z0-9._~-])){_spelled_path(path)}(?![A-Za-z0-9_-])"
 
 
@@ -1100,7 +1118,7 @@ def _place_prefix(known: Known) -> str:
     spelling with single slashes, and not past its second slash, whose spelling varies."""
     if known.kind is not KnownKind.PATH:
         return known.value[:4]
-    first = _SAME_DIR.sub("/", known.value)[:4]
+    first = normal_path(known.value)[:4]
     cut = first.find("/", 1)
     return first[:cut] if cut > 0 else first
 
@@ -1210,8 +1228,8 @@ _BATCH_CHARS = 1 << 20
 #    a boundary next to \x00 (not a word character) exactly where it is at the text's edge;
 #    the only `\Z`s are in `(?=[\x00-\x02]|\Z)` (`_HOME`, `_URL_HOST`), true at \x00 too.
 #    No generic pattern has `^`, `$` or `\A`; those of `_SECRET_NAME`, `_RESERVED_DOMAIN`...
-#    read a name or host taken from the match, not the text. The lookbehinds read 3
-#    characters back at most.
+#    read a name or host taken from the match, not the text. The lookbehinds read 17
+#    characters back at most (`(?<=(?i:file://localhost)/)`), fewer than the gap holds.
 # 3. So the match at each place of X is the same match in the batch, and what accepts it
 #    reads no further than the gap: `_after_boundary` one character back (none and \x00
 #    both pass); `_name_before` and `_name_at` back and forth over name characters (they

@@ -403,6 +403,7 @@ def _spellings(path: str) -> list[str]:
         doubled.replace("/", "%2f"),
         f"file://{path}",
         f"file://{dotted}",
+        f"file://localhost{path}",
     ]
 
 
@@ -430,3 +431,21 @@ def test_a_known_path_in_any_spelling_is_removed_from_free_text_and_stops_eviden
     with pytest.raises(ExportError, match=r"experiment\.json/request_body/metadata"):
         export_bundle(ExportOptions(raw, tmp_path / "stopped"))
     assert not (tmp_path / "stopped").exists()
+
+
+@pytest.mark.parametrize("spelling", ["//home", "/./home", "//tmp/", "/usr//lib/x86_64-linux-gnu"])
+def test_a_common_directory_in_another_spelling_is_not_a_private_path(
+    tmp_path: Path, spelling: str
+) -> None:
+    # As a private path, `//home` would match `/home` itself, ahead of the home detector,
+    # and publish the user name after it (`/path/to/private-1/bob/x`).
+    f = RawFactory()
+    f.server["argv"] += ["--data-dir", spelling]
+    f.run["notes"] = ["owner /home/bob/.cache/x, libs in /usr/lib/x86_64-linux-gnu"]
+    raw = f.write(tmp_path / "raw")
+    known = {k.value for k in collect_private_values(load_raw(raw))}
+    assert not known & {"/home", "/tmp", "/usr/lib/x86_64-linux-gnu", spelling}
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(raw, out))
+    notes = json.loads((out / layout.EXPERIMENT).read_text())["notes"]
+    assert "bob" not in notes[0] and "/usr/lib/x86_64-linux-gnu" in notes[0]

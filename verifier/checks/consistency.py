@@ -179,21 +179,29 @@ def _one_server_at_a_time(experiment: Experiment) -> Iterator[Finding]:
 
 
 def _one_model(ctx: BundleContext) -> Iterator[Finding]:
-    """One experiment runs one model: every response that names its model names the same
-    one. Replies of two models compared are not a cache's doing."""
-    files: dict[str, list[str]] = {}  # model -> the files of the responses that name it
+    """One experiment runs one model: every answer names the same one. The model most
+    answers name is the experiment's; each other one, and an answer that names none where
+    the others name one, is an error at the first record that has it. Replies of two models
+    compared are not a cache's doing."""
+    files: dict[str | None, list[str]] = {}  # the model an answer names -> its records
     for record in ctx.records:
-        model = record.response_value("/model")
-        if isinstance(model, str):
-            files.setdefault(model, []).append(record.file)
-    if not files:
+        if record.http_status != 200 or not isinstance(record.response, dict):
+            continue  # an error's body need not name one
+        model = record.response.get("model")
+        files.setdefault(model if isinstance(model, str) else None, []).append(record.file)
+    named = {model: where for model, where in files.items() if model is not None}
+    if not named:
         return
-    (first, where), *others = files.items()
-    for model, named in others:
+    most = max(named, key=lambda model: len(named[model]))  # the first of the largest
+    for model, where in files.items():
+        if model == most:
+            continue
+        what = "name no model" if model is None else "name another model"
         yield _error(
-            f"{len(named)} response(s) name another model than {where[0]}'s: one experiment "
-            "runs one model",
-            file=named[0], pointer="/response/model", expected=first, actual=model,
+            f"{len(where)} answer(s) {what} than the {len(named[most])} that name the "
+            f"experiment's (the first: {named[most][0]}): one experiment runs one model",
+            file=where[0], pointer="/response/model", expected=most,
+            actual=model if model is not None else "none",
         )  # fmt: skip
 
 

@@ -503,7 +503,7 @@ class _Collector:
         """A private path; without a placeholder, only an absolute one no collected path covers."""
         if not value:
             return
-        value = value.rstrip("/") if len(value) > 1 else value
+        value = leaks.normal_path(value)  # as the detectors read it: `//home` is `/home`
         if len(value) < 2 or value in self.values or value in COMMON_DIRS:
             return
         if placeholder is None:

@@ -183,6 +183,8 @@ def test_pathological_input_is_fast() -> None:
         "-----BEGIN PRIVATE KEY-----" * 2000,
         "Authorization: " * 10_000,
         "/home/" * 20_000,
+        "eyJ" * 100_000,
+        "eyJaaaaaaaaaaaa.eyJaaaa." * 20_000,
     ]
     started = time.perf_counter()
     for text in inputs:
@@ -240,6 +242,12 @@ def test_hits_never_overlap_and_stay_in_bounds(text: str) -> None:
         ("--api-key abcdEFGH1234", "token", "abcdEFGH1234"),
         ("key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "token", None),
         ("ssh zed@buildbox", "user-name", "zed@buildbox"),
+        (
+            "session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.SflKxwRJSMeKKF2QT4fw ok",
+            "token",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.SflKxwRJSMeKKF2QT4fw",
+        ),
+        ("none eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0. ok", "token", None),
         ("http://buildbox.lan:8080/x", "host-name", "buildbox.lan"),
     ],
 )
@@ -273,6 +281,7 @@ def test_every_form_is_found_where_it_is(text: str, category: str, found: str | 
         "/mnt/data/users/al",
         "https://example.localhost/home/al",
         "http://localhost/home/index.html and http://localhost/tmp/x",
+        "eyJ alone, eyJabc.eyJ.x, and xeyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc",
     ],
 )
 def test_versions_and_public_words_are_not_leaks(text: str) -> None:

@@ -35,7 +35,8 @@ What is private, by kind:
   `libcublas.so.13.0.2.14`) is a version, and so is a public one without such context;
 - MAC addresses, e-mail addresses outside the documentation domains, `user@host`, URLs
   whose host is a local machine name (one label, or `.local`, `.lan`, `.internal`...);
-- tokens: the known prefixes (`hf_`, `sk-`, `ghp_`, `AKIA`...), AWS secret access keys, and
+- tokens: the known prefixes (`hf_`, `sk-`, `ghp_`, `AKIA`...), JSON Web Tokens
+  (`eyJ...`.`eyJ...`.`...`), AWS secret access keys, and
   any value after a key-like name (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`,
   `Authorization:`, `Bearer`), whatever its alphabet; the value of a secret flag, as
   `--flag=value`, `--flag value` or the next argument of a command line;
@@ -257,6 +258,7 @@ _PREFIXED_TOKENS = _Lazy(
     | AIza(?P<google>[0-9A-Za-z_-]{35})
     | (?:AKIA|ASIA)(?P<aws>[0-9A-Z]{16})(?![A-Za-z0-9])
     | xox[abposr]-(?P<slack>[A-Za-z0-9-]{10,})
+    | eyJ(?P<jwt>[A-Za-z0-9_-]{10,}+\.eyJ[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_-]*+)
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -446,7 +448,7 @@ def _after_boundary(match: re.Match[str], chars: str) -> bool:
 def _accept_token(match: re.Match[str]) -> bool:
     group = _secret_group(match)
     value = match.group(group)
-    if group in ("hf", "sk", "gh", "gl", "google", "slack"):
+    if group in ("hf", "sk", "gh", "gl", "google", "slack", "jwt"):
         return _after_boundary(match, "_-")
     if group == "aws":
         return _after_boundary(match, "")
@@ -505,11 +507,13 @@ _HOME_OR_TEMP = re.compile(r"/(?:home|[Uu][Ss][Ee][Rr][Ss]|root|tmp|var|folders|
 _IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the first number
 _IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
 _MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")  # the first separator
-# The prefixed tokens: hf_, gh?_ and github_pat_; the `-` of sk-, xox?-, glpat-; AIza...
+# The prefixed tokens: hf_, gh?_ and github_pat_; the `-` of sk-, xox?-, glpat-; AIza...;
+# eyJ (found where the text holds a J).
 _TOKEN_HF = re.compile(r"hf_(?=[A-Za-z0-9]{20})")
 _TOKEN_G = re.compile(r"g(?:h[pousr]|ithub_pat)_(?=[A-Za-z0-9_]{20})")
 _TOKEN_DASH = re.compile(r"-(?:(?<=sk-)|(?<=xox[abposr]-)|(?<=glpat-))(?=[\w-]{10})", re.ASCII)
 _TOKEN_A = re.compile(r"A(?=Iza|KIA|SIA)")
+_TOKEN_JWT = re.compile("eyJ")  # a JSON Web Token: header and payload are base64url of `{"`
 # Where `_SECRET_WORD` can match, in the text with its letters in lower case: each finder
 # starts with a letter (rare in prose: k, cre...), and `_WORD_BACK` is the way back from what
 # it matches to the word's start.
@@ -717,6 +721,7 @@ class _Places:
             self._found(_TOKEN_G, "_", 0),
             self._found(_TOKEN_DASH, "-", 2, 4, 5),
             self._found(_TOKEN_A, "A", 0),
+            self._found(_TOKEN_JWT, "J", 0),
         )
 
     def _aws_secret(self) -> list[int] | None:
@@ -823,7 +828,7 @@ _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
 _FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
 _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
 _FLAG_BLANKS = _Lazy(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
-_TOKEN_PREFIX = _Lazy(r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-")
+_TOKEN_PREFIX = _Lazy(r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ")
 
 
 def _end_of(run: re.Pattern[str], text: str, at: int) -> int:

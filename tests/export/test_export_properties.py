@@ -73,6 +73,7 @@ class Private:
             (self.ipv6, self.ipv6),
             (f"http://[{self.ipv6}]:8080/", self.ipv6),
             (f"hf_{self.token}", self.token),
+            (f"session eyJ{self.token}.eyJ{self.token[:6]}.{self.token}", self.token),
             (f"Authorization: Bearer {self.token}", self.token),
             (f"API_KEY={self.token}", self.token),
             (f"--hf_token={self.token}", self.token),

@@ -154,6 +154,7 @@ class KnownKind(enum.Enum):
     HOST = "host"  # a host name: only where it names a machine
     SECRET = "secret"
     OPAQUE = "opaque"  # like SECRET, but not identifying: removed from free text only
+    ADDRESS = "address"
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,8 @@ def _known_pattern(known: Known) -> str:
     token = rf"|(?<![\w.-]){v}(?![\w-]|\.\w)" if distinctive else ""
     if known.kind is KnownKind.PATH:
         return leaks._known_path(known.value)  # (not a fast path: shared)
+    if known.kind is KnownKind.ADDRESS:
+        return leaks._known_address(known.value)
     if known.kind is KnownKind.USER:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
@@ -270,6 +273,8 @@ class Detector:
             assert match.lastgroup is not None
             known = self.known[int(match.lastgroup[1:])]
             if known.kind is KnownKind.USER and not _names_an_account(text, match.start()):
+                continue
+            if known.kind is KnownKind.ADDRESS and leaks.after_version_word(text, match.start()):
                 continue
             yield _Found(
                 known.category,

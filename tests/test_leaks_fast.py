@@ -44,6 +44,7 @@ KNOWN = (
     Known("mlxcel", "host-name", "<host>", KnownKind.HOST),
     Known("s3cr3t-Value.x", "token", "<token>", KnownKind.SECRET),
     Known("opaque-env-value", "environment", "<env>", KnownKind.OPAQUE),
+    Known("34.12.5.6", "ip-address", "<ip>", KnownKind.ADDRESS),
 )
 # What the detectors care about, to build texts from.
 FRAGMENTS = (
@@ -74,6 +75,10 @@ FRAGMENTS = (
     "FILE://LocalHost/",
     "http://localhost/",
     "eyJhbGciOiJIUzI1NiJ9.",
+    "34.12.5.6",
+    "cuda 34.12.5.6",
+    "34.12.5.6.1",
+    "lora-34.12.5.6",
     "eyJzdWIiOiIxIn0.",
     ".eyJ",
     "eyJ",

@@ -126,6 +126,7 @@ class KnownKind(enum.Enum):
     HOST = "host"  # a host name: only where it names a machine
     SECRET = "secret"  # noqa: S105 - a kind name: an opaque value, as a whole token, exact case
     OPAQUE = "opaque"  # like SECRET, but not identifying: removed from free text only
+    ADDRESS = "address"  # an IPv4 address: where the generic detector would take it for one
 
 
 @dataclass(frozen=True)
@@ -1118,6 +1119,18 @@ def _known_path(path: str) -> str:
     return rf"(?:{after}|(?<![A-Za-z0-9._~-])){_spelled_path(path)}(?![A-Za-z0-9_-])"
 
 
+def _known_address(address: str) -> str:
+    """An IPv4 address the capture sent requests to, within the generic detector's bounds:
+    not inside a longer number or name (`10.0.0.7.1`, `lora-10.0.0.7.safetensors`). After
+    a version word it is a version (`after_version_word`), as there."""
+    return rf"(?<![\w.-]){re.escape(address)}(?!\w|\.\w)"
+
+
+def after_version_word(text: str, start: int) -> bool:
+    """Whether the dotted number at `start` follows a version word (`cuda 12.4.1.0`)."""
+    return _VERSION_BEFORE.search(text[max(0, start - _ADDRESS_WINDOW) : start]) is not None
+
+
 def _place_prefix(known: Known) -> str:
     """The first characters of every match of the known value (up to four): of a path's
     spelling with single slashes, and not past its second slash, whose spelling varies."""
@@ -1134,6 +1147,8 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
     token = rf"|(?<![\w.-]){v}(?![\w-]|\.\w)" if distinctive else ""
     if known.kind is KnownKind.PATH:
         return _known_path(known.value)
+    if known.kind is KnownKind.ADDRESS:
+        return _known_address(known.value)
     if known.kind is KnownKind.USER:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
@@ -1284,6 +1299,8 @@ class Detector:
                 assert match.lastgroup is not None
                 known = self.known[int(match.lastgroup[1:])]
                 if known.kind is KnownKind.USER and not names_an_account(match.start()):
+                    continue
+                if known.kind is KnownKind.ADDRESS and after_version_word(text, match.start()):
                     continue
                 yield _Found(
                     known.category,

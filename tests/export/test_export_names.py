@@ -206,13 +206,23 @@ def test_the_servers_public_address_is_removed_wherever_it_appears(tmp_path: Pat
     for exchange in f.exchanges():
         exchange["request"]["url"] = url
     f.server["argv"][f.server["argv"].index("127.0.0.1")] = "34.12.5.6"
-    f.run["notes"] = ["reached from 34.12.5.6 at noon"]
+    f.run["notes"] = ["reached from 34.12.5.6 at noon", "cuda 34.12.5.6.1, lora-34.12.5.6.bin"]
+    asked = "Which TensorRT version 34.12.5.6 fixes?"  # a version, and evidence: kept
+    for body in [f.run["request_body"], *(e["request"]["body"] for e in f.exchanges())]:
+        body["metadata"] = asked
     f.texts["harness.log"] = "sent 28 requests to 34.12.5.6 and 34.12.5.6:18128\n"
     out = _export(f, tmp_path)
-    published = [p.read_text() for p in out.rglob("*") if p.is_file()]
-    assert not any("34.12.5.6" in text for text in published)
     experiment = json.loads((out / "experiment.json").read_text())
-    assert experiment["notes"] == ["reached from <ip> at noon"]
+    assert experiment["notes"] == [
+        "reached from <ip> at noon",
+        "cuda 34.12.5.6.1, lora-34.12.5.6.bin",
+    ]
+    assert experiment["request_body"]["metadata"] == asked
+    for path in (p for p in out.rglob("*") if p.is_file()):
+        text = path.read_text()
+        for kept in (asked, "cuda 34.12.5.6.1, lora-34.12.5.6.bin"):
+            text = text.replace(kept, "")
+        assert "34.12.5.6" not in text, path
     ledger = json.loads((out / "redaction-ledger.json").read_text())["entries"]
     assert {"experiment.json", "/notes/0", "ip-address"} <= {
         value for e in ledger for value in (e["file"], e["pointer"], e["category"])

@@ -427,17 +427,18 @@ def _slug(text: str) -> str:
 
 
 def _url_address(url: str) -> str | None:
-    """The IP address a URL names as its host, if it is neither loopback nor unspecified:
-    private wherever it appears, though the detectors can tell a public IPv4 from a
-    version number only where the text says it is an address."""
+    """The IPv4 address a URL names as its host, if it is neither loopback nor unspecified:
+    private wherever the generic detector would take it for an address, though that one
+    reads a public address as a version number where no word says it is an address. (Every
+    IPv6 address but loopback it takes for one.)"""
     try:
         host = urlsplit(url).hostname
-        address = ipaddress.ip_address(host) if host else None
+        address = ipaddress.IPv4Address(host) if host else None
     except ValueError:
         return None
     if address is None or address.is_loopback or address.is_unspecified:
         return None
-    return str(host)
+    return str(address)
 
 
 def _url_host(url: str | None) -> str | None:
@@ -492,6 +493,11 @@ class _Collector:
         """A value that identifies someone wherever it appears (a token, a named string)."""
         if any_length or len(value) >= MIN_OPAQUE:
             self._add(value, category, placeholder, KnownKind.SECRET)
+
+    def address(self, value: str) -> None:
+        """An IPv4 address the capture sent requests to."""
+        placeholder = leaks.PLACEHOLDERS[leaks.IP_ADDRESS]
+        self._add(value, leaks.IP_ADDRESS, placeholder, KnownKind.ADDRESS)
 
     def opaque(self, value: str, category: str, placeholder: str) -> None:
         """An environment value: removed from free text; never one that is public evidence."""
@@ -604,7 +610,7 @@ def collect_private_values(
     for hostname in sorted(hostnames, key=lambda h: (-len(h), h)):
         c.name(hostname, "host-name", "<host>", KnownKind.HOST)
     for address in sorted({a for a in map(_url_address, filter(None, urls)) if a}):
-        c.secret(address, leaks.IP_ADDRESS, leaks.PLACEHOLDERS[leaks.IP_ADDRESS], any_length=True)
+        c.address(address)
     argv = [*(a for s in servers for a in s.argv), *run.argv]
     for secret in secret_arguments(argv):
         c.secret(secret, "token", "<token>", any_length=False)

@@ -91,6 +91,7 @@ from verifier.leaks import (  # noqa: F401 - the reference shares what did not c
     _VERSION_BEFORE,
     _WIN_SEP,
     _WINDOWS_HOME,
+    _WSL_HOME,
     ALLOWED_PLACEHOLDER,
     CATEGORIES,
     ELLIPSIS,
@@ -222,6 +223,8 @@ def _generic(text: str) -> Iterator[_Found]:
     for match in _WINDOWS_HOME.finditer(text) if has[":"] else ():
         start = match.start() - 1
         yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
+    for match in _WSL_HOME.finditer(text):
+        yield _found(HOME_PATH, match.start(), match.end(), _mask(match.group()))
     if not has["@"] and "://" not in text:
         return
     for match in _matches(_ACCOUNT, text, lambda m: _is_machine_name(m.group("host"))):

@@ -208,6 +208,12 @@ _WINDOWS_HOME = _Lazy(
     [A-Za-z0-9_][A-Za-z0-9._-]*(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
+# A WSL home as Windows reaches it: \\wsl$\Ubuntu\home\al, \\wsl.localhost\Ubuntu\root.
+_WSL_HOME = _Lazy(
+    rf"""(?<![\\\w/])(?:\\\\?\\\\?|//)(?i:wsl\$|wsl\.localhost){_WIN_SEP}[A-Za-z0-9._-]+{_WIN_SEP}
+    (?:home{_WIN_SEP}{_HOME_DIR}|root)(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
+    re.VERBOSE | re.ASCII,
+)
 _TEMP = _Lazy(
     rf"""{_SLASH}(?:tmp|var/++tmp|var/++folders|private/++var|private/++tmp|dev/++shm)
     /++[^\s"'<>`|;,(){{}}\[\]\\\x00-\x02]+""",
@@ -253,7 +259,7 @@ _TOKEN_VALUE = _VALUE_FIRST + _VALUE_CHAR
 _PREFIXED_TOKENS = _Lazy(
     r"""
       hf_(?P<hf>[A-Za-z0-9]{20,})
-    | sk-(?P<sk>(?=[\w-]*\d)[\w-]{20,})
+    | sk-(?P<sk>[\w-]{20,})
     | (?:gh[pousr]_|github_pat_)(?P<gh>[A-Za-z0-9_]{20,})
     | glpat-(?P<gl>[\w-]{20,})
     | AIza(?P<google>[0-9A-Za-z_-]{35})
@@ -449,7 +455,10 @@ def _after_boundary(match: re.Match[str], chars: str) -> bool:
 def _accept_token(match: re.Match[str]) -> bool:
     group = _secret_group(match)
     value = match.group(group)
-    if group in ("hf", "sk", "gh", "gl", "google", "slack", "jwt"):
+    if group == "sk":  # a key, not a word in kebab case (`sk-learn-compatible-estimators`)
+        key = any(c.isdigit() for c in value) or not value.islower() or value.isalpha()
+        return key and _after_boundary(match, "_-")
+    if group in ("hf", "gh", "gl", "google", "slack", "jwt"):
         return _after_boundary(match, "_-")
     if group == "aws":
         return _after_boundary(match, "")
@@ -1056,6 +1065,8 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
     for match in _WINDOWS_HOME.finditer(text) if windows else ():
         start = match.start() - 1
         yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
+    for match in _WSL_HOME.finditer(text) if "wsl" in places.low else ():
+        yield _found(HOME_PATH, match.start(), match.end(), _mask(match.group()))
     if not at and places.schemes == []:
         return
     for match in _matches_at(

@@ -272,3 +272,186 @@ def test_a_toggle_one_condition_declares_is_not_run_undeclared_in_another(
     result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
     assert not result.verified
     assert any("setting of another condition" in f.message for f in result.findings)
+
+
+def _internal_errors(result: Any) -> list[str]:
+    return [f.message for f in result.findings if "internal error" in f.message]
+
+
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [
+        ("records/sdpa-det-0/002.json", {"elapsed_s": 1e308}),
+        ("records/sdpa-det-1/014.json", {"elapsed_s": 3e11}),
+        ("records/sdpa-det-1/014.json", {"started_at": "9999-12-31T23:59:59+00:00"}),
+        ("records/sdpa-det-0/001.json", {"started_at": "0001-01-01T00:00:00+05:00"}),
+    ],
+)
+def test_times_at_the_ends_of_the_calendar_are_findings_not_crashes(
+    tmp_path: Path, name: str, change: dict[str, Any]
+) -> None:
+    files = dict(SEED_FILES)
+    document = json.loads(files[name])
+    document.update(change)
+    files[name] = _dump(document)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert _internal_errors(result) == []
+
+
+def test_token_bytes_that_are_not_bytes_give_no_reading_and_no_crash(tmp_path: Path) -> None:
+    files = _archive_files("llama-cpp-real.tar.gz")
+    name = "records/default/015.json"
+    document = json.loads(files[name])
+    document["response"]["choices"][0]["logprobs"]["content"][0]["top_logprobs"][1]["bytes"] = [[]]
+    files[name] = _dump(document)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert _internal_errors(result) == [] and result.verified
+    assert result.classification is not None
+    (condition,) = result.classification.conditions
+    assert condition.diagnosis is not None and condition.diagnosis.localization is None
+    assert "bytes" in condition.diagnosis.note
+
+
+def test_a_protocol_declared_to_plan_millions_of_requests_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    files = dict(SEED_FILES)
+    experiment = json.loads(files[layout.EXPERIMENT])
+    experiment["protocol"].update(cycles=1000, warm_per_cycle=1000)
+    files[layout.EXPERIMENT] = _dump(experiment)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert not result.verified
+    errors = [f for f in result.findings if f.check == "completeness" and f.is_error]
+    assert len(errors) == checks.MAX_ERRORS + 1
+    assert errors[-1].message.startswith(f"more than {checks.MAX_ERRORS} errors in this check")
+
+
+@pytest.mark.parametrize("change", ["prompt_tokens", "cached_tokens"])
+def test_a_reply_that_differs_where_the_prompt_or_cache_state_did_is_not_nondeterminism(
+    tmp_path: Path, change: str
+) -> None:
+    from verifier.canonical import output_hash
+
+    files = dict(SEED_FILES)
+    name = "records/sdpa-det-0/003.json"  # the second warm request of the first cycle
+    document = json.loads(files[name])
+    for usage in (document["response"]["usage"], document["usage"]):
+        if change == "prompt_tokens":
+            usage["prompt_tokens"] += 1
+            usage["total_tokens"] += 1
+        else:  # it reused more of the prompt than the other warm requests
+            usage["prompt_tokens_details"]["cached_tokens"] = 40
+    document["response"]["choices"][0]["message"]["content"] += " And then the lamp went out."
+    document["output_hash"] = output_hash(document["response"])
+    files[name] = _dump(document)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert result.classification is not None
+    first = result.classification.conditions[0]
+    assert first.verdict is Verdict.INCONCLUSIVE, first.reasons
+    assert result.verdict is Verdict.INCONCLUSIVE
+
+
+@pytest.mark.parametrize(
+    ("cap", "value"),
+    [("n_predict", 22), ("max_completion_tokens", 22), ("max_tokens", 22)],
+)
+def test_a_cap_by_any_name_counts_whichever_the_server_reads(
+    tmp_path: Path, cap: str, value: int
+) -> None:
+    # Every reply of this bundle is 22 tokens: under any cap of 22 each is cut at it.
+    files = _archive_files("llama-cpp-cuda-stable.tar.gz")
+    experiment = json.loads(files[layout.EXPERIMENT])
+    assert experiment["request_body"]["max_tokens"] > value
+    bodies = [experiment["request_body"]]
+    for name in [n for n in files if n.startswith(layout.RECORDS_DIR + "/")]:
+        document = json.loads(files[name])
+        assert document["response"]["usage"]["completion_tokens"] == value
+        document["request_body"][cap] = value
+        files[name] = _dump(document)
+    for body in bodies:
+        body[cap] = value
+    files[layout.EXPERIMENT] = _dump(experiment)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.classification is not None
+    assert all("token cap" in " ".join(c.reasons) for c in result.classification.conditions)
+
+
+def test_a_reply_made_to_look_short_of_its_cap_contradicts_its_own_timings(
+    tmp_path: Path,
+) -> None:
+    files = _archive_files("llama-cpp-cuda-stable.tar.gz")
+    name = sorted(n for n in files if n.startswith(layout.RECORDS_DIR + "/"))[3]
+    document = json.loads(files[name])
+    for usage in (document["response"]["usage"], document["usage"]):
+        usage["completion_tokens"] -= 1
+        usage["total_tokens"] -= 1
+    files[name] = _dump(document)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert not result.verified
+    (finding,) = [f for f in result.findings if f.check == "telemetry" and f.is_error]
+    assert finding.file == name and "timings.predicted_n" in finding.message
+
+
+def test_an_experiment_that_claims_an_older_version_than_its_records_is_caught(
+    tmp_path: Path,
+) -> None:
+    # Schema 1.0 predates the rules on request and server times: claiming it in
+    # experiment.json alone would turn them off for records written at 1.1.
+    files = dict(SEED_FILES)
+    experiment = json.loads(files[layout.EXPERIMENT])
+    experiment["schema_version"] = "1.0"
+    files[layout.EXPERIMENT] = _dump(experiment)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert not result.verified
+    versions = [f for f in result.findings if f.check == "schema" and "one version" in f.message]
+    assert versions and {f.actual for f in versions} == {"1.1"}
+    assert {f.file for f in versions} >= {RECORDS[0], layout.MODEL_MANIFEST}
+
+
+@pytest.mark.parametrize("started_at", [None, "2026-11-02T09:30:00"])
+def test_a_server_without_a_start_time_cannot_dodge_the_one_server_rule(
+    tmp_path: Path, started_at: str | None
+) -> None:
+    files = dict(SEED_FILES)
+    experiment = json.loads(files[layout.EXPERIMENT])
+    server = experiment["conditions"][1]["servers"][0]
+    server["started_at"] = started_at
+    files[layout.EXPERIMENT] = _dump(experiment)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert not result.verified
+    assert any(
+        f.check == "consistency" and f.pointer == "/conditions/1/servers/0/started_at"
+        for f in result.findings
+    )
+
+
+@pytest.mark.parametrize(
+    "body", [{"temperature": 0.8}, {"temperature": None}, {}, {"temperature": 1, "top_k": 40}]
+)
+def test_sampled_replies_decide_nothing(tmp_path: Path, body: dict[str, Any]) -> None:
+    files = dict(SEED_FILES)
+    for name in [layout.EXPERIMENT, *RECORDS]:
+        document = json.loads(files[name])
+        request = document["request_body"]
+        request.pop("temperature", None)
+        request.update(body)
+        files[name] = _dump(document)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert result.verified and result.verdict is Verdict.INCONCLUSIVE
+    assert result.classification is not None
+    for condition in result.classification.conditions:
+        assert "do not ask for greedy replies" in condition.reasons[0]
+
+
+def test_a_model_file_the_manifest_does_not_list_is_caught(tmp_path: Path) -> None:
+    files = dict(SEED_FILES)
+    experiment = json.loads(files[layout.EXPERIMENT])
+    manifest = json.loads(files[layout.MODEL_MANIFEST])
+    tokenizer = next(e for e in manifest["files"] if e["path"] == "tokenizer.json")
+    experiment["model"]["model_file"] = "Model.safetensors"  # no such entry (case)
+    experiment["model"]["model_sha256"] = tokenizer["sha256"]  # an entry's digest all the same
+    files[layout.EXPERIMENT] = _dump(experiment)
+    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert not result.verified
+    assert any(f.check == "manifest" and f.pointer == "/model/model_file" for f in result.findings)

@@ -33,6 +33,27 @@ class ProtocolContext:
 
     max_tokens: int | None = None
     skipped: dict[Arm, str] = field(default_factory=dict)  # control arm -> why it is absent
+    sampled: str | None = None  # why the request body does not ask for greedy decoding
+
+
+def sampled(body: object) -> str | None:
+    """Why a request body does not ask for greedy replies, or None where it does
+    (temperature 0, or top_k 1). The question is about greedy replies: sampled ones differ
+    without any cache, and a server's default temperature is not 0 (llama.cpp's is 0.8)."""
+    if not isinstance(body, dict):
+        return "the request body is not an object"
+
+    def number(name: str) -> float | None:
+        value = body.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        return None
+
+    if number("temperature") == 0 or number("top_k") == 1:
+        return None
+    if "temperature" not in body:
+        return "the request body sets no temperature, so the server samples at its default"
+    return f"the request body asks for temperature {body['temperature']!r}, not 0"
 
 
 @dataclass(frozen=True)
@@ -267,7 +288,22 @@ def classify_condition(
     cold = by_arm[Arm.COLD]
     verdict: Verdict
     varying = [arm for arm, c in by_arm.items() if len(c) > 1]
-    if varying:
+    # Outputs that vary within an arm say nothing of the server's determinism where that
+    # arm's requests met different cache states or sent different prompts: those come first.
+    uneven = _uneven_cache(comparable, rules, store_deltas)
+    if context.sampled is not None:
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append(
+            f"the requests do not ask for greedy replies ({context.sampled}): nothing is "
+            "concluded from them"
+        )
+    elif uneven:
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append(uneven)
+    elif prompt_mismatch:
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append("prompt_tokens differ between requests: the prompt was not the same")
+    elif varying:
         verdict = Verdict.NONDETERMINISTIC
         for arm in varying:
             spread = ", ".join(f"{n}x {label}" for label, n in sorted(by_arm[arm].items()))
@@ -282,12 +318,6 @@ def classify_condition(
             f"evidence is incomplete (first: {first.record.file}, claimed {first.arm}: "
             f"{first.reason})"
         )
-    elif uneven := _uneven_cache(comparable, rules, store_deltas):
-        verdict = Verdict.INCONCLUSIVE
-        reasons.append(uneven)
-    elif prompt_mismatch:
-        verdict = Verdict.INCONCLUSIVE
-        reasons.append("prompt_tokens differ between requests: the prompt was not the same")
     elif not comparable:
         verdict = Verdict.INCONCLUSIVE
         why = sorted({p.reason for p in excluded})

@@ -105,6 +105,8 @@ def _key(entry: dict[str, Any]) -> TokenKey:
     ident = entry.get("id")
     ident = ident if isinstance(ident, int) and not isinstance(ident, bool) else None
     if isinstance(raw, list):
+        if not all(type(b) is int and 0 <= b < 256 for b in raw):
+            raise LogprobsError("a token's bytes are not a list of byte values")
         return (ident, tuple(raw))
     return (ident, entry.get("token"))
 

@@ -88,14 +88,17 @@ def _at_cap(record: Record) -> bool:
     sets a cap, a reply that does not count what it used (no completion_tokens, or one
     that is not an integer: 22.0, "22") cannot show it stopped short of it: capped too."""
     body = record.request_body
-    # The first that is set of the names servers read a cap by (vLLM reads
-    # max_completion_tokens where max_tokens is null; llama.cpp's own name is n_predict).
-    raw_cap = next((body[name] for name in _CAP_FIELDS if body.get(name) is not None), None)
-    if raw_cap is None:
+    # Every name servers read a cap by, and the least of them: which one a server reads
+    # first differs (llama.cpp n_predict before max_tokens, SGLang and vLLM
+    # max_completion_tokens before max_tokens), so the least is the cap it may have used.
+    raw_caps = [body[name] for name in _CAP_FIELDS if body.get(name) is not None]
+    if not raw_caps:
         return False
-    cap = as_count(raw_cap)
+    caps = [as_count(raw) for raw in raw_caps]
     used = as_count(record.response_value("/usage/completion_tokens"))
-    return cap is None or used is None or used >= cap
+    if used is None or any(cap is None for cap in caps):
+        return True
+    return used >= min(cap for cap in caps if cap is not None)
 
 
 def request_failed(record: Record) -> str | None:

@@ -21,7 +21,7 @@ from verifier.checks.context import (
     VerifyOptions,
     violations_of,
 )
-from verifier.classify import Classification, ProtocolContext, classify
+from verifier.classify import Classification, ProtocolContext, classify, sampled
 from verifier.collector import fewer_collections
 from verifier.errors import InvalidDocument, UsageError
 from verifier.jsonio import ValueBudget, loads_strict
@@ -271,6 +271,7 @@ def _classify(
         protocol = ProtocolContext(
             max_tokens=experiment.protocol.get("max_tokens"),
             skipped=plan.skipped_controls if plan is not None else {},
+            sampled=sampled(experiment.document.get("request_body")),
         )
         skips = [f"skipped {p}: {why}" for p, why in (plan.skipped if plan else {}).items()]
         if experiment.attached and any(c.settings or c.server_args for c in experiment.conditions):

@@ -58,10 +58,32 @@ def run_named(
             continue
         items = found[name] = []
         try:
-            items.extend(check(context))
+            errors = 0
+            for finding in check(context):
+                if finding.is_error:
+                    if errors == MAX_ERRORS:  # not verified already: the rest are not sought
+                        items.append(too_many(name))
+                        break
+                    errors += 1
+                items.append(finding)
         except Exception as exc:  # fail closed, and keep the rest of the report
             items.append(internal_error(name, exc))
     return found
+
+
+# The errors one check reports at most: a bundle that has more (a protocol declared to plan
+# millions of requests, none of them there) is not verified whatever the rest say, and its
+# report stays readable. Warnings and notes are all kept: they do not decide alone.
+MAX_ERRORS = 1000
+
+
+def too_many(check: str) -> Finding:
+    return Finding(
+        check,
+        Severity.ERROR,
+        f"more than {MAX_ERRORS} errors in this check: the rest are not listed (the bundle is "
+        "not verified)",
+    )
 
 
 def in_order(found: dict[str, list[Finding]]) -> list[Finding]:

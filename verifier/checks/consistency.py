@@ -161,6 +161,14 @@ def _one_server_at_a_time(experiment: Experiment) -> Iterator[Finding]:
             start, stop = _time(server.started_at), _time(server.stopped_at)
             if start is not None:
                 lives.append((start, stop, ci, si, condition.id, server.instance))
+            elif experiment.schema_minor >= 1:  # capture has written one since schema 1.1
+                yield _error(
+                    f"server {server.instance} of {condition.id} has no start time with a time "
+                    "zone: whether it ran alone, and its requests inside its life, cannot be "
+                    "checked",
+                    pointer=json_pointer("conditions", ci, "servers", si, "started_at"),
+                    actual=str(server.started_at),
+                )  # fmt: skip
     lives.sort(key=lambda life: life[0])
     slack = timedelta(seconds=_CLOCK_SLACK_S)
     for before, after in itertools.pairwise(lives):
@@ -170,7 +178,7 @@ def _one_server_at_a_time(experiment: Experiment) -> Iterator[Finding]:
                 f"of {after[4]} started after it: whether it had stopped cannot be checked",
                 pointer=json_pointer("conditions", before[2], "servers", before[3], "stopped_at"),
             )  # fmt: skip
-        elif after[0] < before[1] - slack:
+        elif before[1] - after[0] > slack:
             yield _error(
                 f"server {after[5]} of {after[4]} started before server {before[5]} of "
                 f"{before[4]} stopped: two servers alive at once, where the protocol runs one",
@@ -223,7 +231,9 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
     for condition in experiment.conditions:
         records = sorted(by_condition.get(condition.id, ()), key=lambda r: r.sequence)
         last: datetime | None = None
-        ended: tuple[datetime, str] | None = None  # when the request before ended, its file
+        # When the request before started, how long (at least) it ran, and its file. Times
+        # are compared by their difference: no datetime past the year 9999 is ever built.
+        ended: tuple[datetime, float, str] | None = None
         for record in records:
             when = _time(record.started_at)
             if when is None:
@@ -239,9 +249,9 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
                     "this request started before the one before it: records out of order",
                     file=record.file, pointer="/started_at",
                 )  # fmt: skip
-            elif ended is not None and when < ended[0]:
+            elif ended is not None and (when - ended[0]).total_seconds() < ended[1]:
                 yield _error(
-                    f"this request started before the one before it ({ended[1]}) had its "
+                    f"this request started before the one before it ({ended[2]}) had its "
                     "answer: two requests in flight at once, where the protocol sends one at "
                     "a time",
                     file=record.file, pointer="/started_at", actual=record.started_at,
@@ -263,7 +273,7 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
                 # Less the clocks' leeway: the start is wall time, the duration monotonic
                 # (a slewing wall clock drifts by up to 0.05%).
                 slack = _CLOCK_SLACK_S + elapsed * _CLOCK_DRIFT
-                ended = (when + timedelta(seconds=max(0.0, elapsed - slack)), record.file)
+                ended = (when, max(0.0, elapsed - slack), record.file)
             else:
                 ended = None
             server = condition.server(record.server_instance)

@@ -48,6 +48,15 @@ def check_manifest(ctx: BundleContext) -> Iterator[Finding]:
                     expected=files[named]["sha256"],
                     actual=digest,
                 )
+        elif named is not None:  # not a manifest entry: its digest could be any file's
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"{file_key} names a file the manifest does not list",
+                file=layout.EXPERIMENT,
+                pointer=f"/model/{file_key}",
+                actual=str(named),
+            )
         elif digest not in digests:
             yield Finding(
                 CHECK,

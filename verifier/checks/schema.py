@@ -51,6 +51,7 @@ def check_schema(ctx: BundleContext) -> Iterator[Finding]:
                 pointer="/condition",
                 actual=document["condition"],
             )
+    yield from _one_version(ctx)
     for path in sorted(ctx.files):
         if path.endswith(".json") or path in layout.UNSUMMED:
             continue
@@ -60,3 +61,25 @@ def check_schema(ctx: BundleContext) -> Iterator[Finding]:
             "an unexpected file: a bundle holds only JSON documents",
             file=path,
         )
+
+
+def _one_version(ctx: BundleContext) -> Iterator[Finding]:
+    """One bundle, one schema version: the rules verify applies follow experiment.json's
+    (those since 1.1 among them), so no other document may say another."""
+    experiment = ctx.valid(layout.EXPERIMENT)
+    if experiment is None:
+        return
+    version = experiment.get("schema_version")
+    for path in sorted(p for p in ctx.files if p.endswith(".json") and p != layout.EXPERIMENT):
+        document = ctx.valid(path)
+        if document is not None and document.get("schema_version") != version:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                "the document's schema version is not experiment.json's: one bundle is "
+                "written by one version of the format",
+                file=path,
+                pointer="/schema_version",
+                expected=str(version),
+                actual=str(document.get("schema_version")),
+            )

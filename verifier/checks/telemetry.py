@@ -56,6 +56,14 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 file=record.file,
                 pointer="/telemetry",
             )
+        for disagreement in _counts_disagree(record.response):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the response's own counts disagree: {disagreement}",
+                file=record.file,
+                pointer="/response/timings",
+            )
         if proof.capped:
             yield Finding(
                 CHECK,
@@ -81,6 +89,43 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                     expected=str(common),
                     actual=str(value),
                 )
+
+
+# A server that reports its own timings (llama.cpp's `timings`) counts the same tokens twice:
+# each pair must agree, or one of them was edited (a reply cut at its cap made to look short,
+# a cold request made to look warm).
+_TWICE = (
+    ("timings.predicted_n", ("timings", "predicted_n"), "usage.completion_tokens",
+     ("usage", "completion_tokens")),
+    ("timings.cache_n", ("timings", "cache_n"), "usage.prompt_tokens_details.cached_tokens",
+     ("usage", "prompt_tokens_details", "cached_tokens")),
+)  # fmt: skip
+
+
+def _count_at(response: dict[str, object], path: tuple[str, ...]) -> int | None:
+    node: object = response
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, int) and not isinstance(node, bool) else None
+
+
+def _counts_disagree(response: object) -> Iterator[str]:
+    if not isinstance(response, dict) or not isinstance(response.get("timings"), dict):
+        return
+    for name, path, other_name, other_path in _TWICE:
+        one, other = _count_at(response, path), _count_at(response, other_path)
+        if one is not None and other is not None and one != other:
+            yield f"{name} is {one}, {other_name} is {other}"
+    processed, cached = (
+        _count_at(response, ("timings", "prompt_n")),
+        _count_at(response, ("timings", "cache_n")),
+    )
+    prompt = _count_at(response, ("usage", "prompt_tokens"))
+    if processed is not None and cached is not None and prompt not in (None, processed + cached):
+        yield (
+            f"timings.prompt_n {processed} and timings.cache_n {cached} are not "
+            f"usage.prompt_tokens {prompt}"
+        )
 
 
 def _carries_completion(response: object) -> bool:

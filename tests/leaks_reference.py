@@ -84,6 +84,7 @@ from verifier.leaks import (  # noqa: F401 - the reference shares what did not c
     _SLASH,
     _TEMP,
     _THIS_NETWORK,
+    _TOKEN_PATTERNS,
     _TOKEN_STOP,
     _TOKEN_VALUE,
     _URL_CREDENTIALS,
@@ -179,14 +180,7 @@ def _generic(text: str) -> Iterator[_Found]:
         if following < len(ends) and ends[following] - end <= _KEY_MAX_CHARS:
             end = ends[following]
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
-    for pattern in (
-        _PREFIXED_TOKENS,
-        _AWS_SECRET,
-        _AUTH_TOKENS,
-        _SECRET_FLAG,
-        _SECRET_MEMBER,
-        _URL_CREDENTIALS,
-    ):
+    for pattern in _TOKEN_PATTERNS:
         if pattern is _SECRET_FLAG and not has["-"]:
             continue
         for match in _matches(pattern, text, _accept_token):

@@ -245,18 +245,38 @@ def test_records_without_time_zones_cannot_dodge_the_order_check(tmp_path: Path)
     assert any("time zone" in f.message for f in result.findings)
 
 
-def test_a_forged_token_list_gives_no_reading(tmp_path: Path) -> None:
-    files = _archive_files("llama-cpp-real.tar.gz")
-    name = "records/default/016.json"
-    document = json.loads(files[name])
-    entry = document["response"]["choices"][0]["logprobs"]["content"][3]
+def _internal_errors(result: Any) -> list[str]:
+    return [f.message for f in result.findings if "internal error" in f.message]
+
+
+def _forge_token(entry: dict[str, Any]) -> None:
     entry["token"] = entry["top_logprobs"][0]["token"] = "ZZZ"  # content left as it was
+
+
+def _unhashable_bytes(entry: dict[str, Any]) -> None:
+    entry["top_logprobs"][1]["bytes"] = [[]]  # not byte values (was a TypeError in classify)
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "forge", "note"),
+    [
+        ("records/default/016.json", 3, _forge_token, "text is not its bytes"),
+        ("records/default/015.json", 0, _unhashable_bytes, "not a list of byte values"),
+    ],
+)
+def test_a_forged_token_list_gives_no_reading(
+    tmp_path: Path, name: str, index: int, forge: Any, note: str
+) -> None:
+    files = _archive_files("llama-cpp-real.tar.gz")
+    document = json.loads(files[name])
+    forge(document["response"]["choices"][0]["logprobs"]["content"][index])
     files[name] = _dump(document)
     result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
+    assert _internal_errors(result) == [] and result.verified
     assert result.classification is not None
     (condition,) = result.classification.conditions
     assert condition.diagnosis is not None and condition.diagnosis.localization is None
-    assert "text is not its bytes" in condition.diagnosis.note
+    assert note in condition.diagnosis.note
 
 
 def test_a_toggle_one_condition_declares_is_not_run_undeclared_in_another(
@@ -272,10 +292,6 @@ def test_a_toggle_one_condition_declares_is_not_run_undeclared_in_another(
     result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
     assert not result.verified
     assert any("setting of another condition" in f.message for f in result.findings)
-
-
-def _internal_errors(result: Any) -> list[str]:
-    return [f.message for f in result.findings if "internal error" in f.message]
 
 
 @pytest.mark.parametrize(
@@ -296,20 +312,6 @@ def test_times_at_the_ends_of_the_calendar_are_findings_not_crashes(
     files[name] = _dump(document)
     result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
     assert _internal_errors(result) == []
-
-
-def test_token_bytes_that_are_not_bytes_give_no_reading_and_no_crash(tmp_path: Path) -> None:
-    files = _archive_files("llama-cpp-real.tar.gz")
-    name = "records/default/015.json"
-    document = json.loads(files[name])
-    document["response"]["choices"][0]["logprobs"]["content"][0]["top_logprobs"][1]["bytes"] = [[]]
-    files[name] = _dump(document)
-    result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
-    assert _internal_errors(result) == [] and result.verified
-    assert result.classification is not None
-    (condition,) = result.classification.conditions
-    assert condition.diagnosis is not None and condition.diagnosis.localization is None
-    assert "bytes" in condition.diagnosis.note
 
 
 def test_a_protocol_declared_to_plan_millions_of_requests_is_refused_at_once(
@@ -362,14 +364,12 @@ def test_a_cap_by_any_name_counts_whichever_the_server_reads(
     files = _archive_files("llama-cpp-cuda-stable.tar.gz")
     experiment = json.loads(files[layout.EXPERIMENT])
     assert experiment["request_body"]["max_tokens"] > value
-    bodies = [experiment["request_body"]]
     for name in [n for n in files if n.startswith(layout.RECORDS_DIR + "/")]:
         document = json.loads(files[name])
         assert document["response"]["usage"]["completion_tokens"] == value
         document["request_body"][cap] = value
         files[name] = _dump(document)
-    for body in bodies:
-        body[cap] = value
+    experiment["request_body"][cap] = value
     files[layout.EXPERIMENT] = _dump(experiment)
     result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
     assert result.verdict is Verdict.INCONCLUSIVE

@@ -219,7 +219,9 @@ _TEMP = _Lazy(
     /++[^\s"'<>`|;,(){{}}\[\]\\\x00-\x02]+""",
     re.VERBOSE | re.ASCII,
 )
-_IPV4 = _Lazy(r"(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\w)", re.ASCII)
+# An IPv4 address is not inside a longer number or name (`10.0.0.7.1`, `lora-10.0.0.7.bin`).
+_IPV4_BEFORE, _IPV4_AFTER = r"(?<![\w.-])", r"(?!\w|\.\w)"
+_IPV4 = _Lazy(rf"{_IPV4_BEFORE}(?:\d{{1,3}}\.){{3}}\d{{1,3}}{_IPV4_AFTER}", re.ASCII)
 _IPV6 = _Lazy(
     r"""(?<![\w:.])
     (?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?
@@ -370,6 +372,11 @@ def _mask_secret(match: re.Match[str], group: str) -> str:
     return before + secret[: min(4, len(secret) // 5)] + ELLIPSIS
 
 
+def after_version_word(text: str, start: int) -> bool:
+    """Whether the dotted number at `start` follows a version word (`cuda 12.4.1.0`)."""
+    return _VERSION_BEFORE.search(text[max(0, start - _ADDRESS_WINDOW) : start]) is not None
+
+
 def _is_public_ipv4(text: str, start: int, end: int, address: str) -> bool:
     try:
         ip = ipaddress.IPv4Address(address)
@@ -377,9 +384,9 @@ def _is_public_ipv4(text: str, start: int, end: int, address: str) -> bool:
         return False
     if ip.is_loopback or ip in _THIS_NETWORK or ip.is_unspecified:
         return False
-    before = text[max(0, start - _ADDRESS_WINDOW) : start]
-    if _VERSION_BEFORE.search(before):
+    if after_version_word(text, start):
         return False
+    before = text[max(0, start - _ADDRESS_WINDOW) : start]
     if ip.is_private or ip in _SHARED or ip.is_link_local:
         return True
     return bool(_ADDRESS_BEFORE.search(before) or _ADDRESS_AFTER.match(text, end))
@@ -1095,13 +1102,13 @@ _AFTER_USER = {None: r"@|:[^/@\s]*@", True: "@|:", False: "@"}
 # Between two components of a private path, any spelling the system reads as one slash:
 # `/data//models`, `/data/./models` (`_spelled_path`).
 _PATH_SEP = r"/+(?:\./+)*"
-_SAME_DIR = re.compile(r"/(?:\.?/)+")
+_SAME_DIR = _Lazy(r"/(?:\.?/)+")
 
 
 def normal_path(path: str) -> str:
     """`path` with each run of slashes and `./` spelled as one slash, and no `/` or `/.` at
     its end: `/data//./models/.` is `/data/models`."""
-    normal = _SAME_DIR.sub("/", path)
+    normal = _SAME_DIR.regex.sub("/", path)
     while normal.endswith("/.") and len(normal) > 2:
         normal = normal[:-2]
     return normal.rstrip("/") if len(normal) > 1 else normal
@@ -1131,15 +1138,9 @@ def _known_path(path: str) -> str:
 
 
 def _known_address(address: str) -> str:
-    """An IPv4 address the capture sent requests to, within the generic detector's bounds:
-    not inside a longer number or name (`10.0.0.7.1`, `lora-10.0.0.7.safetensors`). After
-    a version word it is a version (`after_version_word`), as there."""
-    return rf"(?<![\w.-]){re.escape(address)}(?!\w|\.\w)"
-
-
-def after_version_word(text: str, start: int) -> bool:
-    """Whether the dotted number at `start` follows a version word (`cuda 12.4.1.0`)."""
-    return _VERSION_BEFORE.search(text[max(0, start - _ADDRESS_WINDOW) : start]) is not None
+    """An IPv4 address the capture sent requests to, within the generic detector's bounds
+    (`_IPV4`). After a version word it is a version (`after_version_word`), as there."""
+    return rf"{_IPV4_BEFORE}{re.escape(address)}{_IPV4_AFTER}"
 
 
 def _place_prefix(known: Known) -> str:

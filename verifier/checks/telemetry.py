@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 from verifier.checks.context import BundleContext
 from verifier.model import Finding, Severity
+from verifier.proofs import as_count
+from verifier.records import Record
 
 CHECK = "telemetry"
 
@@ -56,7 +58,7 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 file=record.file,
                 pointer="/telemetry",
             )
-        for disagreement in _counts_disagree(record.response):
+        for disagreement in _counts_disagree(record):
             yield Finding(
                 CHECK,
                 Severity.ERROR,
@@ -95,37 +97,33 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
 # each pair must agree, or one of them was edited (a reply cut at its cap made to look short,
 # a cold request made to look warm).
 _TWICE = (
-    ("timings.predicted_n", ("timings", "predicted_n"), "usage.completion_tokens",
-     ("usage", "completion_tokens")),
-    ("timings.cache_n", ("timings", "cache_n"), "usage.prompt_tokens_details.cached_tokens",
-     ("usage", "prompt_tokens_details", "cached_tokens")),
-)  # fmt: skip
+    ("/timings/predicted_n", "/usage/completion_tokens"),
+    ("/timings/cache_n", "/usage/prompt_tokens_details/cached_tokens"),
+)
 
 
-def _count_at(response: dict[str, object], path: tuple[str, ...]) -> int | None:
-    node: object = response
-    for key in path:
-        node = node.get(key) if isinstance(node, dict) else None
-    return node if isinstance(node, int) and not isinstance(node, bool) else None
-
-
-def _counts_disagree(response: object) -> Iterator[str]:
-    if not isinstance(response, dict) or not isinstance(response.get("timings"), dict):
+def _counts_disagree(record: Record) -> Iterator[str]:
+    if not isinstance(record.response_value("/timings"), dict):
         return
-    for name, path, other_name, other_path in _TWICE:
-        one, other = _count_at(response, path), _count_at(response, other_path)
-        if one is not None and other is not None and one != other:
-            yield f"{name} is {one}, {other_name} is {other}"
-    processed, cached = (
-        _count_at(response, ("timings", "prompt_n")),
-        _count_at(response, ("timings", "cache_n")),
-    )
-    prompt = _count_at(response, ("usage", "prompt_tokens"))
+    count = {
+        pointer: as_count(record.response_value(pointer))
+        for pair in (*_TWICE, ("/timings/prompt_n", "/usage/prompt_tokens"))
+        for pointer in pair
+    }
+    for one, other in _TWICE:
+        if None not in (count[one], count[other]) and count[one] != count[other]:
+            yield f"{_name(one)} is {count[one]}, {_name(other)} is {count[other]}"
+    processed, cached = count["/timings/prompt_n"], count["/timings/cache_n"]
+    prompt = count["/usage/prompt_tokens"]
     if processed is not None and cached is not None and prompt not in (None, processed + cached):
         yield (
             f"timings.prompt_n {processed} and timings.cache_n {cached} are not "
             f"usage.prompt_tokens {prompt}"
         )
+
+
+def _name(pointer: str) -> str:
+    return pointer[1:].replace("/", ".")
 
 
 def _carries_completion(response: object) -> bool:

@@ -228,13 +228,14 @@ def test_the_childs_share_is_scanned_for_leaks_as_it_is_sent(
     import verifier.checks.context as context
 
     parsed_alone: list[str] = []
-    real = context.loads_strict
+    real = context._json_loads
+    by_text = {data.decode(errors="replace"): path for path, data in loaded.files.items()}
 
-    def counted(data: bytes, **kwargs: Any) -> Any:
-        parsed_alone.append(next(p for p, d in loaded.files.items() if d is data))
-        return real(data, **kwargs)
+    def counted(text: str) -> Any:
+        parsed_alone.append(by_text[text])
+        return real(text)
 
-    monkeypatch.setattr(context, "loads_strict", counted)
+    monkeypatch.setattr(context, "_json_loads", counted)
     documents = EachAlone(loaded.files, Limits())
     alone = BundleContext.over(loaded, VerifyOptions(), documents, scanned)
     assert list(check_leaks(alone)) == plain

@@ -331,6 +331,32 @@ def test_a_document_only_the_child_can_parse_means_the_checks_run_here(
     assert started == [1]
 
 
+@pytest.mark.parametrize(
+    ("data", "int_digits"),
+    [
+        (b"[" + b"7" * 5000 + b"]", 0),  # PYTHONINTMAXSTRDIGITS=0: int() reads any length
+        (b'["\xf0\x9f\x98\x80"' + b",0" * 20 + b"]", None),  # more values than the budget
+    ],
+    ids=["integer-of-any-length", "past-the-value-budget"],
+)
+def test_a_document_json_loads_would_build_unbounded_is_read_by_the_strict_rules(
+    monkeypatch: pytest.MonkeyPatch, data: bytes, int_digits: int | None
+) -> None:
+    def unbounded(text: str) -> Any:
+        raise AssertionError("json.loads given a document the strict rules must bound")
+
+    monkeypatch.setattr(context_module, "_json_loads", unbounded)
+    old = sys.get_int_max_str_digits()
+    try:
+        if int_digits is not None:
+            sys.set_int_max_str_digits(int_digits)
+        documents = EachAlone({"records/c/001.json": data}, Limits(max_json_values=10))
+        assert "records/c/001.json" not in documents  # refused by the strict rules
+    finally:
+        sys.set_int_max_str_digits(old)
+    assert documents.parsed == {"records/c/001.json": False}
+
+
 def test_signals_are_blocked_only_while_forking() -> None:
     def mask(_channel: Channel) -> set[int]:
         return {int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])}

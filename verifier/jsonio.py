@@ -276,9 +276,16 @@ _DECODER = json.JSONDecoder(
 )
 
 
+def ints_bounded() -> bool:
+    """Whether int(), and so the C parser, refuses integers longer than the strict rules
+    read: where the environment lifts Python's bound (PYTHONINTMAXSTRDIGITS=0) it would
+    read integers of any length, in quadratic time."""
+    return 0 < sys.get_int_max_str_digits() <= MAX_NUMBER_CHARS
+
+
 def _loads_fast(text: str, max_depth: int, budget: ValueBudget) -> Any:
-    if not 0 < sys.get_int_max_str_digits() <= MAX_NUMBER_CHARS:
-        return _NOT_SURE  # int() would read integers of any length, in quadratic time
+    if not ints_bounded():
+        return _NOT_SURE
     if _MAYBE_SURROGATE.search(text):
         return _NOT_SURE
     containers = text.count("[") + text.count("{")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Self
 from verifier import layout, schemas
 from verifier.bundle.reader import Limits, LoadedBundle
 from verifier.errors import InvalidDocument, SchemaVersionError, UnsafeInput
-from verifier.jsonio import ValueBudget, loads_strict
+from verifier.jsonio import ValueBudget, ints_bounded, loads_strict
 from verifier.model import Arm
 from verifier.profiles import current_rules, known_rules
 from verifier.profiles.rules import ProfileRules
@@ -318,8 +318,9 @@ class EachAlone(Mapping[str, Any]):
 
     A document the strict rules accept (`loads_strict`) is read by `json.loads` as the
     same value, in about half the time (no hooks, no interned keys: one document at a
-    time needs none); one that might hold more values than the budget allows is read by
-    the strict rules, so that memory stays bounded as they bound it. The converse does
+    time needs none); one that might hold more values than the budget allows, or any
+    document where Python reads integers of any length, is read by the strict rules, so
+    that time and memory stay bounded as they bound them. The converse does
     not hold: `json.loads` also takes duplicate keys, NaN, lone surrogates and deep
     nesting, and a document the bundle's shared budget would stop. `parsed` says which
     files were parsed and whether each parsed: the parent compares it with its own
@@ -347,11 +348,13 @@ class EachAlone(Mapping[str, Any]):
 
     def _loads(self, data: bytes) -> Any:
         limits = self._limits
-        text = data.decode("utf-8")
-        # Values are bounded as the strict rules bound them (each but the first follows a
-        # comma or opens a container): json.loads builds no more than the budget allows.
-        if 1 + text.count(",") + text.count("[") + text.count("{") <= limits.max_json_values:
-            return _json_loads(text)
+        # json.loads builds no more than the strict rules would: no more values than the
+        # budget allows (each but the first follows a comma or opens a container; UTF-8
+        # spells these as the bytes themselves, and nowhere else), and no integer longer
+        # than they read. Any other document is theirs to read.
+        most = 1 + data.count(b",") + data.count(b"[") + data.count(b"{")
+        if most <= limits.max_json_values and ints_bounded():
+            return _json_loads(data.decode("utf-8"))
         budget = ValueBudget(limits.max_json_values)
         return loads_strict(data, max_depth=limits.max_json_depth, budget=budget)
 

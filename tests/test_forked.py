@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -355,6 +356,30 @@ def test_a_document_json_loads_would_build_unbounded_is_read_by_the_strict_rules
     finally:
         sys.set_int_max_str_digits(old)
     assert documents.parsed == {"records/c/001.json": False}
+
+
+class _Watched(dict[str, Any]):
+    """A parsed document that a weak reference can watch."""
+
+
+def test_the_child_holds_one_document_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not two while the next is parsed: two 15 MiB strings of four-byte characters are
+    # 120 MiB of text.
+    files = {f"records/c/00{i}.json": b'{"s": "%d"}' % i for i in range(3)}
+    real = context_module._json_loads
+    parsed: list[weakref.ref[_Watched]] = []
+    alive: list[bool] = []
+
+    def loads(text: str) -> Any:
+        alive.append(any(ref() is not None for ref in parsed))
+        document = _Watched(real(text))
+        parsed.append(weakref.ref(document))
+        return document
+
+    monkeypatch.setattr(context_module, "_json_loads", loads)
+    documents = EachAlone(files, Limits())
+    assert [documents[path]["s"] for path in sorted(files)] == ["0", "1", "2"]
+    assert alive == [False, False, False]
 
 
 def test_signals_are_blocked_only_while_forking() -> None:

@@ -1240,7 +1240,8 @@ class _KnownRegex:
 
 # `scan_documents` scans at most this many documents as one text, or about this many
 # characters: a batch is scanned once its texts reach it (the last document may take it
-# past the bound, up to the length of that document).
+# past the bound, up to twice the bound). A document whose text alone reaches it is
+# scanned alone.
 _BATCH_DOCUMENTS = 64
 _BATCH_CHARS = 1 << 20
 # What separates two documents' texts in a batch. For the generic detectors, a text X
@@ -1402,15 +1403,28 @@ class Detector:
         size = _BATCH_DOCUMENTS
         batch: list[tuple[Any, str]] = []
         chars = 0
+
+        def scanned() -> list[list[DocumentHit]]:
+            nonlocal batch, chars, size
+            results, quiet = self._scan_batch(batch)
+            size = min(size * 2, _BATCH_DOCUMENTS) if quiet else max(size // 2, 1)
+            batch, chars = [], 0
+            return results
+
         for document in documents:
             text = text_of(document)
+            if len(text) >= _BATCH_CHARS:
+                # Alone: joined to the others, a large text would be copied once more (a
+                # 15 MiB string of four-byte characters is 60 MiB), for no time saved.
+                if batch:
+                    yield from scanned()
+                yield self._located(document, text)
+                del document, text  # not held while the next one is read
+                continue
             batch.append((document, text))
             chars += len(text)
             if len(batch) >= size or chars >= _BATCH_CHARS:
-                results, quiet = self._scan_batch(batch)
-                size = min(size * 2, _BATCH_DOCUMENTS) if quiet else max(size // 2, 1)
-                batch, chars = [], 0
-                yield from results
+                yield from scanned()
         if batch:
             yield from self._scan_batch(batch)[0]
 

@@ -50,10 +50,15 @@ def _short_strings(size: int) -> bytes:
     )
 
 
-def _one_string(size: int) -> bytes:
+def _one_string(size: int, first: bytes = b"") -> bytes:
     rng = random.Random(7)
     block = bytes(rng.choice(b"ab") if rng.random() < 0.01 else 97 for _ in range(1024 * 1024))
-    return b'{"s": "' + block * max(1, size // len(block)) + b'"}'
+    return b'{"s": "' + first + (block * max(1, size // len(block)))[len(first) :] + b'"}'
+
+
+# One character outside the Basic Multilingual Plane makes Python hold the whole string at
+# four bytes a character: 15 MiB of UTF-8 becomes 60 MiB of text, in each copy of it.
+_ASTRAL = "\U0001f600".encode()  # an emoji
 
 
 def _empty_objects(size: int) -> bytes:
@@ -74,6 +79,14 @@ CASES: dict[str, tuple[Callable[[], list[bytes]], tuple[str, ...]]] = {
     "30 MB of empty objects": (lambda: [_empty_objects(30 * 1024 * 1024)], ()),
     # The worst a bundle within the new default limits can do.
     "one 15 MiB string": (lambda: [_one_string(15 * 1024 * 1024)], ()),
+    "one 15 MiB string, four bytes a character": (
+        lambda: [_one_string(15 * 1024 * 1024, _ASTRAL)],
+        (),
+    ),
+    "2 x 15 MiB strings, four bytes a character": (
+        lambda: [_one_string(15 * 1024 * 1024, _ASTRAL)] * 2,
+        (),
+    ),
     "2 x 15 MiB strings": (lambda: [_one_string(15 * 1024 * 1024)] * 2, ()),
     "3 x 15 MiB strings (over the total)": (lambda: [_one_string(15 * 1024 * 1024)] * 3, ()),
     "15 MiB of short strings": (lambda: [_short_strings(15 * 1024 * 1024)], ()),

@@ -25,6 +25,7 @@ MEBIBYTES = 256
         "990,000 numbers",
         "330,000 empty objects",
         "one 15 MiB string",
+        "one 15 MiB string, four bytes a character",
     ],
 )
 def test_cost_is_bounded(name: str, tmp_path: Path) -> None:

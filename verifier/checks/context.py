@@ -337,6 +337,7 @@ class EachAlone(Mapping[str, Any]):
     def _parse(self, path: str) -> Any:
         if self._last is not None and self._last[0] == path:
             return self._last[1]
+        self._last = None  # one document at a time: not two while the next is parsed
         data = self._files.get(path) if path.endswith(".json") else None
         document: Any = _NOT_PARSED
         if data is not None:

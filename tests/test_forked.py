@@ -70,6 +70,17 @@ def forced(monkeypatch: pytest.MonkeyPatch, work: Any = None) -> list[int]:
     return started
 
 
+def verified(bundle: Path) -> tuple[Any, ...]:
+    result = verify.verify_path(bundle, VerifyOptions())
+    return result.verdict, result.findings
+
+
+def verified_in_one_process(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
+    with monkeypatch.context() as patched:
+        patched.setattr(forked, "can_fork", lambda: False)
+        return verified(bundle)
+
+
 def alone(bundle: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
     with monkeypatch.context() as patched:
         patched.setattr(forked, "can_fork", lambda: False)
@@ -274,14 +285,7 @@ def test_a_child_that_parses_a_document_otherwise_is_not_trusted(
     document["response"]["extra"] = ["--api-key", "hunter2secretvalue"]
     record.write_text(json.dumps(document))
     target = record.relative_to(bundle).as_posix()
-
-    def run() -> tuple[Any, ...]:
-        result = verify.verify_path(bundle, VerifyOptions())
-        return result.verdict, result.findings
-
-    with monkeypatch.context() as patched:
-        patched.setattr(forked, "can_fork", lambda: False)
-        expected = run()
+    expected = verified_in_one_process(bundle, monkeypatch)
     assert any(f.check == "leaks" and f.file == target for f in expected[1])
     real = EachAlone._parse
 
@@ -293,7 +297,7 @@ def test_a_child_that_parses_a_document_otherwise_is_not_trusted(
 
     started = forced(monkeypatch)
     monkeypatch.setattr(EachAlone, "_parse", refuses_one)
-    assert run() == expected
+    assert verified(bundle) == expected
     assert started == [1]
 
 
@@ -318,17 +322,10 @@ def test_a_document_only_the_child_can_parse_means_the_checks_run_here(
     target.write_bytes(spelling)
     path = target.relative_to(bundle).as_posix()
     assert path in EachAlone({path: spelling}, Limits())
-
-    def run() -> tuple[Any, ...]:
-        result = verify.verify_path(bundle, VerifyOptions())
-        return result.verdict, result.findings
-
-    with monkeypatch.context() as patched:
-        patched.setattr(forked, "can_fork", lambda: False)
-        expected = run()
+    expected = verified_in_one_process(bundle, monkeypatch)
     assert any(f.check == "safety" and f.file == path for f in expected[1])
     started = forced(monkeypatch)
-    assert run() == expected
+    assert verified(bundle) == expected
     assert started == [1]
 
 

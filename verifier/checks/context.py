@@ -320,12 +320,12 @@ class EachAlone(Mapping[str, Any]):
     same value, in about half the time (no hooks, no interned keys: one document at a
     time needs none); one that might hold more values than the budget allows, or any
     document where Python reads integers of any length, is read by the strict rules, so
-    that time and memory stay bounded as they bound them. The converse does
-    not hold: `json.loads` also takes duplicate keys, NaN, lone surrogates and deep
-    nesting, and a document the bundle's shared budget would stop. `parsed` says which
-    files were parsed and whether each parsed: the parent compares it with its own
-    strict parse before it trusts findings made from these, so a file read here and
-    refused there (or the reverse) means the checks run again in the parent.
+    that time and memory stay bounded as they bound them. The converse does not hold:
+    `json.loads` also takes duplicate keys, NaN, lone surrogates and deep nesting, and a
+    document the bundle's shared budget would stop. `parsed` says which files were
+    parsed and whether each parsed: the parent compares it with its own strict parse
+    before it trusts findings made from these, so a file read here and refused there
+    (or the reverse) means the checks run again in the parent.
     """
 
     def __init__(self, files: Mapping[str, bytes], limits: Limits) -> None:

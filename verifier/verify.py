@@ -246,16 +246,21 @@ def _findings_beside(beside: Forked[_Beside], context: BundleContext) -> dict[st
     if not (isinstance(result, tuple) and len(result) == 2):
         return run_named(context, BESIDE)
     theirs, parsed = result
-    json_files = {path for path in context.files if path.endswith(".json")}
-    if (
-        not isinstance(theirs, dict)
-        or set(theirs) != BESIDE
-        or not isinstance(parsed, dict)
-        or set(parsed) != json_files
-        or {path for path, ok in parsed.items() if ok} != set(context.documents)
-    ):
+    if not isinstance(theirs, dict) or set(theirs) != BESIDE or not parsed_alike(parsed, context):
         return run_named(context, BESIDE)
     return theirs
+
+
+def parsed_alike(parsed: object, context: BundleContext) -> bool:
+    """Whether a process that parsed the JSON files on its own (`parsed`: path -> whether
+    it parsed) read them as `context` did: every one asked, and the same ones accepted.
+    Only then are the findings it made from its own documents `context`'s."""
+    json_files = {path for path in context.files if path.endswith(".json")}
+    return (
+        isinstance(parsed, dict)
+        and set(parsed) == json_files
+        and {path for path, ok in parsed.items() if ok} == set(context.documents)
+    )
 
 
 def _classify(

@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -314,6 +315,99 @@ def test_an_interrupt_beside_the_archive_job_stops_it_and_leaves_nothing(
 
     monkeypatch.setattr(exporter, step, interrupted)
     with pytest.raises(KeyboardInterrupt):
+        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+
+
+# ---- the flushes to disk, in a forked child during the verification
+
+
+def _tree(root: Path) -> set[str]:
+    """Every file and directory under `root`, root included ("."), relative to it."""
+    return {".", *(p.relative_to(root).as_posix() for p in root.rglob("*"))}
+
+
+def test_the_flushes_run_in_a_child_and_leave_verify_free_to_fork(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file and directory written is flushed, by a child: no thread runs in this
+    process while the bundle is verified, so verify may fork a child of its own."""
+    flushed = tmp_path / "flushed"  # written by the child: its calls are not seen here
+    original = exporter._fsync_all
+
+    def recorded(paths: list[Path], stop: Any) -> None:
+        with flushed.open("a") as listing:
+            listing.writelines(f"{os.getpid()} {path}\n" for path in paths)
+        original(paths, stop)
+
+    threads_when_verified: list[int] = []
+    verify = exporter.verify_path
+
+    def counted(*args: Any) -> Any:
+        threads_when_verified.append(threading.active_count())
+        return verify(*args)
+
+    monkeypatch.setattr(exporter, "_fsync_all", recorded)
+    monkeypatch.setattr(exporter, "verify_path", counted)
+    out = tmp_path / "out"
+    export_bundle(ExportOptions(factory_raw, out, tmp_path / "out.tar.gz"))
+    assert threads_when_verified == [1]
+    lines = [line.split(" ", 1) for line in flushed.read_text().splitlines()]
+    assert {pid for pid, _ in lines} != {str(os.getpid())} and len({pid for pid, _ in lines}) == 1
+    written = [Path(path) for _, path in lines]
+    staging = min(written, key=lambda path: len(path.parts))  # the bundle's own folder
+    assert len(written) == len(set(written))
+    assert {"." if p == staging else p.relative_to(staging).as_posix() for p in written} == _tree(
+        out
+    )
+
+
+@pytest.mark.parametrize("failure", ["child", "fork"])
+def test_flushes_the_child_did_not_make_are_made_here(
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: str,
+) -> None:
+    """A child that fails (or none to be had): every file is flushed on threads here,
+    and the bundle published is the plain one."""
+    here: list[Path] = []
+    original = exporter._fsync_all
+
+    def recorded(paths: list[Path], stop: Any) -> None:
+        here.extend(paths)
+        original(paths, stop)
+
+    def broken(*_args: Any) -> None:
+        raise OSError(5, "the child's own error, never shown")
+
+    if failure == "child":
+        monkeypatch.setattr(exporter, "_fsync_child", broken)
+    else:
+        real = exporter.Forked
+
+        def no_fork(work: Any) -> Any:
+            if getattr(work, "func", None) is exporter._fsync_child:
+                raise ChildFailed
+            return real(work)
+
+        monkeypatch.setattr(exporter, "Forked", no_fork)
+    monkeypatch.setattr(exporter, "_fsync_all", recorded)
+    failed = _export_and_read(factory_raw, tmp_path, "failed")
+    assert len(here) == len(set(here)) == len(_tree(tmp_path / "failed"))
+    monkeypatch.setattr(exporter, "can_fork", lambda: False)
+    assert failed == _export_and_read(factory_raw, tmp_path, "plain")
+
+
+def test_a_flush_the_disk_refuses_is_an_error_and_leaves_nothing(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(paths: list[Path], stop: Any) -> None:
+        raise OSError(28, "No space left on device", str(paths[0]))
+
+    monkeypatch.setattr(exporter, "_fsync_all", refused)
+    with pytest.raises(ExportError, match="No space left on device; nothing was published"):
         export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
 

@@ -215,15 +215,9 @@ def _fsync_all(paths: list[Path], stop: threading.Event) -> None:
             os.close(fd)
 
 
-def _write_tree(
-    root: Path, files: Mapping[str, bytes], pool: ThreadPoolExecutor, stop: threading.Event
-) -> list[Future[None]]:
-    """Write every file (0644, directories 0755); the flushes to disk of files and
-    directories, started on `pool`, to be awaited before anything is published.
-
-    Each fsync waits on the disk with the GIL released, so they run on threads, together
-    (the file system commits them at once), while the bundle is verified.
-    """
+def _write_tree(root: Path, files: Mapping[str, bytes]) -> list[Path]:
+    """Write every file (0644, directories 0755); the files and directories written, to be
+    flushed to disk (`_Syncing`) before anything is published."""
     os.chmod(root, 0o755)  # noqa: S103 - a public bundle; mkdtemp creates 0700
     directories = {root}
     written: list[Path] = []
@@ -241,9 +235,56 @@ def _write_tree(
         written.append(target)
     for directory in directories:
         os.chmod(directory, 0o755)  # noqa: S103 - a public bundle
-    paths = [*written, *directories]
-    chunks = [paths[i::_SYNC_THREADS] for i in range(_SYNC_THREADS)]
-    return [pool.submit(_fsync_all, chunk, stop) for chunk in chunks if chunk]
+    return [*written, *directories]
+
+
+class _Syncing:
+    """The flushes to disk of the written files and directories, started at once and
+    awaited (`wait`) before anything is published.
+
+    Each fsync waits on the disk, so they run beside the verification: on a large bundle,
+    in a forked child (any process's fsync flushes the file), so that this process keeps
+    no thread (a thread back from each of 10,000 fsyncs would take the GIL from the
+    verification, and verify forks a child of its own only where no thread runs); else,
+    or where the child fails, on threads of `pool`, together (the file system commits
+    them at once).
+    """
+
+    def __init__(
+        self, paths: list[Path], pool: ThreadPoolExecutor, stop: threading.Event, *, fork: bool
+    ) -> None:
+        self._paths, self._pool, self._stop = paths, pool, stop
+        self._job: Forked[None] | None = None
+        self._threads: list[Future[None]] = []
+        if fork and can_fork():
+            with contextlib.suppress(ChildFailed):  # no child: threads instead
+                self._job = Forked(functools.partial(_fsync_child, paths))
+        if self._job is None:
+            self._threads = self._on_threads()
+
+    def _on_threads(self) -> list[Future[None]]:
+        chunks = [self._paths[i::_SYNC_THREADS] for i in range(_SYNC_THREADS)]
+        return [self._pool.submit(_fsync_all, chunk, self._stop) for chunk in chunks if chunk]
+
+    def wait(self) -> None:
+        """Once every file and directory is on disk; an OSError of a flush is raised here."""
+        if self._job is not None:
+            job, self._job = self._job, None
+            try:
+                job.result()
+            except ChildFailed:  # a flush failed, or the child did: flushed here, said here
+                self._threads = self._on_threads()
+        for sync in self._threads:
+            sync.result()
+
+    def cancel(self) -> None:
+        if self._job is not None:
+            self._job.cancel()
+            self._job = None
+
+
+def _fsync_child(paths: list[Path], _channel: Channel) -> None:
+    _fsync_all(paths, threading.Event())
 
 
 PARALLEL_MIN_RECORDS = 2_000
@@ -550,6 +591,7 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
     archive_tmp: Path | None = None
     early: Path | None = None  # the partial directory the forked archive job writes in
     job: Forked[str | None] | None = None
+    syncing: _Syncing | None = None
     published: list[Path] = []
     # Background work, while the bundle is verified: the fsyncs, and the archive (zlib
     # compresses without the GIL). Both are awaited before anything is published.
@@ -560,7 +602,9 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
         if archive is not None and records >= PARALLEL_MIN_RECORDS:
             early, job = _start_archive_job(archive, files)  # before any thread starts
         report(f"writing {len(files)} files")
-        syncing = _write_tree(staging, files, pool, stop)
+        syncing = _Syncing(
+            _write_tree(staging, files), pool, stop, fork=records >= PARALLEL_MIN_RECORDS
+        )
         packing = pool.submit(build_archive, files) if archive is not None and job is None else None
         report("verifying the written bundle")
         verdict = _verify(staging, public_key)
@@ -589,8 +633,7 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
                 report("reading the archive back")
                 if refused is not None:
                     raise ExportError(refused)
-        for sync in syncing:
-            sync.result()
+        syncing.wait()
         _refuse_existing(options)
         os.rename(staging, out)
         staging = None
@@ -602,6 +645,8 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
         stop.set()
         if job is not None:
             job.cancel()
+        if syncing is not None:
+            syncing.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         for path in (staging, archive_tmp, *published):
             _remove(path)

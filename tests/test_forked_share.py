@@ -100,6 +100,27 @@ def test_the_value_budget_runs_out_where_it_would_in_one_process(
         assert shared == alone, limit
 
 
+def test_a_huge_integer_the_child_gives_is_charged_to_the_budget_as_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document the child read by the scanner (an integer of 4,299 digits), whose values
+    this process then counts, runs the budget out where one process does."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SEED, bundle)
+    record = sorted((bundle / "records").rglob("*.json"))[-1]  # in the child's share
+    document = json.loads(record.read_text())
+    document["response"]["extra"] = [int("9" * 4299), "x" * 3000]
+    record.write_text(json.dumps(document))
+    counts = total_values(bundle)
+    ends = [sum(counts[: i + 1]) for i in range(len(counts))]
+    for limit in (ends[-1], ends[-1] - 1, ends[-2], ends[-2] + 1, ends[-3]):
+        alone, shared, given = both(
+            bundle, VerifyOptions(limits=Limits(max_json_values=limit)), monkeypatch
+        )
+        assert shared == alone, limit
+        assert record.relative_to(bundle).as_posix() in given[0]
+
+
 def test_a_document_nested_deeper_than_the_child_gives_is_parsed_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -171,9 +192,9 @@ def test_what_the_child_gives_is_what_parsing_here_builds() -> None:
         assert document == here and json.dumps(document) == json.dumps(here)
         assert list(map(tuple, violations_of(path, here))) == violations
         assert all(sys.intern(key) is key for key in document)  # keys shared, as parsed here
-        budget = ValueBudget(10**9)
+        budget = ValueBudget(Limits().max_json_values)
         loads_strict(loaded.files[path], budget=budget)
-        assert values == 10**9 - budget.remaining
+        assert values == budget.at_most() >= budget.limit - budget.remaining
 
 
 def test_schema_violations_given_are_the_ones_found_here() -> None:

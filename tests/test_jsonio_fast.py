@@ -250,3 +250,38 @@ def test_json_like_text_reads_the_same(text: str, limit: int) -> None:
 @given(st.binary(max_size=120))
 def test_any_bytes_read_the_same(data: bytes) -> None:
     assert_same(data)
+
+
+def test_documents_of_long_strings_are_counted_only_near_the_budget_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the fast path defers is bounded by the commas and brackets, not only by half
+    the characters: documents of long strings (a bundle's records) fit a budget their
+    characters would not, and none is counted (walked) until the budget nears its end."""
+    documents = [json.dumps({"text": "x" * 500, "n": [i, 2.5]}).encode() for i in range(20)]
+    limit = 20 * 6  # 5 values a document, 5 by the commas and brackets, 260 by the length
+    budget = ValueBudget(limit)
+    for data in documents:
+        loads_strict(data, budget=budget)
+    assert budget.remaining == limit - 20 * 5
+    walked: list[object] = []
+    counted = jsonio._count_values
+
+    def walk(document: object, max_depth: int | None) -> int:
+        walked.append(document)
+        return counted(document, max_depth)
+
+    monkeypatch.setattr(jsonio, "_count_values", walk)
+    budget = ValueBudget(limit)
+    for data in documents:
+        loads_strict(data, budget=budget)
+    assert walked == []
+
+
+@given(_VALUES, st.sampled_from([None, 0, 2]))
+def test_the_deferred_bound_is_never_below_the_count(value: object, indent: int | None) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=False)  # (no escape the path refuses)
+    budget = ValueBudget(10**9)
+    document = jsonio._loads_fast(text, 64, budget)
+    assert document is not jsonio._NOT_SURE
+    assert budget.room() <= budget.remaining  # what it deferred is at least what it holds

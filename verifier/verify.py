@@ -173,15 +173,15 @@ def _prepare(
     files: Mapping[str, bytes], paths: list[str], limits: Limits
 ) -> list[tuple[str, bytes]]:
     """The child's share of the parsing: each document it could read, as `marshal` bytes
-    of (document, values, violations). One it cannot read, or whose validation fails
-    unexpectedly, it leaves out: the parent reads that one itself."""
+    of (document, values: at most this many, violations). One it cannot read, or whose
+    validation fails unexpectedly, it leaves out: the parent reads that one itself."""
     prepared: list[tuple[str, bytes]] = []
     depth = min(limits.max_json_depth, _SHARED_MAX_DEPTH)
     for path in paths:
         try:
             budget = ValueBudget(limits.max_json_values)
             document = loads_strict(files[path], max_depth=depth, budget=budget)
-            values = limits.max_json_values - budget.remaining
+            values = budget.at_most()  # counted by the parent only if it must be
             violations = [tuple(v) for v in violations_of(path, document)]
             prepared.append((path, marshal.dumps((document, values, violations))))
         except Exception:  # noqa: S112 - the parent parses it, and reports what it finds

@@ -114,7 +114,7 @@ class Ready(NamedTuple):
     """One document parsed and validated elsewhere: what this process would have built."""
 
     document: Any
-    values: int  # the JSON values it holds, taken from the bundle's budget in its turn
+    values: int  # at most this many JSON values: charged to the bundle's budget in its turn
     violations: list[SchemaViolation]
 
 
@@ -180,10 +180,7 @@ class BundleContext:
                 ready = given.get(path)
                 # As if parsed here: it takes its values from the shared budget, and one
                 # that would not fit in what is left is parsed here, to be refused here.
-                if ready is not None and (
-                    ready.values <= budget.room() or ready.values <= budget.remaining
-                ):
-                    budget.take(ready.values)
+                if ready is not None and budget.charge(ready.document, ready.values):
                     documents[path] = ready.document
                     self._violations_known[path] = ready.violations
                     continue

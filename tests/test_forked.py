@@ -387,6 +387,30 @@ def test_signals_are_blocked_only_while_forking() -> None:
     assert not {signal.SIGINT, signal.SIGTERM} & signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
 
+def test_an_interrupt_held_while_forking_stops_and_reaps_the_child(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ctrl-C that lands during the fork is raised once the mask is restored, out of
+    Forked(): the child it started, whose pid the caller never gets, is not left behind."""
+    fork = os.fork
+    started: list[int] = []
+
+    def interrupted_fork() -> int:
+        os.kill(os.getpid(), signal.SIGINT)  # blocked here: pending until the restore
+        pid = fork()
+        if pid:
+            started.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", interrupted_fork)
+    with pytest.raises(KeyboardInterrupt):
+        Forked(lambda _c: time.sleep(60))
+    assert len(started) == 1
+    with pytest.raises(ChildProcessError):  # reaped already
+        os.waitpid(started[0], os.WNOHANG)
+    assert no_children_left()
+
+
 def test_a_signal_the_parent_ignores_the_child_ignores() -> None:
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:

@@ -197,6 +197,17 @@ def test_what_the_child_gives_is_what_parsing_here_builds() -> None:
         assert values == budget.at_most() >= budget.limit - budget.remaining
 
 
+def test_what_the_child_gives_holds_at_most_the_limit_of_values_in_all() -> None:
+    """The parent reads the whole share back at once: with each document given a budget of
+    its own, 10 documents of 1,001 values would be 10,010 values under a limit of 2,500."""
+    files = {f"records/c/{i:03d}.json": json.dumps([0] * 1000).encode() for i in range(10)}
+    given = verify._prepare(files, sorted(files), Limits(max_json_values=2500))
+    held = [marshal.loads(blob) for _, blob in given]
+    assert len(given) == 2
+    assert sum(values for _, values, _ in held) <= 2500
+    assert sum(len(document) + 1 for document, _, _ in held) == 2002
+
+
 def test_schema_violations_given_are_the_ones_found_here() -> None:
     bundle = read_bundle(SAMPLES / "negative" / "schema-violation", Limits())
     plain = BundleContext(bundle, VerifyOptions())

@@ -129,13 +129,19 @@ class Forked(Generic[T]):
         up_read, up_write, down_read, down_write = pipes
         if pid == 0:  # the child: never returns into the parent's code
             _child(work, parent, blocked, (up_read, up_write, down_read, down_write))
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         gc.unfreeze()
         os.close(up_write)
         os.close(down_read)
         self._pid: int | None = pid
         self._up = up_read
         self._down = down_write
+        # A Ctrl-C or SIGTERM held while forking is raised as the mask is restored: the
+        # child, known by now, is stopped and reaped before it goes on.
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        except BaseException:
+            self.cancel()
+            raise
 
     def receive(self) -> Any:
         """The next value the child sends; ChildFailed if none comes. On any other exception

@@ -177,13 +177,17 @@ def _prepare(
     validation fails unexpectedly, it leaves out: the parent reads that one itself."""
     prepared: list[tuple[str, bytes]] = []
     depth = min(limits.max_json_depth, _SHARED_MAX_DEPTH)
+    # What it gives holds at most the bundle's limit of values in all, as the parent reads
+    # all of it back at once: past that, the parent parses the rest itself (and stops).
+    left = limits.max_json_values
     for path in paths:
         try:
-            budget = ValueBudget(limits.max_json_values)
+            budget = ValueBudget(left)
             document = loads_strict(files[path], max_depth=depth, budget=budget)
             values = budget.at_most()  # counted by the parent only if it must be
             violations = [tuple(v) for v in violations_of(path, document)]
             prepared.append((path, marshal.dumps((document, values, violations))))
+            left -= values
         except Exception:  # noqa: S112 - the parent parses it, and reports what it finds
             continue
     return prepared

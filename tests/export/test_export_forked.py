@@ -353,8 +353,10 @@ def test_the_flushes_run_in_a_child_and_leave_verify_free_to_fork(
     export_bundle(ExportOptions(factory_raw, out, tmp_path / "out.tar.gz"))
     assert threads_when_verified == [1]
     lines = [line.split(" ", 1) for line in flushed.read_text().splitlines()]
-    assert {pid for pid, _ in lines} != {str(os.getpid())} and len({pid for pid, _ in lines}) == 1
-    written = [Path(path) for _, path in lines]
+    here = str(os.getpid())
+    assert [path for pid, path in lines if pid == here] == [str(tmp_path)]  # once published
+    assert len({pid for pid, _ in lines if pid != here}) == 1
+    written = [Path(path) for pid, path in lines if pid != here]
     staging = min(written, key=lambda path: len(path.parts))  # the bundle's own folder
     assert len(written) == len(set(written))
     assert {"." if p == staging else p.relative_to(staging).as_posix() for p in written} == _tree(
@@ -362,16 +364,11 @@ def test_the_flushes_run_in_a_child_and_leave_verify_free_to_fork(
     )
 
 
-@pytest.mark.parametrize("failure", ["child", "fork"])
-def test_flushes_the_child_did_not_make_are_made_here(
-    forking: list[str],
-    factory_raw: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    failure: str,
+def test_flushes_are_made_here_where_no_child_can_be_had(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A child that fails (or none to be had): every file is flushed on threads here,
-    and the bundle published is the plain one."""
+    """No child to be had: every file is flushed on threads here, and the bundle
+    published is the plain one."""
     here: list[Path] = []
     original = exporter._fsync_all
 
@@ -379,25 +376,98 @@ def test_flushes_the_child_did_not_make_are_made_here(
         here.extend(paths)
         original(paths, stop)
 
-    def broken(*_args: Any) -> None:
-        raise OSError(5, "the child's own error, never shown")
+    real = exporter.Forked
 
-    if failure == "child":
-        monkeypatch.setattr(exporter, "_fsync_child", broken)
-    else:
-        real = exporter.Forked
+    def no_fork(work: Any) -> Any:
+        if getattr(work, "func", None) is exporter._fsync_child:
+            raise ChildFailed
+        return real(work)
 
-        def no_fork(work: Any) -> Any:
-            if getattr(work, "func", None) is exporter._fsync_child:
-                raise ChildFailed
-            return real(work)
-
-        monkeypatch.setattr(exporter, "Forked", no_fork)
+    monkeypatch.setattr(exporter, "Forked", no_fork)
     monkeypatch.setattr(exporter, "_fsync_all", recorded)
-    failed = _export_and_read(factory_raw, tmp_path, "failed")
-    assert len(here) == len(set(here)) == len(_tree(tmp_path / "failed"))
+    without = _export_and_read(factory_raw, tmp_path, "without")
+    flushed = set(here) - {tmp_path}  # (then the folder the bundle was published in)
+    assert len(flushed) == len(_tree(tmp_path / "without"))
     monkeypatch.setattr(exporter, "can_fork", lambda: False)
-    assert failed == _export_and_read(factory_raw, tmp_path, "plain")
+    assert without == _export_and_read(factory_raw, tmp_path, "plain")
+
+
+@pytest.mark.parametrize("failure", ["refused", "no answer"])
+def test_a_child_that_did_not_flush_everything_means_nothing_is_published(
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: str,
+) -> None:
+    """Linux reports a write-back error to one fsync only: flushing again after the
+    child's error could succeed over lost data, so its error is the export's, and a child
+    that ends without an answer publishes nothing either."""
+    parent = os.getpid()
+    original = exporter._fsync_all
+
+    def fails_in_the_child(paths: list[Path], stop: Any) -> None:
+        if os.getpid() != parent:
+            original(paths[:3], stop)
+            if failure == "no answer":
+                os._exit(0)
+            raise OSError(5, "Input/output error", str(paths[3]))
+        original(paths, stop)  # here it would succeed
+
+    monkeypatch.setattr(exporter, "_fsync_all", fails_in_the_child)
+    expected = "Input/output error" if failure == "refused" else "ended without saying it had"
+    with pytest.raises(ExportError, match=expected) as raised:
+        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    assert raised.value.message.endswith("nothing was published")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+
+
+def test_an_interrupt_while_the_flushes_are_awaited_stops_their_child(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def slow(paths: list[Path], channel: Any) -> None:
+        time.sleep(60)
+
+    def interrupt(*_args: Any) -> None:
+        raise KeyboardInterrupt
+
+    wait = exporter._Syncing.wait
+
+    def interrupted_wait(self: Any) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)  # lands while the child is awaited
+        wait(self)
+
+    monkeypatch.setattr(exporter, "_fsync_child", slow)
+    monkeypatch.setattr(exporter._Syncing, "wait", interrupted_wait)
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 30
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+    # (the fixture checks that no child is left, running or unreaped)
+
+
+def test_the_published_names_are_flushed_to_disk(
+    factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out, archive = tmp_path / "out", elsewhere / "out.tar.gz"
+    seen: list[tuple[Path, bool]] = []
+    original = exporter._fsync_all
+
+    def recorded(paths: list[Path], stop: Any) -> None:
+        seen.extend((path, out.is_dir() and archive.is_file()) for path in paths)
+        original(paths, stop)
+
+    monkeypatch.setattr(exporter, "_fsync_all", recorded)
+    export_bundle(ExportOptions(factory_raw, out, archive))
+    assert (tmp_path, True) in seen and (elsewhere, True) in seen
 
 
 def test_a_flush_the_disk_refuses_is_an_error_and_leaves_nothing(

@@ -246,34 +246,40 @@ class _Syncing:
     in a forked child (any process's fsync flushes the file), so that this process keeps
     no thread (a thread back from each of 10,000 fsyncs would take the GIL from the
     verification, and verify forks a child of its own only where no thread runs); else,
-    or where the child fails, on threads of `pool`, together (the file system commits
-    them at once).
+    or where no child can be forked, on threads of `pool`, together (the file system
+    commits them at once). A child is not a shortcut that may fail here: Linux reports a
+    write-back error to one fsync only, so flushing again after a child that failed could
+    succeed over lost data. The child's error is raised here, and a child that ends
+    without an answer means nothing is published.
     """
 
     def __init__(
         self, paths: list[Path], pool: ThreadPoolExecutor, stop: threading.Event, *, fork: bool
     ) -> None:
-        self._paths, self._pool, self._stop = paths, pool, stop
-        self._job: Forked[None] | None = None
+        self._job: Forked[tuple[int, str, str] | None] | None = None
         self._threads: list[Future[None]] = []
         if fork and can_fork():
-            with contextlib.suppress(ChildFailed):  # no child: threads instead
+            with contextlib.suppress(ChildFailed):  # no child to be had: threads instead
                 self._job = Forked(functools.partial(_fsync_child, paths))
         if self._job is None:
-            self._threads = self._on_threads()
-
-    def _on_threads(self) -> list[Future[None]]:
-        chunks = [self._paths[i::_SYNC_THREADS] for i in range(_SYNC_THREADS)]
-        return [self._pool.submit(_fsync_all, chunk, self._stop) for chunk in chunks if chunk]
+            chunks = [paths[i::_SYNC_THREADS] for i in range(_SYNC_THREADS)]
+            self._threads = [pool.submit(_fsync_all, chunk, stop) for chunk in chunks if chunk]
 
     def wait(self) -> None:
-        """Once every file and directory is on disk; an OSError of a flush is raised here."""
+        """Once every file and directory is on disk; a flush's OSError is raised here."""
         if self._job is not None:
-            job, self._job = self._job, None
             try:
-                job.result()
-            except ChildFailed:  # a flush failed, or the child did: flushed here, said here
-                self._threads = self._on_threads()
+                failed = self._job.result()  # (an interrupt: `cancel` stops the child)
+            except ChildFailed:
+                self._job = None
+                raise ExportError(
+                    "the process flushing the bundle to disk ended without saying it had; "
+                    "nothing was published"
+                ) from None
+            self._job = None
+            if failed is not None:
+                number, message, path = failed
+                raise OSError(number, message, path or None)
         for sync in self._threads:
             sync.result()
 
@@ -283,8 +289,13 @@ class _Syncing:
             self._job = None
 
 
-def _fsync_child(paths: list[Path], _channel: Channel) -> None:
-    _fsync_all(paths, threading.Event())
+def _fsync_child(paths: list[Path], _channel: Channel) -> tuple[int, str, str] | None:
+    """In the child: every flush; the first one refused, as (errno, message, path)."""
+    try:
+        _fsync_all(paths, threading.Event())
+    except OSError as exc:
+        return exc.errno or 0, exc.strerror or str(exc), str(exc.filename or "")  # (picklable)
+    return None
 
 
 PARALLEL_MIN_RECORDS = 2_000
@@ -641,6 +652,9 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
         if archive is not None and archive_tmp is not None:
             _publish_file(archive_tmp, archive)
             archive_tmp = None
+            published.append(archive)
+        # The new names themselves on disk: the folders that hold them flushed too.
+        _fsync_all(list(dict.fromkeys(path.parent for path in published)), stop)
     except BaseException as exc:
         stop.set()
         if job is not None:

@@ -244,13 +244,12 @@ class _Syncing:
 
     Each fsync waits on the disk, so they run beside the verification: on a large bundle,
     in a forked child (any process's fsync flushes the file), so that this process keeps
-    no thread (a thread back from each of 10,000 fsyncs would take the GIL from the
-    verification, and verify forks a child of its own only where no thread runs); else,
-    or where no child can be forked, on threads of `pool`, together (the file system
-    commits them at once). A child is not a shortcut that may fail here: Linux reports a
-    write-back error to one fsync only, so flushing again after a child that failed could
-    succeed over lost data. The child's error is raised here, and a child that ends
-    without an answer means nothing is published.
+    no thread (verify forks a child of its own only where no thread runs); else, or where
+    no child can be forked, on threads of `pool`, together (the file system commits them
+    at once). A child is not a shortcut that may fail here: Linux reports a write-back
+    error to one fsync only, so flushing again after a child that failed could succeed
+    over lost data. The child's error is raised here, and a child that ends without an
+    answer means nothing is published.
     """
 
     def __init__(

@@ -9,6 +9,7 @@ or the same refusal with the same message, and the same value budget left afterw
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -285,3 +286,21 @@ def test_the_deferred_bound_is_never_below_the_count(value: object, indent: int 
     document = jsonio._loads_fast(text, 64, budget)
     assert document is not jsonio._NOT_SURE
     assert budget.room() <= budget.remaining  # what it deferred is at least what it holds
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1" * 4299,
+        "a" + "1" * 4299 + "a",
+        "1" * 4298,
+        "1" * 4298 + "a" + "1" * 4298,
+        '["' + "7" * 5000 + '"]',
+        ("9" * 4298 + " ") * 3 + "9" * 4299,
+        "x" * 10 + "0" * 4299 + "x",
+    ],
+)
+def test_a_run_of_4299_digits_is_found_as_the_plain_search_finds_it(text: str) -> None:
+    plain = re.compile("[0-9]{4299}").search(text)
+    found = jsonio._HUGE_DIGITS.search(text)
+    assert (found is None) == (plain is None)

@@ -26,6 +26,7 @@ MEBIBYTES = 256
         "330,000 empty objects",
         "one 15 MiB string",
         "one 15 MiB string, four bytes a character",
+        "15 MiB of 4,298-digit strings",
     ],
 )
 def test_cost_is_bounded(name: str, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from verifier import layout
-from verifier.checks.context import BundleContext
+from verifier.checks.context import BundleContext, occurrences
 from verifier.model import Finding, Severity, json_pointer
 from verifier.profiles import KNOWN_RULES
 from verifier.profiles.rules import ProfileRules
@@ -81,13 +81,17 @@ def _the_named_server(
 
 def _without(argv: list[str], part: tuple[str, ...]) -> None:
     """Remove every occurrence, so that a condition's flags given twice cannot hide the same
-    flags, undeclared, in another condition."""
-    i = 0
-    while part and i <= len(argv) - len(part):
-        if tuple(argv[i : i + len(part)]) == part:
-            del argv[i : i + len(part)]
-        else:
-            i += 1
+    flags, undeclared, in another condition. (Each occurrence is found from the end of the
+    one before, and the rest is kept in one pass: linear in the lengths of both.)"""
+    if not part:
+        return
+    kept: list[str] = []
+    at = 0
+    for start in occurrences(argv, part):
+        if start >= at:
+            kept += argv[at:start]
+            at = start + len(part)
+    argv[:] = kept + argv[at:]
 
 
 def _normalized(

@@ -26,10 +26,11 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
         )  # fmt: skip
 
     toggles: dict[str, set[str | None]] = {}
-    ids = [c.id for c in experiment.conditions]
-    for ci, cid in enumerate(ids):
-        if cid in ids[:ci]:
-            yield error(f"condition {cid!r} is declared twice", "conditions", ci, "id")
+    seen_ids: set[str] = set()
+    for ci, condition in enumerate(experiment.conditions):
+        if condition.id in seen_ids:
+            yield error(f"condition {condition.id!r} is declared twice", "conditions", ci, "id")
+        seen_ids.add(condition.id)
     for ci, condition in enumerate(experiment.conditions):
         derived = settings_label(condition.settings, condition.server_args)
         if condition.declared_label is not None and condition.declared_label != derived:
@@ -92,16 +93,33 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
     elsewhere = {name for c in experiment.conditions for name in c.settings}
     for ci, condition in enumerate(experiment.conditions):
         for si, server in enumerate(condition.servers):
-            for name in sorted((elsewhere - condition.settings.keys()) & server.environment.keys()):
+            # (from the server's environment: the other conditions' settings may be many)
+            names = {
+                n for n in server.environment if n in elsewhere and n not in condition.settings
+            }
+            for name in sorted(names):
                 yield error(
                     f"{name} is a setting of another condition, yet this condition's server ran "
                     "with it undeclared",
                     "conditions", ci, "servers", si, "environment", name,
                     actual=server.environment[name],
                 )  # fmt: skip
+    # Each name's values, from each server's own environment, and `absent` (None) for the
+    # servers without it: linear in the environments, not names x servers.
     servers = [(c, s) for c in experiment.conditions for s in c.servers]
-    for name in sorted({n for _, s in servers for n in s.environment}):
-        toggles[name] = {s.environment.get(name) for c, s in servers if name not in c.settings}
+    counted: dict[str, int] = {}  # servers, of conditions that do not set the name, with it
+    for condition, server in servers:
+        for name, value in server.environment.items():
+            if name not in condition.settings:
+                toggles.setdefault(name, set()).add(value)
+                counted[name] = counted.get(name, 0) + 1
+    setting: dict[str, int] = {}  # servers of the conditions that set the name
+    for condition in experiment.conditions:
+        for name in condition.settings:
+            setting[name] = setting.get(name, 0) + len(condition.servers)
+    for name, values in toggles.items():
+        if counted[name] < len(servers) - setting.get(name, 0):
+            values.add(None)
     for name, values in sorted(toggles.items()):
         if len(values) > 1:
             yield error(

@@ -215,3 +215,36 @@ def test_hostile_file_names_and_json_keys_in_findings_are_inert(
     # A name the reader accepts is named as it is; one with control characters is refused.
     named = json.dumps(result["findings"], ensure_ascii=False)
     assert (name if name.isprintable() else "control or non-printable character") in named
+
+
+def test_a_string_of_millions_of_characters_is_cut_in_text_and_markdown(
+    tmp_path: Path,
+) -> None:
+    """Laid out whole, a 4-million-character label took rich 64 s and 474 MiB; the text
+    and Markdown reports show its first MAX_SHOWN characters and say how many more there
+    are, and the JSON report keeps it whole."""
+    from verifier.report.common import MAX_SHOWN
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SEED, bundle)
+    experiment = json.loads((bundle / layout.EXPERIMENT).read_text())
+    label = "a" * 3_000_000 + "中"  # (not Latin: the text report takes rich's layout)
+    experiment["conditions"][0]["label"] = label
+    (bundle / layout.EXPERIMENT).write_text(json.dumps(experiment))
+    resum_tree(bundle)
+    for fmt in ("text", "markdown"):
+        _, shown = _run(str(bundle), "--format", fmt)  # (the finding's `actual`, wrapped)
+        assert f"({3_000_001 - MAX_SHOWN:,} more characters" in " ".join(shown.split())
+        assert "a" * MAX_SHOWN in "".join(shown.split())
+        assert "a" * (MAX_SHOWN + 1) not in "".join(shown.split())
+    _, raw = _run(str(bundle), "--format", "json")
+    assert label in json.dumps(json.loads(raw), ensure_ascii=False)
+
+
+def test_two_long_keys_cut_alike_stay_two() -> None:
+    from verifier.report.common import MAX_SHOWN, printable
+
+    keys = ["k" * MAX_SHOWN + "1", "k" * MAX_SHOWN + "2"]
+    shown = printable({key: index for index, key in enumerate(keys)})
+    assert sorted(shown.values()) == [0, 1]
+    assert all(len(key) < MAX_SHOWN + 100 for key in shown)

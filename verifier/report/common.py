@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any, NamedTuple
 
@@ -35,14 +36,35 @@ def printable(node: Any) -> Any:
     text and Markdown make it inert for a terminal (ANSI/OSC sequences), for the layout (a
     newline could print a fake verdict line or end a table row) and for the eye (bidirectional
     overrides, zero-width characters). The JSON format keeps the exact strings.
+
+    A string longer than MAX_SHOWN characters is cut there, saying how much more there is
+    (a key also with a digest of it, so that two keys cut alike stay two): no report line
+    needs more, and laying out one of millions of characters cost rich's wrapping time
+    quadratic in its length (a 4-million-character label: 64 s, 474 MiB).
     """
     if isinstance(node, str):
-        return _CONTROL.sub(_escape, node)
+        return _CONTROL.sub(_escape, _shown(node))
     if isinstance(node, dict):
-        return {printable(k): printable(v) for k, v in node.items()}
+        return {_printable_key(k): printable(v) for k, v in node.items()}
     if isinstance(node, list):
         return [printable(v) for v in node]
     return node
+
+
+MAX_SHOWN = 2000  # characters of one bundle string in text and Markdown
+
+
+def _printable_key(key: Any) -> Any:
+    return _CONTROL.sub(_escape, _shown(key, key=True)) if isinstance(key, str) else key
+
+
+def _shown(text: Any, *, key: bool = False) -> Any:
+    if not isinstance(text, str) or len(text) <= MAX_SHOWN:
+        return text
+    more = f"… ({len(text) - MAX_SHOWN:,} more characters"
+    if key:
+        more += ", " + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return text[:MAX_SHOWN] + more + "; the JSON report has it whole)"
 
 
 def arm_cell(counts: dict[str, int]) -> str:

@@ -15,6 +15,7 @@ from make_samples import _dump, _resum, read_tree
 from typer.testing import CliRunner
 
 from verifier import checks, layout
+from verifier.bundle.reader import Limits
 from verifier.checks.context import VerifyOptions
 from verifier.cli import app
 from verifier.model import Verdict
@@ -323,6 +324,17 @@ def test_a_protocol_declared_to_plan_millions_of_requests_is_refused_at_once(
     files[layout.EXPERIMENT] = _dump(experiment)
     result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
     assert not result.verified
+    errors = [f for f in result.findings if f.check == "completeness" and f.is_error]
+    # Not built (a million planned requests, some 360 MiB): one finding says why.
+    assert errors[0].message.startswith(
+        "the declared protocol plans at least 2,002,000 request records, more than a bundle "
+        "may hold (10,000 files; --max-members)"
+    )
+    assert errors[0].pointer == "/protocol"
+    assert result.classification is None  # (it cannot be complete: nothing is classified)
+    # Raise the member limit and it is built, and every record it plans is missing.
+    limits = Limits(max_members=3_000_000)
+    result = verify_path(write(_resum(files), tmp_path / "c"), VerifyOptions(limits=limits))
     errors = [f for f in result.findings if f.check == "completeness" and f.is_error]
     assert len(errors) == checks.MAX_ERRORS + 1
     assert errors[-1].message.startswith(f"more than {checks.MAX_ERRORS} errors in this check")

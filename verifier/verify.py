@@ -277,6 +277,8 @@ def _classify(
         if experiment is None or not context.records:
             return experiment, None, None
         plan = context.plan
+        if plan is not None and plan.unbuilt:  # it cannot be complete: nothing to classify
+            return experiment, None, None
         protocol = ProtocolContext(
             max_tokens=experiment.protocol.get("max_tokens"),
             skipped=plan.skipped_controls if plan is not None else {},

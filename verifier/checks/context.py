@@ -64,6 +64,7 @@ class ExpectedPlan:
     roles: dict[int, bool]  # server instance -> started with its cache off
     skipped: dict[str, str]  # phase -> why the capture mode skips it
     problems: tuple[PlanProblem, ...]  # declared parameters that contradict the protocol
+    unbuilt: bool = False  # it plans more records than the bundle may hold: not built
 
     @property
     def skipped_controls(self) -> dict[Arm, str]:
@@ -291,7 +292,11 @@ class BundleContext:
 
     @cached_property
     def plan(self) -> ExpectedPlan | None:
-        return expected_plan(self.experiment, self.rules) if self.experiment is not None else None
+        if self.experiment is None:
+            return None
+        return expected_plan(
+            self.experiment, self.rules, most_records=self.options.limits.max_members
+        )
 
     @cached_property
     def proofs(self) -> list[RequestProof]:
@@ -454,12 +459,16 @@ def choose_rules(experiment: Experiment | None, options: VerifyOptions) -> Rules
     )
 
 
-def expected_plan(experiment: Experiment, rules: ProfileRules | None) -> ExpectedPlan:
+def expected_plan(
+    experiment: Experiment, rules: ProfileRules | None, *, most_records: int | None = None
+) -> ExpectedPlan:
     """Rebuild the protocol from the declared parameters and the capture mode.
 
     What may be skipped follows from the capture mode (attached or not) and the tool's
     rules for the server (a per-request opt-out, a cache-off switch), never from what the
-    bundle says it skipped.
+    bundle says it skipped. A protocol whose cycles alone plan more records than
+    `most_records` (what the bundle may hold: its member limit) cannot be complete: it is
+    a problem, and not built (its parameters could plan a million requests, some 360 MiB).
     """
     declared = experiment.protocol
     spec = ProtocolSpec(
@@ -470,6 +479,16 @@ def expected_plan(experiment: Experiment, rules: ProfileRules | None) -> Expecte
         disabled_repeats=declared.get("disabled_repeats", ProtocolSpec.disabled_repeats),
         localize=declared.get("localize", False),
     )
+    # At least this many records: each cycle's cold request and its warm ones, for each
+    # condition (one with no condition still plans its own).
+    least = spec.cycles * (1 + spec.warm_per_cycle) * max(1, len(experiment.conditions))
+    if most_records is not None and least > most_records:
+        problem = PlanProblem(
+            f"the declared protocol plans at least {least:,} request records, more than a "
+            f"bundle may hold ({most_records:,} files; --max-members): it cannot be complete",
+            "/protocol",
+        )
+        return ExpectedPlan((), {}, {}, (problem,), unbuilt=True)
     said_skipped = {s["phase"]: s["reason"] for s in declared.get("skipped_phases", [])}
     if rules is not None:
         has_opt_out, can_disable = rules.opt_out_fields is not None, rules.can_disable_cache

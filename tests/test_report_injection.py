@@ -221,8 +221,8 @@ def test_a_string_of_millions_of_characters_is_cut_in_text_and_markdown(
     tmp_path: Path,
 ) -> None:
     """Laid out whole, a 4-million-character label took rich 64 s and 474 MiB; the text
-    and Markdown reports show its first MAX_SHOWN characters and say how many more there
-    are, and the JSON report keeps it whole."""
+    and Markdown reports show its first and last MAX_SHOWN / 2 characters and say how
+    many were cut between them, and the JSON report keeps it whole."""
     from verifier.report.common import MAX_SHOWN
 
     bundle = tmp_path / "bundle"
@@ -234,11 +234,41 @@ def test_a_string_of_millions_of_characters_is_cut_in_text_and_markdown(
     resum_tree(bundle)
     for fmt in ("text", "markdown"):
         _, shown = _run(str(bundle), "--format", fmt)  # (the finding's `actual`, wrapped)
-        assert f"({3_000_001 - MAX_SHOWN:,} more characters" in " ".join(shown.split())
-        assert "a" * MAX_SHOWN in "".join(shown.split())
-        assert "a" * (MAX_SHOWN + 1) not in "".join(shown.split())
+        assert f"({3_000_001 - MAX_SHOWN:,} characters cut" in " ".join(shown.split())
+        assert "a" * (MAX_SHOWN // 2) in "".join(shown.split())
+        assert "a" * (MAX_SHOWN // 2 + 1) not in "".join(shown.split())
     _, raw = _run(str(bundle), "--format", "json")
     assert label in json.dumps(json.loads(raw), ensure_ascii=False)
+
+
+def test_a_long_settings_label_is_cut_before_a_sentence_names_it(tmp_path: Path) -> None:
+    """The summary names each condition that split by its settings: a long setting is cut
+    there, before the sentence is made, so the words after it (how many requests were
+    compared, what the verdict means) are never cut with it; the JSON keeps the label."""
+    from verifier.checks.context import VerifyOptions
+    from verifier.report import document
+    from verifier.verify import verify_path
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SEED, bundle)
+    experiment = json.loads((bundle / layout.EXPERIMENT).read_text())
+    condition = experiment["conditions"][0]
+    (name,) = condition["settings"]
+    value = condition["settings"][name] + "x" * 5000
+    condition["settings"][name] = value
+    for server in condition["servers"]:
+        server["environment"][name] = value
+    condition["label"] = f"{name}={value}"
+    (bundle / layout.EXPERIMENT).write_text(json.dumps(experiment))
+    resum_tree(bundle)
+    result = verify_path(bundle, VerifyOptions())
+    assert result.classification is not None
+    named = document._named(result.classification.conditions[0])
+    assert named.startswith(f"{condition['id']}: {name}=")
+    assert "characters cut" in named and len(named) < document.NAMED_CHARS + 100
+    _, whole = _run(str(bundle), "--format", "json")
+    label = json.loads(whole)["bundles"][0]["classification"]["conditions"][0]["label"]
+    assert label == f"{name}={value}"
 
 
 def test_two_long_keys_cut_alike_stay_two() -> None:
@@ -247,4 +277,4 @@ def test_two_long_keys_cut_alike_stay_two() -> None:
     keys = ["k" * MAX_SHOWN + "1", "k" * MAX_SHOWN + "2"]
     shown = printable({key: index for index, key in enumerate(keys)})
     assert sorted(shown.values()) == [0, 1]
-    assert all(len(key) < MAX_SHOWN + 100 for key in shown)
+    assert all(len(key) < MAX_SHOWN + 200 for key in shown)

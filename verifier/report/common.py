@@ -37,10 +37,12 @@ def printable(node: Any) -> Any:
     newline could print a fake verdict line or end a table row) and for the eye (bidirectional
     overrides, zero-width characters). The JSON format keeps the exact strings.
 
-    A string longer than MAX_SHOWN characters is cut there, saying how much more there is
-    (a key also with a digest of it, so that two keys cut alike stay two): no report line
-    needs more, and laying out one of millions of characters cost rich's wrapping time
-    quadratic in its length (a 4-million-character label: 64 s, 474 MiB).
+    A string longer than MAX_SHOWN characters keeps its first and last MAX_SHOWN / 2 and
+    says how many were cut between them, so that a sentence of this tool's that holds a
+    long bundle string keeps its own words at either end (a key also gets the digest of
+    it, so that two keys cut alike stay two). No report line needs more, and laying out
+    one of millions of characters cost rich's wrapping time quadratic in its length (a
+    4-million-character label: 64 s, 474 MiB).
     """
     if isinstance(node, str):
         return _CONTROL.sub(_escape, _shown(node))
@@ -61,10 +63,20 @@ def _printable_key(key: Any) -> Any:
 def _shown(text: Any, *, key: bool = False) -> Any:
     if not isinstance(text, str) or len(text) <= MAX_SHOWN:
         return text
-    more = f"… ({len(text) - MAX_SHOWN:,} more characters"
-    if key:
-        more += ", " + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return text[:MAX_SHOWN] + more + "; the JSON report has it whole)"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() if key else None
+    return cut(text, MAX_SHOWN, digest)
+
+
+def cut(text: str, most: int, digest: str | None = None) -> str:
+    """`text` if it has at most `most` characters; else its first and last `most` / 2 and,
+    between them, how many were cut (and `digest`, if given)."""
+    if len(text) <= most:
+        return text
+    half = most // 2
+    said = f"{len(text) - 2 * half:,} characters cut"
+    if digest is not None:
+        said += f", sha256 {digest}"
+    return f"{text[:half]} … ({said}; the JSON report has them) … {text[len(text) - half :]}"
 
 
 def arm_cell(counts: dict[str, int]) -> str:

@@ -10,7 +10,7 @@ from verifier.checks import CHECKS
 from verifier.classify import Classification, ConditionResult, FiniteSampleBound
 from verifier.collector import fewer_collections
 from verifier.model import Arm, Finding, Severity, Verdict
-from verifier.report.common import plural
+from verifier.report.common import cut, plural
 from verifier.schemas import SCHEMA_VERSION
 from verifier.verify import VerificationResult
 
@@ -256,9 +256,14 @@ def _experiment(result: VerificationResult) -> dict[str, Any] | None:
 
 def _named(result: ConditionResult) -> str:
     """A condition by its id and what it set: the id is the bundle's word, the settings are
-    what its servers were checked to have run with."""
+    what its servers were checked to have run with. A long label is cut here, before the
+    sentence is made, so that the sentence keeps its own words (a cut of the whole sentence
+    would take what follows the label with it)."""
     label = result.condition.label
-    return f"{result.condition.id}: {label}" if label else result.condition.id
+    return f"{result.condition.id}: {cut(label, NAMED_CHARS)}" if label else result.condition.id
+
+
+NAMED_CHARS = 200  # of a condition's settings label, in the report's sentences
 
 
 # What each check establishes when it passes, in the words a reviewer needs.

@@ -116,3 +116,17 @@ def test_the_toggle_findings_are_those_of_the_plain_table(conditions: list[dict[
         if len(values) > 1
     }
     assert found == expected
+
+
+@given(st.lists(st.integers(min_value=0, max_value=4), max_size=12), st.integers(-1, 5))
+def test_a_condition_finds_the_plain_scan_s_server(instances: list[int], asked: int) -> None:
+    from verifier.records import Condition, ServerDeclaration
+
+    declared = tuple(
+        ServerDeclaration(instance=n, cache_disabled=bool(i % 2), argv=(str(i),), environment={})
+        for i, n in enumerate(instances)
+    )
+    condition = Condition("c", "", None, {}, declared)
+    plain = next((s for s in declared if s.instance == asked), None)
+    assert condition.server(asked) is plain  # the first declared, where two share a number
+    assert condition.server([asked]) is None  # type: ignore[arg-type]  # unhashable: scanned

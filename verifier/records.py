@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar
 
 from verifier.jsonio import resolve_pointer
@@ -345,7 +346,20 @@ class Condition:
         return frozenset(s.instance for s in self.servers if s.cache_disabled)
 
     def server(self, instance: int) -> ServerDeclaration | None:
-        return next((s for s in self.servers if s.instance == instance), None)
+        """The first server declared with this instance number (the checks report a second
+        one), found in a table: every record of the condition asks (a scan of 40,000
+        servers for each of 3,000 records took seconds)."""
+        try:
+            return self._servers_by_instance.get(instance)
+        except TypeError:  # not hashable: no schema-valid record names one so
+            return next((s for s in self.servers if s.instance == instance), None)
+
+    @cached_property
+    def _servers_by_instance(self) -> dict[int, ServerDeclaration]:
+        table: dict[int, ServerDeclaration] = {}
+        for server in self.servers:
+            table.setdefault(server.instance, server)
+        return table
 
 
 def settings_label(settings: dict[str, str], server_args: tuple[str, ...] = ()) -> str:

@@ -304,3 +304,30 @@ def test_a_run_of_4299_digits_is_found_as_the_plain_search_finds_it(text: str) -
     plain = re.compile("[0-9]{4299}").search(text)
     found = jsonio._HUGE_DIGITS.search(text)
     assert (found is None) == (plain is None)
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(0, 4400).map(lambda n: "7" * n),
+            st.sampled_from(["a", " ", "é", "\u0663", "\U0001f600", ",", '"']),
+        ),
+        max_size=8,
+    )
+)
+def test_few_digits_in_the_bytes_means_no_run_in_the_text(parts: list[str]) -> None:
+    text = "".join(parts)  # (an Arabic-Indic digit is no [0-9], nor are its bytes)
+    if jsonio._few_digits(text, text.encode("utf-8")):
+        assert jsonio._HUGE_DIGITS.search(text) is None
+    if jsonio._HUGE_DIGITS.search(text) is None:
+        return
+    assert not jsonio._few_digits(text, text.encode("utf-8"))
+
+
+def test_many_digits_in_no_long_run_keep_the_fast_path() -> None:
+    document = {"n": [123456789] * 600}  # 5,400 digits, none in a run of 4,299
+    data = json.dumps(document).encode()
+    assert not jsonio._few_digits(data.decode(), data)  # the search decides
+    assert jsonio._loads_fast(data.decode(), 64, ValueBudget(10**6), data) == document
+    huge = b'{"n": ' + b"9" * 4299 + b"}"  # int() reads it: the strict rules do not
+    assert jsonio._loads_fast(huge.decode(), 64, ValueBudget(10**6), huge) is jsonio._NOT_SURE

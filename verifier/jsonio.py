@@ -192,7 +192,7 @@ def loads_strict(
     """
     text = _text(data)
     budget = budget if budget is not None else ValueBudget()
-    document = _loads_fast(text, max_depth, budget)
+    document = _loads_fast(text, max_depth, budget, data)
     if document is _NOT_SURE:
         document = _loads_scanned(text, max_depth, budget)
     return document
@@ -290,6 +290,7 @@ _HUGE_DIGITS_N = MAX_NUMBER_CHARS - 1
 # A run of 4,299 digits, tried only where a run starts: tried at every place of a run of
 # 4,298, the search read it to its end from each (16 MiB of such runs took minutes).
 _HUGE_DIGITS = re.compile(f"(?<![0-9])[0-9]{{{_HUGE_DIGITS_N}}}")
+_DIGIT_BYTES = b"0123456789"
 _DECODER = json.JSONDecoder(
     object_pairs_hook=_unique_keys, parse_constant=_not_sure, parse_float=_finite_float
 )
@@ -302,7 +303,19 @@ def ints_bounded() -> bool:
     return 0 < sys.get_int_max_str_digits() <= MAX_NUMBER_CHARS
 
 
-def _loads_fast(text: str, max_depth: int, budget: ValueBudget) -> Any:
+def _few_digits(text: str, data: bytes | None) -> bool:
+    """Whether `text` is sure to hold no run of 4,299 digits: it is shorter than that, or
+    its UTF-8 bytes `data` hold fewer digits in all (an ASCII digit is its own byte, and
+    no other character's bytes include one). The count is a C loop over the bytes, some
+    10x cheaper than the search for a run (about 14 ns a character on a raw exchange)."""
+    if len(text) < _HUGE_DIGITS_N:
+        return True
+    return data is not None and len(data) - len(data.translate(None, _DIGIT_BYTES)) < _HUGE_DIGITS_N
+
+
+def _loads_fast(text: str, max_depth: int, budget: ValueBudget, data: bytes | None = None) -> Any:
+    """`text` parsed by the C parser where the strict rules are sure to build the same
+    value; else _NOT_SURE. `data`, where given, is `text` as UTF-8 bytes."""
     if not ints_bounded():
         return _NOT_SURE
     if _MAYBE_SURROGATE.search(text):
@@ -320,7 +333,7 @@ def _loads_fast(text: str, max_depth: int, budget: ValueBudget) -> Any:
     if (
         most <= budget.room()
         and containers <= max_depth
-        and (len(text) < _HUGE_DIGITS_N or _HUGE_DIGITS.search(text) is None)
+        and (_few_digits(text, data) or _HUGE_DIGITS.search(text) is None)
     ):
         document = _decoded(text)
         if document is not _NOT_SURE:

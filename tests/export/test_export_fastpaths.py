@@ -542,3 +542,27 @@ def test_export_collects_less_often_and_restores_the_collector(
     with pytest.raises(UsageError):  # the target exists now: refused, the collector restored
         export_bundle(ExportOptions(factory_raw, tmp_path / "public"))
     assert gc.get_threshold() == before
+
+
+def test_a_path_asked_again_is_numbered_as_the_plain_collector_numbered_it() -> None:
+    """path() passes over a value it passed over or added before without its tests; an
+    --allow value is numbered again each time (it is never added), as it always was."""
+    from verifier.export.redact import _Collector
+
+    def numbers(allowed: Sequence[str], calls: Sequence[str]) -> dict[str, str]:
+        c = _Collector(set(), allowed)
+        for value in calls:
+            c.path(value)
+        return {k.value: k.placeholder for k in c.values.values()}
+
+    assert numbers([], ["/data/a", "/data/a", "//data/a", "/data/b"]) == {
+        "/data/a": "/path/to/private-1",
+        "/data/b": "/path/to/private-2",
+    }
+    assert numbers(["/data/a"], ["/data/a", "/data/a", "/data/b"]) == {
+        "/data/b": "/path/to/private-3"
+    }
+    covered = numbers(
+        [], ["/data/a/x", "/data/a", "/data/a/x", "/data/a/y", "/usr/lib", "/usr/lib"]
+    )
+    assert covered == {"/data/a/x": "/path/to/private-1", "/data/a": "/path/to/private-2"}

@@ -463,6 +463,12 @@ class _Collector:
         self._numbered = 0
         self._detector: tuple[int, Detector] | None = None
         self._safe: dict[str, str] = {}
+        # Values path() was given without a placeholder that it is sure to pass over if
+        # given them again (a sweep's servers repeat the same paths thousands of times):
+        # each test that passed one over stays true as values are added (none is ever
+        # removed), and one it added is then among them. Not one it numbered but did not
+        # add (an --allow value): a second call numbers again, as it always did.
+        self._settled: set[str] = set()
 
     def _add(self, value: str, category: str, placeholder: str, kind: KnownKind) -> None:
         if value and value not in self.values and value not in self._allowed:
@@ -509,14 +515,21 @@ class _Collector:
         """A private path; without a placeholder, only an absolute one no collected path covers."""
         if not value:
             return
+        if placeholder is None and value in self._settled:
+            return
+        given = value
         value = leaks.normal_path(value)  # as the detectors read it: `//home` is `/home`
         if len(value) < 2 or value in self.values or value in COMMON_DIRS:
+            self._settled.add(given)
             return
         if placeholder is None:
             if not _is_path(value) or _is_system(value) or self._covered(value):
+                self._settled.add(given)
                 return
             placeholder = "/path/to/" + self.numbered()
         self._add(value, "private-path", placeholder, KnownKind.PATH)
+        if value in self.values:
+            self._settled.add(given)
 
     def _covered(self, value: str) -> bool:
         return any(
@@ -583,11 +596,20 @@ def collect_private_values(
     servers = [s for ss in raw.servers.values() for s in ss]
     conditions = {cond.id: cond for cond in run.conditions}
     keep = [*run.experiment_env_prefixes, *public_env]
+    # Asked once per name and once per (name, value): a sweep's servers repeat the same
+    # environment, and each answer is a pure function of what it is asked.
+    toggle_names: dict[str, bool] = {}
+
+    def kept(name: str) -> bool:
+        if name not in toggle_names:
+            toggle_names[name] = is_toggle(name, keep)
+        return toggle_names[name]
+
     toggles = {
         (server.instance, server.condition, name): value
         for server in servers
         for name, value in server.env.items()
-        if name in conditions[server.condition].settings or is_toggle(name, keep)
+        if name in conditions[server.condition].settings or kept(name)
     }
     public_values = set(toggles.values())
     public_values.update(v for cond in run.conditions for v in cond.settings.values())
@@ -614,10 +636,10 @@ def collect_private_values(
     argv = [*(a for s in servers for a in s.argv), *run.argv]
     for secret in secret_arguments(argv):
         c.secret(secret, "token", "<token>", any_length=False)
-    for server in servers:
-        for name, value in server.env.items():
-            if leaks.is_secret_name(name) and not _is_path(value):
-                c.secret(value, "token", "<token>", any_length=False)
+    environment = dict.fromkeys((n, v) for s in servers for n, v in s.env.items())
+    for name, value in environment:  # c.secret is idempotent: each pair once, in order
+        if leaks.is_secret_name(name) and not _is_path(value):
+            c.secret(value, "token", "<token>", any_length=False)
     for private in private_paths:
         if "/" in private:
             c.path(private, "/path/to/" + c.numbered())
@@ -655,11 +677,13 @@ def collect_private_values(
     for (_, _, name), value in sorted(toggles.items()):
         if _is_path(value):
             c.path(value, f"/path/to/{_slug(c.safe(name))}")
+    opaque_asked: set[tuple[str, str]] = set()
     for server in servers:
         for name, value in sorted(server.env.items()):
             for part in value.split(":"):
                 c.path(part)
-            if not _is_path(value):
+            if not _is_path(value) and (name, value) not in opaque_asked:
+                opaque_asked.add((name, value))  # c.opaque is idempotent: asked once
                 c.opaque(value, "environment-value", f"<env:{c.safe(name)}>")
 
     # Anonymous paths: wherever else a private path may hide.

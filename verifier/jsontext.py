@@ -257,7 +257,32 @@ class _Columns:
         return out
 
 
-def _dumps(document: Any, allow_nan: bool) -> list[str]:
+def dumps_each(documents: list[Any], *, allow_nan: bool = True) -> list[str]:
+    """`dumps_indented` of each of `documents`, byte for byte, written together a batch at
+    a time as a long list's items are (`_Columns`): documents of the same keys (a bundle's
+    records) have each key's values spelled by C-level loops across all of them. A batch
+    this way cannot write (a subclass, a non-string key, a NaN refused) is written one
+    document at a time, so each answers as `dumps_indented` does."""
+    if make_encoder is None:  # pragma: no cover - an interpreter without the C encoder
+        return [dumps_indented(d, allow_nan=allow_nan) for d in documents]
+
+    def walk(value: Any, newline: str) -> str:
+        return "".join(_dumps(value, allow_nan, newline))
+
+    columns = _Columns(walk, allow_nan)
+    texts: list[str] = []
+    for start in range(0, len(documents), _ROWS):
+        batch = documents[start : start + _ROWS]
+        try:
+            texts += columns.texts(batch, "\n")
+        except (_Unusual, RecursionError):
+            texts += [dumps_indented(d, allow_nan=allow_nan) for d in batch]
+    return texts
+
+
+def _dumps(document: Any, allow_nan: bool, start: str = "\n") -> list[str]:
+    """The text of `document`, in chunks, as it is written starting a line indented as
+    `start` ("\n" and spaces) says."""
     chunks: list[str] = []
     pieces: list[str] = []
     append = pieces.append
@@ -375,6 +400,6 @@ def _dumps(document: Any, allow_nan: bool) -> list[str]:
         else:
             append(_scalar(value, allow_nan))
 
-    write(document, "\n")
+    write(document, start)
     chunks.append("".join(pieces))
     return chunks

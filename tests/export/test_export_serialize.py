@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifier.export.assemble import assemble
-from verifier.export.serialize import dumps_public
+from verifier.export.serialize import dumps_public, dumps_public_each
 from verifier.jsonio import dumps_stable
 from verifier.raw import load_raw
 
@@ -120,3 +120,56 @@ class _Text(str):
 )
 def test_values_json_handles_itself_give_the_same_result(value: Any) -> None:
     _same(value)
+
+
+def _same_each(values: list[Any]) -> None:
+    """dumps_public_each gives each document's dumps_stable bytes, or the error the first
+    document that json refuses gets."""
+    expected: list[bytes] = []
+    for value in values:
+        try:
+            expected.append(dumps_stable(value))
+        except (ValueError, TypeError, UnicodeEncodeError, RecursionError) as exc:
+            with pytest.raises(type(exc)):
+                dumps_public_each(values)
+            return
+    assert dumps_public_each(values) == expected
+
+
+def _shaped(value: Any, copies: int) -> list[Any]:
+    """`copies` documents of the same keys with different values (a bundle's records)."""
+    return [
+        value if i == 0 else json.loads(json.dumps(value, ensure_ascii=False).replace("1", str(i)))
+        for i in range(copies)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(_json, max_size=12), copies=st.integers(1, 300))
+def test_documents_written_together_give_each_one_s_bytes(values: list[Any], copies: int) -> None:
+    _same_each(values)
+    finite = [v for v in values if "NaN" not in json.dumps(v) and "Infinity" not in json.dumps(v)]
+    if finite:
+        _same_each(_shaped(finite[0], copies))
+
+
+def test_the_records_of_an_export_written_together_give_their_bytes(seed_raw: Path) -> None:
+    documents = list(assemble(load_raw(seed_raw)).documents.values())
+    _same_each(documents)
+    _same_each(documents * 300)  # past one batch of documents written together
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [{"a": math.nan}, {"t": (1, 2)}, {1: "int key"}, {"enum": _Number.ONE}, {"set": {1}}],
+    ids=repr,
+)
+def test_an_odd_document_among_others_is_written_as_json_writes_it(odd: Any) -> None:
+    _same_each([{"a": 1, "b": "x"}, odd, {"a": 2, "b": "y"}] * 100)
+
+
+def test_the_first_refusal_in_order_is_the_one_made() -> None:
+    """A lone surrogate (refused when encoded) before a NaN (refused when written): the
+    surrogate's UnicodeEncodeError, as one document at a time gave it."""
+    with pytest.raises(UnicodeEncodeError):
+        dumps_public_each([{"a": 1}, {"a": "\ud800"}, {"a": math.nan}])

@@ -33,7 +33,7 @@ from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
 from verifier.export.assemble import Removal, assemble, assemble_records
 from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
-from verifier.export.serialize import dumps_public
+from verifier.export.serialize import dumps_public, dumps_public_each
 from verifier.forked import Channel, ChildFailed, Forked, can_fork, write_all
 from verifier.leaks import scan_bytes
 from verifier.model import Finding
@@ -390,7 +390,7 @@ def _redacted_files(
 ) -> Built:
     """The documents redacted and serialized, with the ledger entries of their redaction."""
     redacted, replaced, allowed = redactor.redact_and_check(documents, sources)
-    files = {name: dumps_public(document) for name, document in redacted.items()}
+    files = dict(zip(redacted, dumps_public_each(list(redacted.values())), strict=True))
     return files, [*replaced, *allowed]
 
 

@@ -361,12 +361,17 @@ def _all_treated(kind: str, document: Any) -> bool:
 
     True only where every node is of JSON's own types (anything else: False, and the plain
     path decides) and every leaf, a scalar or an empty container, has a treatment that is
-    not DROPPED: exactly the leaves `_check_leaves` checks, at the same paths.
+    not DROPPED: exactly the leaves `_check_leaves` checks, at the same paths. A leaf's
+    path that passed is remembered in a tree of the paths seen (`_PASSED`), so the next
+    document's leaf at that path is not looked up again: `treatment_of` is a function of
+    the path alone, and every record of a bundle has the same few hundred.
     """
     dropped = Treatment.DROPPED
-    pending: list[tuple[tuple[str | int, ...], Any]] = [((), document)]
+    pending: list[tuple[tuple[str | int, ...], Any, dict[Any, Any] | None]] = [
+        ((), document, _PASSED_PATHS.setdefault(kind, {}))
+    ]
     while pending:
-        path, node = pending.pop()
+        path, node, seen = pending.pop()
         node_type = type(node)
         items: Any
         if node_type is dict and node:
@@ -381,14 +386,32 @@ def _all_treated(kind: str, document: Any) -> bool:
         else:
             return False
         for key, value in items:
+            below = seen.get(key) if seen is not None else None
+            if below is None and seen is not None and _PASSED_SIZE[0] < _PASSED_MOST:
+                below = seen[key] = {}
+                _PASSED_SIZE[0] += 1
             value_type = type(value)
             if value_type in SCALARS or ((value_type is dict or value_type is list) and not value):
+                if below is not None and _PASSED in below:
+                    continue
                 treatment = treatment_of(kind, (*path, key))
                 if treatment is None or treatment is dropped:
                     return False
+                if below is not None:
+                    below[_PASSED] = True
             else:
-                pending.append(((*path, key), value))
+                pending.append(((*path, key), value, below))
     return True
+
+
+# Per public kind, the paths `_all_treated` has seen as a tree of dicts by key (a list's
+# items by index), a leaf's that passed marked with `_PASSED` (a key no document holds).
+# At most _PASSED_MOST nodes in all, as treatment_of's cache holds at most 2^16 paths:
+# past that, paths are looked up as they come.
+_PASSED_PATHS: dict[str, dict[Any, Any]] = {}
+_PASSED: Any = object()
+_PASSED_SIZE = [0]
+_PASSED_MOST = 1 << 16
 
 
 def _check_leaves(file: str, kind: str, path: tuple[str | int, ...], node: Any) -> None:

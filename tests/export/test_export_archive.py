@@ -7,8 +7,11 @@ import io
 import tarfile
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from verifier import signing
-from verifier.export import ExportOptions, export_bundle
+from verifier.export import ExportOptions, archive, export_bundle
 from verifier.export.archive import build_archive
 from verifier.verify import VerifyOptions, verify_path
 
@@ -73,3 +76,38 @@ def test_failed_request_keeps_its_error_and_has_no_hash(tmp_path: Path) -> None:
     kept = json.loads((out / "records/c1/002.json").read_text())
     assert kept["usage"] == kept["response"]["usage"]
     assert set(kept["telemetry"]["before"]) == {"cache_stats", "metrics"}
+
+
+_NAME_PART = st.text(st.sampled_from("abz09-_. ~é%"), min_size=1, max_size=40).filter(
+    lambda part: part not in (".", "..")
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.lists(_NAME_PART, min_size=1, max_size=4).map("/".join),
+        st.binary(max_size=1500),
+        max_size=12,
+    )
+)
+def test_the_tar_written_here_is_tarfile_s_byte_for_byte(files: dict[str, bytes]) -> None:
+    """Names of every length around the header's 100 bytes (a directory's with its "/"),
+    sizes around the 512-byte blocks; a name that is not ASCII or too long is left to
+    tarfile, so build_archive's bytes are tarfile's either way."""
+    if any(other.startswith(name + "/") for name in files for other in files):
+        return  # a file and a folder of one name: no bundle holds both
+    directories = {"/".join(p.split("/")[:i]) for p in files for i in range(1, p.count("/") + 1)}
+    entries = sorted([(d, True) for d in directories] + [(f, False) for f in files])
+    simple = archive._simple_tar(entries, files)
+    reference = archive._tarfile_tar(entries, files)
+    if simple is None:
+        assert any(not n.isascii() or len(n) + d > 100 for n, d in entries)
+    else:
+        assert simple == reference
+    long_name = "r/" + "x" * 97  # 99 bytes; its folder "r/" fits, 100 and 101 around it
+    for name in (long_name, long_name + "y", long_name + "yz"):
+        both = {name: b"1" * 513, "a": b""}
+        entries = sorted([("r", True), *((n, False) for n in both)])
+        simple = archive._simple_tar(entries, both)
+        assert simple is None or simple == archive._tarfile_tar(entries, both)

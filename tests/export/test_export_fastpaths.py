@@ -43,9 +43,11 @@ from verifier.export.archive import build_archive
 from verifier.export.assemble import (
     Treatment,
     _lookup,
+    _table,
     assemble,
     plain,
     public_kind,
+    raw_treatment_of,
     treatment_of,
 )
 from verifier.export.redact import (
@@ -566,3 +568,40 @@ def test_a_path_asked_again_is_numbered_as_the_plain_collector_numbered_it() -> 
         [], ["/data/a/x", "/data/a", "/data/a/x", "/data/a/y", "/usr/lib", "/usr/lib"]
     )
     assert covered == {"/data/a/x": "/path/to/private-1", "/data/a": "/path/to/private-2"}
+
+
+_ROWS = [row for side in ("public", "raw") for rows in _table(side).values() for row in rows]
+_ANY_PART = st.one_of(
+    st.sampled_from(sorted({part for pattern, _ in _ROWS for part in pattern})),
+    st.integers(0, 12),
+    st.sampled_from(["", "x", "0", "True", "\x00", "*", "**", "MLXCEL_X"]),
+    st.booleans(),
+)
+
+
+@st.composite
+def _paths(draw: st.DrawFn) -> tuple[Any, ...]:
+    """A pattern of the table made a path ("*" any part, "**" any parts), or any parts."""
+    if draw(st.booleans()):
+        return tuple(draw(st.lists(_ANY_PART, max_size=7)))
+    pattern, _ = draw(st.sampled_from(_ROWS))
+    path: list[Any] = []
+    for part in pattern:
+        if part == "*":
+            path.append(draw(_ANY_PART))
+        elif part == "**":
+            path += draw(st.lists(_ANY_PART, max_size=3))
+        else:
+            path.append(part)
+    return tuple(path)
+
+
+_KINDS = ["record", "experiment", "manifest", "ledger", "run", "server", "exchange", "log", "no"]
+
+
+@given(kind=st.sampled_from(_KINDS), path=_paths())
+def test_a_path_s_unspelled_parts_change_no_treatment(kind: str, path: tuple[Any, ...]) -> None:
+    """treatment_of and raw_treatment_of look up a path with every part no pattern spells
+    as one such part: the uncached table lookup of the path itself must agree."""
+    assert treatment_of(kind, path) == _lookup.__wrapped__("public", kind, path)
+    assert raw_treatment_of(kind, path) == _lookup.__wrapped__("raw", kind, path)

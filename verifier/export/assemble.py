@@ -272,12 +272,34 @@ def _lookup(side: str, kind: str, path: Path) -> Treatment | None:
 
 def treatment_of(kind: str, path: Path) -> Treatment | None:
     """The treatment of a public field (`kind` one of PUBLIC_KINDS); None: not in the table."""
-    return _lookup("public", kind, path)
+    return _lookup("public", kind, _general("public", kind, path))
 
 
 def raw_treatment_of(kind: str, path: Path) -> Treatment | None:
     """The treatment of a raw field (`kind` one of RAW_KINDS); None: not in the table."""
-    return _lookup("raw", kind, path)
+    return _lookup("raw", kind, _general("raw", kind, path))
+
+
+# A path part that no pattern spells: "\x00" is in no JSON pointer of the table.
+_ANY_OTHER = "\x00"
+
+
+def _general(side: str, kind: str, path: Path) -> Path:
+    """`path` with each part that no pattern of its kind spells (a list index, a server's
+    environment name) as one part that none spells either: a pattern's part matches such
+    parts only by "*" or "**", so `_lookup` answers the same, and its cache then holds one
+    entry for all of them (experiment.json alone has tens of thousands of such paths)."""
+    spelled = _spelled_parts(side, kind)
+    return tuple(part if str(part) in spelled else _ANY_OTHER for part in path)
+
+
+@functools.cache
+def _spelled_parts(side: str, kind: str) -> frozenset[str]:
+    """Every literal part of the patterns of `kind` on that side."""
+    patterns = [pattern for pattern, _ in _table(side).get(kind, ())]
+    spelled = frozenset(part for pattern in patterns for part in pattern) - {"*", "**"}
+    assert _ANY_OTHER not in spelled  # the table is this module's own
+    return spelled
 
 
 def public_kind(file: str) -> str:

@@ -78,9 +78,9 @@ def test_failed_request_keeps_its_error_and_has_no_hash(tmp_path: Path) -> None:
     assert set(kept["telemetry"]["before"]) == {"cache_stats", "metrics"}
 
 
-_NAME_PART = st.text(st.sampled_from("abz09-_. ~é%"), min_size=1, max_size=40).filter(
+_NAME_PART = st.text(st.sampled_from("abz09-_. ~é%"), max_size=40).filter(
     lambda part: part not in (".", "..")
-)
+)  # an empty part too: "a//b" holds a folder "a/", to which tarfile adds no second "/"
 
 
 @settings(max_examples=300, deadline=None)

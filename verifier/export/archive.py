@@ -74,7 +74,7 @@ def _simple_tar(entries: list[tuple[str, bool]], files: Mapping[str, bytes]) -> 
     then writes (it splits a long name into a prefix)."""
     out: list[bytes] = []
     for name, directory in entries:
-        spelled = name + "/" if directory else name
+        spelled = name + "/" if directory and not name.endswith("/") else name  # as tarfile
         size = 0 if directory else len(files[name])
         if not spelled.isascii() or len(spelled) > 100 or size >= 8**11:
             return None

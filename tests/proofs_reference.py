@@ -22,8 +22,8 @@ from verifier.jsonio import json_key
 from verifier.model import Arm
 from verifier.profiles.rules import CacheSignals, ProfileRules
 from verifier.proofs import (
+    _CAP_FIELDS,
     RequestProof,
-    _at_cap,
     _is_count,
     _reset_shown,
     _short,
@@ -33,6 +33,19 @@ from verifier.proofs import (
     request_failed,
 )
 from verifier.records import Record, Snapshot
+
+
+def at_cap(record: Record) -> bool:
+    """`verifier.proofs._at_cap` as it was: the caps listed, then their least."""
+    body = record.request_body
+    raw_caps = [body[name] for name in _CAP_FIELDS if body.get(name) is not None]
+    if not raw_caps:
+        return False
+    caps = [as_count(raw) for raw in raw_caps]
+    used = as_count(record.response_value("/usage/completion_tokens"))
+    if used is None or any(cap is None for cap in caps):
+        return True
+    return used >= min(cap for cap in caps if cap is not None)
 
 
 def miss_reason_refs(record: Record, rules: ProfileRules | None) -> tuple[str, ...]:
@@ -157,7 +170,7 @@ def prove_request(
     """
     failed: str | None = None
     failed = request_failed(record)
-    capped = record.finish_reason == "length" or _at_cap(record)
+    capped = record.finish_reason == "length" or at_cap(record)
 
     def proof(
         proven: bool,

@@ -433,3 +433,29 @@ _OPT_OUT_VALUES = st.sampled_from(
 @given(_OPT_OUT_VALUES, _OPT_OUT_VALUES)
 def test_an_opt_out_field_is_compared_as_json_key_compares_it(a: Any, b: Any) -> None:
     assert proofs._same_json(a, b) is (json_key(a) == json_key(b))
+
+
+_CAP_VALUES = st.sampled_from(
+    [None, 0, 1, 7, 8, 9, 2**53, 2**53 + 1, -1, 8.0, True, False, "8", [8], {"n": 8}]
+)
+
+
+@given(
+    st.dictionaries(st.sampled_from(proofs._CAP_FIELDS), _CAP_VALUES),
+    _CAP_VALUES,
+    st.booleans(),
+)
+def test_a_cap_is_read_as_the_plain_rule_reads_it(
+    caps: dict[str, Any], used: Any, has_usage: bool
+) -> None:
+    # one pass over the cap fields: the least cap, and whether any is not a count
+    base, _ = _bundle("seed-mlxcel")
+    document = copy.deepcopy(base[0][1])
+    document["request_body"] = {"messages": [], **caps}
+    response = document["response"]
+    if has_usage:
+        response["usage"] = {"completion_tokens": used}
+    else:
+        response.pop("usage", None)
+    record = Record.from_json(base[0][0], document)
+    assert proofs._at_cap(record) is reference.at_cap(record)

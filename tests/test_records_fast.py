@@ -3,13 +3,19 @@ a scan of every sample key gives (the plain path, `proofs_reference.plain_counte
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from proofs_reference import plain_counter, plain_samples
+from sample_paths import BUNDLES, SAMPLES
 
-from verifier.records import Snapshot
+from verifier.bundle.reader import Limits, read_bundle
+from verifier.checks.context import BundleContext, VerifyOptions
+from verifier.model import Arm
+from verifier.records import Record, Snapshot
 
 _NAMES = st.sampled_from(["a", "ab", "a_b", "a{", "a{x", "b", "", "{", "a}"])
 _KEYS = st.builds(
@@ -135,3 +141,80 @@ def test_deltas_are_those_of_the_counters(
         old, new = plain_counter(before, ref), plain_counter(after, ref)
         expected.append(None if old is None or new is None else new - old)
     assert _same(list(before.deltas(after, tuple(refs))), expected)
+
+
+def _constructed(file: str, data: dict[str, Any]) -> Record:
+    """Record.from_json as the dataclass's own constructor builds it."""
+    telemetry = data["telemetry"]
+    return Record(
+        file=file,
+        condition=data["condition"],
+        sequence=data["sequence"],
+        phase=data["phase"],
+        server_instance=data["server_instance"],
+        claimed_arm=Arm(data["claimed_arm"]),
+        preceded_by=data["preceded_by"],
+        request_body=data["request_body"],
+        http_status=data["http_status"],
+        response=data["response"],
+        output_hash=data["output_hash"],
+        before=Snapshot(telemetry["before"]["cache_stats"], telemetry["before"]["metrics"]),
+        after=Snapshot(telemetry["after"]["cache_stats"], telemetry["after"]["metrics"]),
+        started_at=data.get("started_at"),
+        error=data.get("error"),
+        elapsed_s=data.get("elapsed_s"),
+    )
+
+
+def _state(record: Record) -> list[tuple[str, Any]]:
+    """Everything a record holds, its snapshots' memos included, in the order it was set."""
+    return [
+        (name, list(vars(value).items()) if isinstance(value, Snapshot) else value)
+        for name, value in vars(record).items()
+    ]
+
+
+@pytest.mark.parametrize("bundle", BUNDLES)
+def test_from_json_builds_what_the_constructor_builds(bundle: str) -> None:
+    # from_json sets the dataclass's fields itself (no per-field object.__setattr__): the
+    # same attributes, in the same order, and nothing else, so ==, hash and repr agree
+    context = BundleContext(read_bundle(SAMPLES / bundle, Limits()), VerifyOptions())
+    for record in context.records:
+        built = _constructed(record.file, context.documents[record.file])
+        fresh = Record.from_json(record.file, context.documents[record.file])
+        assert _state(fresh) == _state(built)
+        assert [f.name for f in dataclasses.fields(Record)] == list(vars(fresh))
+        assert fresh == built and hash(fresh.file) == hash(built.file)
+        assert repr(fresh) == repr(built)
+
+
+@given(st.sampled_from([a.value for a in Arm]) | st.text(max_size=6) | st.integers() | st.none())
+def test_a_claimed_arm_is_read_as_arm_reads_it(claimed: Any) -> None:
+    context = BundleContext(read_bundle(SAMPLES / "seed-mlxcel", Limits()), VerifyOptions())
+    record = context.records[0]
+    document = {**context.documents[record.file], "claimed_arm": claimed}
+    try:
+        expected: Any = _constructed(record.file, document).claimed_arm
+    except ValueError as exc:
+        expected = (ValueError, str(exc))
+    try:
+        got: Any = Record.from_json(record.file, document).claimed_arm
+    except ValueError as exc:
+        got = (ValueError, str(exc))
+    assert got == expected
+    assert type(got) is type(expected)
+
+
+def test_a_record_reads_its_finish_reason_once_and_as_before() -> None:
+    context = BundleContext(read_bundle(SAMPLES / "seed-mlxcel", Limits()), VerifyOptions())
+    record = context.records[0]
+    document = context.documents[record.file]
+    for finish in ("stop", "length", None, 7, ["stop"]):
+        changed = {**document, "response": {**document["response"], "choices": [
+            {**document["response"]["choices"][0], "finish_reason": finish}
+        ]}}  # fmt: skip
+        fresh = Record.from_json(record.file, changed)
+        expected = finish if isinstance(finish, str) else None
+        assert fresh.finish_reason == expected
+        assert fresh.finish_reason == expected  # the second time, as remembered
+        assert fresh == _constructed(record.file, changed)  # not a field: == unchanged

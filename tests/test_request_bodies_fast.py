@@ -122,3 +122,30 @@ def test_an_experiment_body_that_sets_an_opt_out_field_is_an_error(value: Any) -
     # the one finding: no record differs from the experiment's body
     assert [(f.file, f.is_error) for f in found] == [("experiment.json", True)]
     assert "cache_prompt" in found[0].message
+
+
+@given(
+    _JSON,
+    st.lists(st.tuples(st.booleans(), _JSON | st.sampled_from(["same", "reordered"])), max_size=8),
+)
+def test_bodies_told_equal_by_their_bytes_are_those_json_key_tells_equal(
+    expected: Any, bodies: list[tuple[bool, Any]]
+) -> None:
+    # The check remembers, per kind, the marshal bytes of the last body that matched and
+    # takes a body with the same bytes as matching: it must answer as the text does, for
+    # bodies that differ from the expected one only in type (0, 0.0, False), in key
+    # order, or not at all, one kind after another.
+    expected_key = json_key(expected)
+    matched: dict[tuple[bool, bool], bytes] = {}
+    for opt_out, drawn in bodies:
+        body: Any = drawn
+        if drawn == "same":
+            body = copy.deepcopy(expected)
+        elif drawn == "reordered":
+            body = (
+                dict(reversed(list(expected.items()))) if isinstance(expected, dict) else expected
+            )
+        kind = (opt_out, False)
+        assert request_bodies._same_body(body, kind, expected_key, matched) == (
+            json_key(body) == expected_key
+        )

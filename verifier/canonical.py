@@ -69,7 +69,11 @@ def canonical_output(response: Any) -> dict[str, Any]:
 
 def output_hash(response: Any) -> Sha256Hex:
     """SHA-256 (lowercase hex) of the RFC 8785 serialization of the canonical output."""
-    canonical = canonical_output(response)
+    return canonical_hash(canonical_output(response))
+
+
+def canonical_hash(canonical: dict[str, Any]) -> Sha256Hex:
+    """output_hash's digest of a canonical output (canonical_output's result)."""
     encoded = _without_tool_calls(canonical)
     if encoded is None:
         try:

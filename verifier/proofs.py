@@ -16,7 +16,7 @@ from typing import Protocol
 from verifier.jsonio import json_key
 from verifier.model import Arm
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
-from verifier.records import Record, Snapshot
+from verifier.records import _UNSET, Record, Snapshot
 
 MAX_COUNT = 2**53  # the documented range of every count that enters a proof: 0..2^53
 
@@ -91,14 +91,25 @@ def _at_cap(record: Record) -> bool:
     # Every name servers read a cap by, and the least of them: which one a server reads
     # first differs (llama.cpp n_predict before max_tokens, SGLang and vLLM
     # max_completion_tokens before max_tokens), so the least is the cap it may have used.
-    raw_caps = [body[name] for name in _CAP_FIELDS if body.get(name) is not None]
-    if not raw_caps:
+    # (one pass over the fields: the least cap, and whether any is not a count)
+    least: int | None = None
+    some = uncounted = False
+    for name in _CAP_FIELDS:
+        raw = body.get(name)
+        if raw is None:
+            continue
+        some = True
+        cap = as_count(raw)
+        if cap is None:
+            uncounted = True
+        elif least is None or cap < least:
+            least = cap
+    if not some:
         return False
-    caps = [as_count(raw) for raw in raw_caps]
     used = as_count(record.response_value("/usage/completion_tokens"))
-    if used is None or any(cap is None for cap in caps):
+    if used is None or uncounted or least is None:
         return True
-    return used >= min(cap for cap in caps if cap is not None)
+    return used >= least
 
 
 def request_failed(record: Record) -> str | None:
@@ -232,13 +243,58 @@ class _Moves:
         self.after = after
         self.known: dict[str, list[float] | None] = {}
         # the counters the proof will ask for in any case, worked out here in one go
+        # (_how_between, written out here: this runs for every request, each reference)
         hows: dict[str, int | None] = {}
         fell = False
+        old_samples, new_samples = before._samples_, after._samples_
+        old_memo, new_memo = before._memo_, after._memo_
+        how: int | None
         for ref in refs:
-            if ref not in hows:
-                how = hows[ref] = _how_between(ref, before, after)
-                if how is not None and how & _FELL:
-                    fell = True
+            if ref in hows:
+                continue
+            if ref.startswith("metric:"):
+                old = old_samples.get(ref)
+                if old is None:
+                    old = before.samples(ref)
+                new = new_samples.get(ref)
+                if new is None:
+                    new = after.samples(ref)
+                if not old or not new:
+                    how = None
+                elif old.keys() != new.keys():
+                    how = _how(_moves(ref, before, after))
+                else:
+                    how = 0
+                    for key, was in old.items():
+                        x = new[key] - was
+                        if x > 0:
+                            how |= _ROSE | _NONZERO
+                        elif x < 0:
+                            how |= _FELL | _NONZERO
+                        elif x != 0:
+                            how |= _NONZERO
+            else:
+                old_value = old_memo.get(ref, _UNSET)
+                if old_value is _UNSET:
+                    old_value = before.counter(ref)
+                new_value = new_memo.get(ref, _UNSET)
+                if new_value is _UNSET:
+                    new_value = after.counter(ref)
+                if old_value is None or new_value is None:
+                    how = None
+                else:
+                    x = new_value - old_value
+                    if x > 0:
+                        how = _ROSE | _NONZERO
+                    elif x < 0:
+                        how = _FELL | _NONZERO
+                    elif x != 0:
+                        how = _NONZERO
+                    else:
+                        how = 0
+            hows[ref] = how
+            if how is not None and how & _FELL:
+                fell = True
         self.hows = hows
         self.fell_any = fell  # whether any counter of `refs` went down
 

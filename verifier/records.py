@@ -150,6 +150,13 @@ class Snapshot:
         object.__setattr__(self, "_memo_", {})
         object.__setattr__(self, "_samples_", {})
 
+    @classmethod
+    def _of(cls, cache_stats: dict[str, Any] | None, metrics: dict[str, float] | None) -> Snapshot:
+        """Snapshot(cache_stats, metrics), as __init__ and __post_init__ make it."""
+        snapshot = object.__new__(cls)
+        snapshot.__dict__.update(cache_stats=cache_stats, metrics=metrics, _memo_={}, _samples_={})
+        return snapshot
+
     def _keys(self, name: str) -> tuple[str, ...]:
         """The keys `name` or `name{labels}` of the samples, in the snapshot's order."""
         if "{" in name:  # not a family name the index knows: read every key
@@ -250,6 +257,9 @@ def _prefixed(prefix: str, keys: tuple[str, ...]) -> tuple[str, ...]:
     return names
 
 
+_ARMS: dict[Any, Arm] = {arm.value: arm for arm in Arm}
+
+
 @dataclass(frozen=True)
 class Record:
     """One request of the public bundle, as read from records/<condition>/<seq>.json."""
@@ -273,25 +283,36 @@ class Record:
 
     @classmethod
     def from_json(cls, file: str, data: dict[str, Any]) -> Record:
+        """The record of a schema-valid document. Built as the dataclass's __init__ builds
+        one (each field set, in its order, nothing else run) without its per-field
+        object.__setattr__ calls: every record of the bundle is built here."""
         telemetry = data["telemetry"]
-        return cls(
+        before, after = telemetry["before"], telemetry["after"]
+        claimed = data["claimed_arm"]
+        try:
+            arm = _ARMS[claimed]
+        except (KeyError, TypeError):
+            arm = Arm(claimed)  # what Arm() says of it (a ValueError), as before
+        record = object.__new__(cls)
+        record.__dict__.update(
             file=file,
             condition=data["condition"],
             sequence=data["sequence"],
             phase=data["phase"],
             server_instance=data["server_instance"],
-            claimed_arm=Arm(data["claimed_arm"]),
+            claimed_arm=arm,
             preceded_by=data["preceded_by"],
             request_body=data["request_body"],
             http_status=data["http_status"],
             response=data["response"],
             output_hash=data["output_hash"],
-            before=Snapshot(telemetry["before"]["cache_stats"], telemetry["before"]["metrics"]),
-            after=Snapshot(telemetry["after"]["cache_stats"], telemetry["after"]["metrics"]),
+            before=Snapshot._of(before["cache_stats"], before["metrics"]),
+            after=Snapshot._of(after["cache_stats"], after["metrics"]),
             started_at=data.get("started_at"),
             error=data.get("error"),
             elapsed_s=data.get("elapsed_s"),
         )
+        return record
 
     def response_value(self, pointer: str) -> Any:
         if self.response is None:
@@ -303,8 +324,12 @@ class Record:
 
     @property
     def finish_reason(self) -> str | None:
-        value = self.response_value("/choices/0/finish_reason")
-        return value if isinstance(value, str) else None
+        """Read once (the proof and the report both ask; a document is never changed)."""
+        found: str | None = self.__dict__.get("_finish_reason_", _UNSET)
+        if found is _UNSET:
+            value = self.response_value("/choices/0/finish_reason")
+            found = self.__dict__["_finish_reason_"] = value if isinstance(value, str) else None
+        return found
 
     @property
     def content(self) -> str | None:

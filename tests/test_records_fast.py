@@ -218,3 +218,36 @@ def test_a_record_reads_its_finish_reason_once_and_as_before() -> None:
         assert fresh.finish_reason == expected
         assert fresh.finish_reason == expected  # the second time, as remembered
         assert fresh == _constructed(record.file, changed)  # not a field: == unchanged
+
+
+_READ = ["condition", "sequence", "phase", "server_instance", "claimed_arm", "preceded_by",
+         "request_body", "http_status", "response", "output_hash", "telemetry"]  # fmt: skip
+
+
+@given(
+    st.sets(st.sampled_from([*_READ, "telemetry.before", "telemetry.after"])),
+    st.sampled_from(["cold", "hot", None, 1]),
+)
+def test_a_document_without_a_field_fails_as_the_constructor_fails(
+    dropped: set[str], claimed: Any
+) -> None:
+    # (verify builds records of schema-valid documents only: from_json reads the fields
+    # in the constructor's order all the same, so any failure is the same one)
+    context = BundleContext(read_bundle(SAMPLES / "seed-mlxcel", Limits()), VerifyOptions())
+    record = context.records[0]
+    document = {**context.documents[record.file], "claimed_arm": claimed}
+    document["telemetry"] = dict(document["telemetry"])
+    for name in dropped:
+        if name.startswith("telemetry."):
+            document["telemetry"].pop(name.partition(".")[2], None)
+    for name in dropped:
+        if not name.startswith("telemetry."):
+            document.pop(name, None)
+
+    def outcome(build: Any) -> Any:
+        try:
+            return _state(build(record.file, document))
+        except (KeyError, ValueError) as exc:
+            return type(exc), exc.args
+
+    assert outcome(Record.from_json) == outcome(_constructed)

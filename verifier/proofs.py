@@ -218,15 +218,27 @@ def _how(moves: Iterable[float] | None) -> int | None:
 def _how_between(ref: str, before: Snapshot, after: Snapshot) -> int | None:
     """_how(_moves(ref, before, after)) without sorting: which way a sample moved does
     not depend on the order the samples are taken in, so a family whose samples have the
-    same keys on both sides is read in its own order."""
+    same keys on both sides is read in its own order. What the snapshots worked out
+    already (their samples and counters) is read straight from their memos: this runs
+    for every counter of every request."""
     if ref.startswith("metric:"):
-        old, new = before.samples(ref), after.samples(ref)
+        old = before._samples_.get(ref)
+        if old is None:
+            old = before.samples(ref)
+        new = after._samples_.get(ref)
+        if new is None:
+            new = after.samples(ref)
         if not old or not new:
             return None
         if old.keys() != new.keys():  # a sample came or went: the moves as _moves has them
             return _how(_moves(ref, before, after))
-        return _how(new[key] - was for key, was in old.items())
-    old_value, new_value = before.counter(ref), after.counter(ref)
+        return _how([new[key] - was for key, was in old.items()])
+    old_value = before._memo_.get(ref, _UNSET)
+    if old_value is _UNSET:
+        old_value = before.counter(ref)
+    new_value = after._memo_.get(ref, _UNSET)
+    if new_value is _UNSET:
+        new_value = after.counter(ref)
     if old_value is None or new_value is None:
         return None
     return _how((new_value - old_value,))
@@ -243,58 +255,13 @@ class _Moves:
         self.after = after
         self.known: dict[str, list[float] | None] = {}
         # the counters the proof will ask for in any case, worked out here in one go
-        # (_how_between, written out here: this runs for every request, each reference)
         hows: dict[str, int | None] = {}
         fell = False
-        old_samples, new_samples = before._samples_, after._samples_
-        old_memo, new_memo = before._memo_, after._memo_
-        how: int | None
         for ref in refs:
-            if ref in hows:
-                continue
-            if ref.startswith("metric:"):
-                old = old_samples.get(ref)
-                if old is None:
-                    old = before.samples(ref)
-                new = new_samples.get(ref)
-                if new is None:
-                    new = after.samples(ref)
-                if not old or not new:
-                    how = None
-                elif old.keys() != new.keys():
-                    how = _how(_moves(ref, before, after))
-                else:
-                    how = 0
-                    for key, was in old.items():
-                        x = new[key] - was
-                        if x > 0:
-                            how |= _ROSE | _NONZERO
-                        elif x < 0:
-                            how |= _FELL | _NONZERO
-                        elif x != 0:
-                            how |= _NONZERO
-            else:
-                old_value = old_memo.get(ref, _UNSET)
-                if old_value is _UNSET:
-                    old_value = before.counter(ref)
-                new_value = new_memo.get(ref, _UNSET)
-                if new_value is _UNSET:
-                    new_value = after.counter(ref)
-                if old_value is None or new_value is None:
-                    how = None
-                else:
-                    x = new_value - old_value
-                    if x > 0:
-                        how = _ROSE | _NONZERO
-                    elif x < 0:
-                        how = _FELL | _NONZERO
-                    elif x != 0:
-                        how = _NONZERO
-                    else:
-                        how = 0
-            hows[ref] = how
-            if how is not None and how & _FELL:
-                fell = True
+            if ref not in hows:
+                how = hows[ref] = _how_between(ref, before, after)
+                if how is not None and how & _FELL:
+                    fell = True
         self.hows = hows
         self.fell_any = fell  # whether any counter of `refs` went down
 

@@ -260,6 +260,14 @@ def _prefixed(prefix: str, keys: tuple[str, ...]) -> tuple[str, ...]:
 _ARMS: dict[Any, Arm] = {arm.value: arm for arm in Arm}
 
 
+def _arm(value: Any) -> Arm:
+    """Arm(value), by a lookup of its value (Arm() itself says why any other is not one)."""
+    try:
+        return _ARMS[value]
+    except (KeyError, TypeError):
+        return Arm(value)
+
+
 @dataclass(frozen=True)
 class Record:
     """One request of the public bundle, as read from records/<condition>/<seq>.json."""
@@ -284,15 +292,10 @@ class Record:
     @classmethod
     def from_json(cls, file: str, data: dict[str, Any]) -> Record:
         """The record of a schema-valid document. Built as the dataclass's __init__ builds
-        one (each field set, in its order, nothing else run) without its per-field
-        object.__setattr__ calls: every record of the bundle is built here."""
+        one (each field set, in its order, each read in that order, nothing else run)
+        without its per-field object.__setattr__ calls: every record of the bundle is
+        built here."""
         telemetry = data["telemetry"]
-        before, after = telemetry["before"], telemetry["after"]
-        claimed = data["claimed_arm"]
-        try:
-            arm = _ARMS[claimed]
-        except (KeyError, TypeError):
-            arm = Arm(claimed)  # what Arm() says of it (a ValueError), as before
         record = object.__new__(cls)
         record.__dict__.update(
             file=file,
@@ -300,14 +303,14 @@ class Record:
             sequence=data["sequence"],
             phase=data["phase"],
             server_instance=data["server_instance"],
-            claimed_arm=arm,
+            claimed_arm=_arm(data["claimed_arm"]),
             preceded_by=data["preceded_by"],
             request_body=data["request_body"],
             http_status=data["http_status"],
             response=data["response"],
             output_hash=data["output_hash"],
-            before=Snapshot._of(before["cache_stats"], before["metrics"]),
-            after=Snapshot._of(after["cache_stats"], after["metrics"]),
+            before=Snapshot._of(telemetry["before"]["cache_stats"], telemetry["before"]["metrics"]),
+            after=Snapshot._of(telemetry["after"]["cache_stats"], telemetry["after"]["metrics"]),
             started_at=data.get("started_at"),
             error=data.get("error"),
             elapsed_s=data.get("elapsed_s"),

@@ -8,6 +8,7 @@ the checks run in the parent instead. The module's own behaviour is tested here 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -179,6 +180,41 @@ def test_forked_gives_the_childs_value_or_child_failed() -> None:
     sleeper.cancel()
     assert time.monotonic() - started < 10
     sleeper.cancel()  # once ended, nothing
+    assert no_children_left()
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (Z: it has exited and waits to be reaped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+
+
+def _system_allows_pipe(size: int) -> bool:
+    read, write = os.pipe()
+    try:
+        fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, size)
+        return fcntl.fcntl(write, fcntl.F_GETPIPE_SZ) >= size
+    except OSError:
+        return False
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def test_a_child_whose_result_fits_the_widened_pipe_exits_before_it_is_read() -> None:
+    # 600 KB: past a pipe's default 64 KiB, within the 1 MiB the child's pipe is widened to.
+    # The child leaves it in the pipe and exits, its memory freed, while the parent works on.
+    if not _system_allows_pipe(forked._UP_PIPE_BYTES):
+        pytest.skip("this system refuses a 1 MiB pipe (/proc/sys/fs/pipe-max-size)")
+    value = bytes(range(256)) * 2400
+    handle = Forked(lambda _c: value)
+    assert fcntl.fcntl(handle._up, fcntl.F_GETPIPE_SZ) >= forked._UP_PIPE_BYTES
+    pid = handle._pid
+    assert pid is not None
+    deadline = time.monotonic() + 20
+    while _state(pid) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _state(pid) == "Z"  # exited, not blocked writing
+    assert handle.result() == value
     assert no_children_left()
 
 

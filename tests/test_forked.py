@@ -148,7 +148,7 @@ def test_a_small_bundle_is_verified_in_one_process(monkeypatch: pytest.MonkeyPat
 
 
 def test_forked_gives_the_childs_value_or_child_failed() -> None:
-    big = bytes(range(256)) * 4096  # more than a pipe holds
+    big = bytes(range(256)) * 8192  # more than a pipe holds, even widened to 1 MiB
     assert Forked(lambda _c: {"x": [1, big]}).result() == {"x": [1, big]}
 
     def talks(channel: Channel) -> list[Any]:
@@ -204,17 +204,43 @@ def test_a_child_whose_result_fits_the_widened_pipe_exits_before_it_is_read() ->
     # 600 KB: past a pipe's default 64 KiB, within the 1 MiB the child's pipe is widened to.
     # The child leaves it in the pipe and exits, its memory freed, while the parent works on.
     if not _system_allows_pipe(forked._UP_PIPE_BYTES):
-        pytest.skip("this system refuses a 1 MiB pipe (/proc/sys/fs/pipe-max-size)")
+        pytest.skip(
+            "this system refuses a 1 MiB pipe (/proc/sys/fs/pipe-max-size, or the user's "
+            "pipe-user-pages-soft spent)"
+        )
     value = bytes(range(256)) * 2400
     handle = Forked(lambda _c: value)
-    assert fcntl.fcntl(handle._up, fcntl.F_GETPIPE_SZ) >= forked._UP_PIPE_BYTES
-    pid = handle._pid
-    assert pid is not None
-    deadline = time.monotonic() + 20
-    while _state(pid) != "Z" and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert _state(pid) == "Z"  # exited, not blocked writing
-    assert handle.result() == value
+    try:
+        assert fcntl.fcntl(handle._up, fcntl.F_GETPIPE_SZ) >= forked._UP_PIPE_BYTES
+        pid = handle._pid
+        assert pid is not None
+        deadline = time.monotonic() + 20
+        while _state(pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _state(pid) == "Z"  # exited, not blocked writing
+        assert handle.result() == value
+    finally:
+        handle.cancel()  # a failed run leaves no child behind for the tests after it
+    assert no_children_left()
+
+
+def test_a_pipe_that_cannot_be_widened_carries_the_same_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(descriptor: int, command: int, *args: Any) -> int:
+        if command == fcntl.F_SETPIPE_SZ:
+            raise PermissionError(1, "Operation not permitted")
+        return real(descriptor, command, *args)
+
+    real = fcntl.fcntl
+    monkeypatch.setattr(fcntl, "fcntl", refused)
+    value = bytes(range(256)) * 2400  # past the pipe the child is left with
+    handle = Forked(lambda _c: value)
+    try:
+        assert real(handle._up, fcntl.F_GETPIPE_SZ) < forked._UP_PIPE_BYTES
+        assert handle.result() == value
+    finally:
+        handle.cancel()
     assert no_children_left()
 
 

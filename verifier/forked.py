@@ -31,10 +31,11 @@ T = TypeVar("T")
 
 _LENGTH = 8
 _ENDING = {signal.SIGINT, signal.SIGTERM}
-# The pipe the child writes to holds this much where Linux lets it (its default 64 KiB;
-# 1 MiB is the most an unprivileged process may ask for by default, /proc/sys/fs/
-# pipe-max-size): a result that fits is left in the pipe and the child exits at once,
-# its memory freed, rather than waiting, blocked in its write, until the parent reads it.
+# The pipe the child writes to holds this much where Linux lets it (its default is 64 KiB
+# with 4 KiB pages; 1 MiB is the most an unprivileged process may ask for by default,
+# /proc/sys/fs/pipe-max-size): a result that fits in what is left of it is left in the
+# pipe and the child exits at once, its memory freed, rather than waiting, blocked in its
+# write, until the parent reads it.
 # (Verify's child sends some 360 KB, its findings and the list of what it parsed, for the
 # 10,024-record bundle of `make bench`; the two processes' peak, their summed PSS, went
 # from 277-278 MiB to 254-272 MiB.) Where the size is refused, the pipe keeps its own:

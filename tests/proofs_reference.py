@@ -9,6 +9,8 @@ word, and that uses nothing changed, is imported from it.
 
 from __future__ import annotations
 
+import math
+
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -24,6 +26,7 @@ from verifier.profiles.rules import CacheSignals, ProfileRules
 from verifier.proofs import (
     _CAP_FIELDS,
     RequestProof,
+    _cache_state_disagrees,
     _is_count,
     _reset_shown,
     _short,
@@ -212,7 +215,10 @@ def prove_request(
         f"/telemetry/{side}: {ref}"
         for side, snapshot in (("before", record.before), ("after", record.after))
         for ref in everything
-        if (value := snapshot.counter(ref)) is not None and not _is_count(value)
+        if (
+            ((value := snapshot.counter(ref)) is not None and not _is_count(value))
+            or not all(_is_count(v) for v in plain_samples(snapshot.metrics, ref).values())
+        )
     )
     if bad_counters:
         return proof(
@@ -254,7 +260,9 @@ def prove_request(
         return verdict(False, "prompt_tokens is absent: the prompt may not have been the same")
 
     hit_evidence = _Readings.of(signals.hit_evidence, across)
-    contradiction = _contradiction(cached, hit_evidence)
+    contradiction = _contradiction(cached, hit_evidence) or _cache_state_disagrees(
+        record, rules, cached
+    )
     if contradiction is not None:
         return verdict(False, contradiction, contradiction)
 
@@ -496,7 +504,7 @@ def plain_counter(snapshot: Snapshot, ref: str) -> float | None:
         if snapshot.metrics is None:
             return None
         values = list(plain_samples(snapshot.metrics, ref).values())
-        return float(sum(values)) if values else None
+        return math.fsum(values) if values else None
     if source == "stats":
         value = (snapshot.cache_stats or {}).get(name)
         if isinstance(value, bool) or not isinstance(value, int | float):

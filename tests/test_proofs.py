@@ -48,7 +48,7 @@ def record(
     cached: int | None = 0,
     hits: tuple[float, float] | None = None,
     lookups: tuple[int, int] | None = None,
-    entries: int = 0,
+    entries: int | None = None,  # default: the prefix a warm request hits is in the cache
     enabled: bool = True,
     preceded_by: str = "request",
     output: str = "A",
@@ -59,6 +59,8 @@ def record(
     instance: int | None = None,  # default: a server of its own, so no chain between records
 ) -> Record:
     base = 0 if preceded_by == "server-start" else 10 * sequence  # a fresh server starts at 0
+    if entries is None:
+        entries = 1 if arm is Arm.WARM else 0
     if hits is None:
         hits = (base, base)
     if lookups is None:  # a warm request consults the store

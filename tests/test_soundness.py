@@ -382,6 +382,8 @@ def test_a_cap_by_any_name_counts_whichever_the_server_reads(
         document["request_body"][cap] = value
         files[name] = _dump(document)
     experiment["request_body"][cap] = value
+    if cap == "max_tokens":  # the protocol states the cap the body sends
+        experiment["protocol"]["max_tokens"] = value
     files[layout.EXPERIMENT] = _dump(experiment)
     result = verify_path(write(_resum(files), tmp_path / "b"), VerifyOptions())
     assert result.verdict is Verdict.INCONCLUSIVE

@@ -129,11 +129,26 @@ def _is_count(value: float) -> bool:
 
 
 def _all_counts(snapshot: Snapshot, refs: tuple[str, ...]) -> bool:
-    """Whether every counter of `refs` the snapshot records is a count (_is_count)."""
+    """Whether every counter of `refs` the snapshot records is a count (_is_count), and
+    each sample of a metric family too: the proofs read the samples one by one (which
+    rose, which fell), and 1.25 + 0.75 is a whole number that counts nothing."""
     for value in snapshot.counters(refs):
         if value is not None and not (0 <= value <= MAX_COUNT and float(value).is_integer()):
             return False
+    for ref in refs:
+        if ref.startswith("metric:"):
+            for value in snapshot.samples(ref).values():
+                if not (0 <= value <= MAX_COUNT and float(value).is_integer()):
+                    return False
     return True
+
+
+def _counts(snapshot: Snapshot, ref: str) -> bool:
+    """_all_counts of one reference."""
+    value = snapshot.counter(ref)
+    return (value is None or _is_count(value)) and all(
+        _is_count(sample) for sample in snapshot.samples(ref).values()
+    )
 
 
 def as_count(value: object) -> int | None:
@@ -330,6 +345,46 @@ def _contradiction(cached: int | None, hit_evidence: _Readings) -> str | None:
     return None
 
 
+def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | None) -> str | None:
+    """The server's own account of its cache against the request's: every source of cache
+    evidence must agree. A request that claims a cache-on arm on a server whose stats say
+    its cache is off, more hits than lookups, or cached tokens served from a cache that
+    held no entry."""
+    pointer = rules.cache_enabled_pointer
+    if pointer is not None and record.claimed_arm is not Arm.SERVER_DISABLED:
+        off = [
+            side
+            for side, snapshot in (("before", record.before), ("after", record.after))
+            if snapshot.stat(pointer) is False
+        ]
+        if off:
+            return (
+                f"the server's stats say its cache is off ({pointer} false {' and '.join(off)} "
+                f"the request), yet the request claims the {record.claimed_arm} arm of a "
+                "server with its cache on"
+            )
+    # Hits and lookups that one surface counts (two stats fields, or two metrics): one
+    # request cannot hit more often than it looked up. (Surfaces are not compared with each
+    # other: mlxcel's stats and metrics count differently by design, SERVERS.md.)
+    for hit in rules.signals.hits:
+        for lookup in rules.signals.lookups:
+            if hit.partition(":")[0] != lookup.partition(":")[0]:
+                continue
+            hits, looked = record.before.deltas(record.after, (hit, lookup))
+            if hits is not None and looked is not None and hits > looked:
+                return (
+                    f"{hit} rose by {hits:g} in a request that {lookup} counts {looked:g} "
+                    "lookups for: more hits than lookups"
+                )
+    entries = rules.cache_entries_pointer
+    if cached and entries is not None and as_count(record.before.stat(entries)) == 0:
+        return (
+            f"{cached} cached tokens from a cache that held no entry before the request "
+            f"({entries} 0)"
+        )
+    return None
+
+
 def prove_request(
     record: Record,
     rules: ProfileRules | None,
@@ -389,7 +444,7 @@ def prove_request(
             f"/telemetry/{side}: {ref}"
             for side, snapshot in (("before", record.before), ("after", record.after))
             for ref in everything
-            if (value := snapshot.counter(ref)) is not None and not _is_count(value)
+            if not _counts(snapshot, ref)
         )
         return proof(
             False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
@@ -429,7 +484,9 @@ def prove_request(
         return verdict(False, "prompt_tokens is absent: the prompt may not have been the same")
 
     hit_evidence = _Readings.of(signals.hit_evidence, across)
-    contradiction = _contradiction(cached, hit_evidence)
+    contradiction = _contradiction(cached, hit_evidence) or _cache_state_disagrees(
+        record, rules, cached
+    )
     if contradiction is not None:
         return verdict(False, contradiction, contradiction)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass
 from functools import cached_property
@@ -55,7 +56,7 @@ class Snapshot:
                 else:
                     found = {k: metrics[k] for k in keys}
                 samples[ref] = found
-                value = float(sum(found.values())) if found else None
+                value = math.fsum(found.values()) if found else None
             elif name is not None:  # a stats field
                 number = stats.get(name)
                 if isinstance(number, bool) or not isinstance(number, (int, float)):
@@ -91,7 +92,7 @@ class Snapshot:
             if self.metrics is None:
                 return None
             found = self.samples(ref)  # the family's samples, in the snapshot's order
-            return float(sum(found.values())) if found else None
+            return math.fsum(found.values()) if found else None
         if ref.startswith("stats:"):
             value = (self.cache_stats or {}).get(ref[6:])
             if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -5,6 +5,7 @@ runs conditions that differ by undeclared flags, or copies records fails here.""
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
@@ -13,7 +14,7 @@ from verifier.checks.context import BundleContext, occurrences
 from verifier.model import Finding, Severity, json_pointer
 from verifier.profiles import KNOWN_RULES
 from verifier.profiles.rules import ProfileRules
-from verifier.records import Experiment, Record, ServerDeclaration
+from verifier.records import Condition, Experiment, Record, ServerDeclaration
 
 CHECK = "consistency"
 
@@ -131,6 +132,7 @@ def _command_lines(experiment: Experiment, rules: ProfileRules) -> Iterator[Find
             if not server.argv:
                 yield _error("a server declared without its command line", pointer=pointer)
                 continue
+            yield from _overridden(server.argv, condition, rules, pointer)
             argv = _normalized(server, rules, condition.server_args)
             if reference is None:
                 reference = argv
@@ -140,6 +142,57 @@ def _command_lines(experiment: Experiment, rules: ProfileRules) -> Iterator[Find
                     "cache-off flag: the servers differ by arguments no condition declares",
                     pointer=pointer, expected=" ".join(reference), actual=" ".join(argv),
                 )  # fmt: skip
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _overridden(
+    argv: tuple[str, ...], condition: Condition, rules: ProfileRules, pointer: str
+) -> Iterator[Finding]:
+    """What the command line itself says against what is declared: a per-server option
+    followed by an option makes that option its value (`--slot-save-path --no-cache-prompt`
+    is no cache-off flag), a toggle assigned in it (`env NAME=1 server ...`) overrides the
+    recorded environment, and a declared server argument's option given again after it
+    overrides the declaration (the last of an option given twice is the one a server
+    reads)."""
+    for index, arg in enumerate(argv):
+        if arg in rules.per_instance_args and argv[index + 1 : index + 2] != ():
+            value = argv[index + 1]
+            if value.startswith("-"):  # (its value is left out of the comparison)
+                yield _error(
+                    f"{arg} takes a value, and what follows it is an option: {value} is then "
+                    f"{arg}'s value, not an option the server reads",
+                    pointer=pointer, actual=f"{arg} {value}",
+                )  # fmt: skip
+        if _ASSIGNMENT.match(arg):
+            name = arg.partition("=")[0]
+            if name in condition.settings or name.startswith(rules.toggle_prefixes):
+                yield _error(
+                    f"the command line sets {name} itself: the environment recorded for this "
+                    "server is not what it ran with",
+                    pointer=pointer, actual=arg,
+                )  # fmt: skip
+    declared = condition.server_args
+    if not declared:
+        return
+    last = max(occurrences(argv, declared), default=None)
+    if last is None:
+        return  # the servers check says the declared arguments are missing
+    options = {a.partition("=")[0] for a in declared if a.startswith("-")}
+    for arg in argv[last + len(declared) :]:
+        option = arg.partition("=")[0]
+        if option in options:
+            yield _error(
+                f"{option} is given again after the condition's declared server arguments: "
+                "the server reads the last one, not the declared value",
+                pointer=pointer, expected=" ".join(declared), actual=arg,
+            )  # fmt: skip
+
+
+def _before(stop: datetime, start: datetime, lasted: float) -> bool:
+    """Whether `stop` came less than `lasted` seconds after `start`."""
+    return (stop - start).total_seconds() < lasted
 
 
 def _time(text: str | None) -> datetime | None:
@@ -289,4 +342,10 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
                     f"this request started outside the life of server {server.instance} "
                     f"({server.started_at} to {server.stopped_at})",
                     file=record.file, pointer="/started_at", actual=record.started_at,
+                )  # fmt: skip
+            elif ended is not None and stop is not None and _before(stop, when, ended[1]):
+                yield _error(
+                    f"this request's answer came after server {server.instance} stopped "
+                    f"({server.stopped_at}): a stopped server answers nothing",
+                    file=record.file, pointer="/elapsed_s", actual=str(raw_elapsed),
                 )  # fmt: skip

@@ -18,7 +18,18 @@ def check_manifest(ctx: BundleContext) -> Iterator[Finding]:
     experiment = ctx.experiment
     if manifest is None or experiment is None:
         return
-    files = {entry["path"]: entry for entry in manifest["files"]}
+    files: dict[str, dict[str, Any]] = {}
+    for index, entry in enumerate(manifest["files"]):
+        if entry["path"] in files:  # which of the two ran cannot be told: none is taken
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                "the manifest lists this file twice: it contradicts itself about the model",
+                file=layout.MODEL_MANIFEST,
+                pointer=f"/files/{index}/path",
+                actual=entry["path"],
+            )
+        files[entry["path"]] = entry
     digests = {entry["sha256"] for entry in manifest["files"]}
     model = experiment.document["model"]
     for key in ("repo_id", "revision"):

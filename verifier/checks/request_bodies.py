@@ -36,6 +36,22 @@ def opt_out_clash(body: dict[str, Any], opt_out: dict[str, Any]) -> Iterator[Fin
         )
 
 
+def cap_disagrees(declared: Any, body: dict[str, Any]) -> Iterator[Finding]:
+    """The protocol's token cap is the one the body sent: capture writes it into the body
+    (`prepare_request_body`), and the report reads it to say how far replies agree."""
+    sent = body.get("max_tokens")
+    if declared is not None and (type(sent) is not int or sent != declared):
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            "the protocol's max_tokens is not the cap the request body sent",
+            file=layout.EXPERIMENT,
+            pointer="/protocol/max_tokens",
+            expected=json.dumps(sent),
+            actual=json.dumps(declared),
+        )
+
+
 def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
     experiment = ctx.experiment
     if experiment is None:
@@ -50,6 +66,7 @@ def check_request_bodies(ctx: BundleContext) -> Iterator[Finding]:
         )
     diagnostic = ctx.rules.diagnostic_fields if ctx.rules is not None else {}
     yield from opt_out_clash(body, opt_out)
+    yield from cap_disagrees(experiment.protocol.get("max_tokens"), body)
     # one expected body, and its key, per kind of request (opt-out, diagnostic)
     expected_bodies: dict[tuple[bool, bool], tuple[dict[str, Any], str]] = {}
     matched: dict[tuple[bool, bool], bytes] = {}  # per kind, the last body found to match

@@ -1,0 +1,189 @@
+"""Lies a fresh-eyed audit told, each with the integrity redone as a forger would: every
+signal must agree with every other, and each is checked where it is, not only where a
+proof happens to read it. Each lie must leave the bundle invalid, with the finding that
+names it; the honest samples stay verified (tests/test_samples.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from make_samples import _dump, _resum
+from test_soundness import RECORDS, SEED_FILES, _archive_files, write
+
+from verifier import layout
+from verifier.model import Verdict
+from verifier.verify import VerificationResult, verify_path
+
+Files = dict[str, bytes]
+
+
+def _edited(files: Files, name: str, edit: Callable[[Any], None]) -> Files:
+    document = json.loads(files[name])
+    edit(document)
+    return {**files, name: _dump(document)}
+
+
+def _records(files: Files, edit: Callable[[Any], None]) -> Files:
+    for name in [n for n in files if n.startswith(layout.RECORDS_DIR + "/")]:
+        files = _edited(files, name, edit)
+    return files
+
+
+def _invalid(files: Files, tmp_path: Path, check: str, words: str) -> VerificationResult:
+    result = verify_path(write(_resum(files), tmp_path / "b"))
+    assert result.verdict is Verdict.INVALID
+    named = [f for f in result.findings if f.check == check and f.is_error and words in f.message]
+    assert named, [f.message for f in result.findings if f.is_error]
+    return result
+
+
+def _servers(document: Any) -> list[dict[str, Any]]:
+    return [s for c in document["conditions"] for s in c["servers"]]
+
+
+def test_the_seed_is_clean_as_the_lies_start_from_it(tmp_path: Path) -> None:
+    result = verify_path(write(_resum(dict(SEED_FILES)), tmp_path / "b"))
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
+    assert not [f for f in result.findings if f.severity != "info"]
+
+
+@pytest.mark.parametrize("claimed_last", [True, False])
+def test_a_manifest_that_lists_a_file_twice_contradicts_itself(
+    tmp_path: Path, claimed_last: bool
+) -> None:
+    def twice(manifest: Any) -> None:
+        files = manifest["files"]
+        at = next(i for i, f in enumerate(files) if f["path"] == "model.safetensors")
+        files.insert(at if claimed_last else at + 1, dict(files[at], sha256="ab" * 32, size=1))
+
+    files = _edited(dict(SEED_FILES), layout.MODEL_MANIFEST, twice)
+    _invalid(files, tmp_path, "manifest", "lists this file twice")
+
+
+def test_the_protocols_cap_is_the_one_the_body_sent(tmp_path: Path) -> None:
+    files = _edited(
+        dict(SEED_FILES), layout.EXPERIMENT, lambda e: e["protocol"].update(max_tokens=8)
+    )
+    _invalid(files, tmp_path, "request-body", "max_tokens is not the cap")
+
+
+def test_an_answer_after_its_server_stopped(tmp_path: Path) -> None:
+    last = max(n for n in RECORDS if "/sdpa-det-0/" in n)
+    files = _edited(dict(SEED_FILES), last, lambda r: r.update(elapsed_s=600.0))
+    _invalid(files, tmp_path, "consistency", "after server")
+
+
+def test_counter_samples_that_are_not_counts_each(tmp_path: Path) -> None:
+    # The family sums stay whole numbers: 1.25 + 0.75 is 2, and counts nothing.
+    def split(record: Any) -> None:
+        for side in ("before", "after"):
+            metrics = record["telemetry"][side]["metrics"]
+            total = metrics.pop("mlxcel_prompt_cache_hits_total")
+            metrics['mlxcel_prompt_cache_hits_total{part="a"}'] = total / 2 + 0.25
+            metrics['mlxcel_prompt_cache_hits_total{part="b"}'] = total / 2 - 0.25
+
+    _invalid(_records(dict(SEED_FILES), split), tmp_path, "telemetry", "not a whole number")
+
+
+def test_a_cache_on_request_on_a_cache_that_says_it_is_off(tmp_path: Path) -> None:
+    def off(record: Any) -> None:
+        if record["claimed_arm"] != "server-disabled":
+            for side in ("before", "after"):
+                record["telemetry"][side]["cache_stats"]["enabled"] = False
+
+    _invalid(_records(dict(SEED_FILES), off), tmp_path, "telemetry", "cache is off")
+
+
+def test_hits_from_a_cache_that_held_nothing(tmp_path: Path) -> None:
+    def empty(record: Any) -> None:
+        for side in ("before", "after"):
+            stats = record["telemetry"][side]["cache_stats"]
+            if stats is not None:
+                stats["entries"] = 0
+
+    _invalid(_records(dict(SEED_FILES), empty), tmp_path, "telemetry", "held no entry")
+
+
+def test_more_hits_than_lookups_in_one_request(tmp_path: Path) -> None:
+    def inflate(record: Any) -> None:
+        after = record["telemetry"]["after"]["cache_stats"]
+        if record["claimed_arm"] == "warm":
+            after["hits"] += 1000
+
+    files = _records(dict(SEED_FILES), inflate)
+    _invalid(files, tmp_path, "telemetry", "stats:hits rose by")
+
+
+def test_a_toggle_assigned_on_the_command_line(tmp_path: Path) -> None:
+    def override(experiment: Any) -> None:
+        for server in _servers(experiment):
+            server["argv"] = ["env", "MLXCEL_SDPA_DETERMINISTIC=1", *server["argv"]]
+
+    files = _edited(dict(SEED_FILES), layout.EXPERIMENT, override)
+    _invalid(files, tmp_path, "consistency", "sets MLXCEL_SDPA_DETERMINISTIC itself")
+
+
+def test_a_declared_server_argument_given_again_after_it(tmp_path: Path) -> None:
+    def declare(experiment: Any) -> None:
+        condition = experiment["conditions"][1]
+        condition["server_args"] = ["--parallel", "1"]
+        condition["label"] = f"{condition['label']} --parallel 1"
+        for server in condition["servers"]:
+            argv = server["argv"]
+            at = argv.index("--parallel")  # the sample's own --parallel 4 now follows
+            server["argv"] = [*argv[:at], "--parallel", "1", *argv[at:]]
+
+    files = _edited(dict(SEED_FILES), layout.EXPERIMENT, declare)
+    _invalid(files, tmp_path, "consistency", "--parallel is given again")
+
+
+def test_the_cache_off_flag_as_the_value_of_a_per_server_option(tmp_path: Path) -> None:
+    def hide(experiment: Any) -> None:
+        server = next(s for s in _servers(experiment) if s["cache_disabled"])
+        argv = [a for a in server["argv"] if a != "--no-cache-prompt"]
+        at = argv.index("--slot-save-path")
+        argv[at + 1 : at + 2] = ["--no-cache-prompt", "--metrics"]
+        server["argv"] = argv
+
+    files = _edited(_archive_files("llama-cpp-real.tar.gz"), layout.EXPERIMENT, hide)
+    _invalid(files, tmp_path, "consistency", "--slot-save-path takes a value")
+
+
+def test_a_schema_1_0_label_on_a_1_1_experiment(tmp_path: Path) -> None:
+    # Relabelled 1.0, its times gone: the timing rules of 1.1 would no longer apply.
+    files = dict(SEED_FILES)
+    for name in [layout.EXPERIMENT, layout.MODEL_MANIFEST, layout.REDACTION_LEDGER, *RECORDS]:
+        files = _edited(files, name, lambda d: d.update(schema_version="1.0"))
+    _invalid(files, tmp_path, "profile", "a schema 1.0 experiment carries profile_rules")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("opt_out_fields", {"n_cache_reuse": 0}),
+        (
+            "telemetry",
+            {
+                "cached_tokens_pointer": "/usage/completion_tokens",
+                "prompt_tokens_pointer": "/usage/prompt_tokens",
+                "hit_counters": [],
+                "reuse_counters": [],
+                "store_counters": [],
+                "path_counters": [],
+                "cache_enabled_pointer": None,
+                "cache_entries_pointer": None,
+            },
+        ),
+    ],
+)
+def test_a_1_1_experiment_with_the_1_0_copy_of_the_rules(
+    tmp_path: Path, name: str, value: Any
+) -> None:
+    files = _edited(dict(SEED_FILES), layout.EXPERIMENT, lambda e: e.update({name: value}))
+    result = verify_path(write(_resum(files), tmp_path / "b"))
+    assert result.verdict is Verdict.INVALID
+    assert any(f.check == "profile" and f.is_error and name in f.message for f in result.findings)

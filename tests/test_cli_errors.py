@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from verifier.cli import app
@@ -102,3 +106,73 @@ def test_a_closed_standard_output_is_a_usage_error_not_a_lost_report() -> None:
         )  # fmt: skip
         assert done.returncode == 2, (extra, done.stderr)
         assert "standard output is closed" in done.stderr and "Traceback" not in done.stderr
+
+
+def _shell(command: str, **env: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        ["bash", "-c", command], cwd=REPO, capture_output=True, text=True, check=False,
+        env={**os.environ, **env},
+    )  # fmt: skip
+
+
+EVIDENCE = f"{sys.executable} -m verifier"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["schema list", "schema show report", "manifest sample_bundles/keys",
+     "diff sample_bundles/seed-mlxcel sample_bundles/seed-mlxcel"],
+)  # fmt: skip
+def test_every_command_that_prints_refuses_a_closed_standard_output(command: str) -> None:
+    done = _shell(f"{EVIDENCE} {command} >&-")
+    assert done.returncode == 2, done.stderr
+    assert "standard output is closed" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "command", ["--help", "--version", "verify --help", "schema list",
+                "verify sample_bundles/seed-mlxcel", "verify -f json sample_bundles/seed-mlxcel"],
+)  # fmt: skip
+def test_a_full_standard_output_is_one_line_and_exit_1(command: str) -> None:
+    done = _shell(f"{EVIDENCE} {command} > /dev/full")
+    assert done.returncode == 1, done.stderr
+    assert "could not be written whole: No space left on device" in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
+def test_a_full_standard_error_loses_no_report() -> None:
+    done = _shell(f"{EVIDENCE} verify -f json sample_bundles/seed-mlxcel 2> /dev/full")
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["bundles"][0]["verdict"] == "cache-state-dependent"
+
+
+def test_a_stream_that_cannot_encode_the_report_gets_utf_8() -> None:
+    for fmt in ("text", "json", "markdown"):
+        done = _shell(
+            f"{EVIDENCE} verify -f {fmt} sample_bundles/seed-mlxcel", PYTHONIOENCODING="ascii"
+        )
+        assert done.returncode == 0, done.stderr
+        assert "cache-state-dependent" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_an_interrupt_before_a_command_starts_is_exit_130() -> None:
+    probe = (
+        "import sys, verifier.cli\n"
+        "def stop():\n    raise KeyboardInterrupt\n"
+        "verifier.cli.main = stop\n"
+        "sys.argv = ['evidence', '--help']\n"
+        "from verifier.__main__ import main\nmain()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 130 and done.stderr == "interrupted\n"
+
+
+@pytest.mark.parametrize("columns", ["0", "2000000000"])
+def test_an_absurd_screen_width_still_gives_a_report_of_sane_size(columns: str) -> None:
+    done = _shell(f"{EVIDENCE} verify sample_bundles/seed-mlxcel", COLUMNS=columns)
+    assert done.returncode == 0
+    assert "verdict: cache-state-dependent" in done.stdout and len(done.stdout) < 100_000

@@ -11,7 +11,8 @@ from verifier import schemas
 from verifier.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
-SEED = REPO / "sample_bundles" / "seed-mlxcel"
+SAMPLES = REPO / "sample_bundles"
+SEED = SAMPLES / "seed-mlxcel"
 TAMPERED = REPO / "sample_bundles" / "negative" / "tampered-output"
 KEY = REPO / "sample_bundles" / "keys" / "evidence-signing-key.pub.pem"
 
@@ -36,7 +37,20 @@ def test_output_writes_the_report_to_a_file_and_nothing_to_stdout(tmp_path: Path
     assert schemas.validate(json.loads(target.read_text()), "report") == []
     assert "report written to" in err
     code, _, err = run(str(SEED), "--output", str(tmp_path / "missing" / "report.txt"))
-    assert code == 2 and "cannot write --output" in err
+    assert code == 2 and "is not a directory" in err
+
+
+def test_output_never_replaces_a_file_not_even_the_bundle(tmp_path: Path) -> None:
+    archive = tmp_path / "bundle.tar.gz"
+    archive.write_bytes((SAMPLES / "llama-cpp-real.tar.gz").read_bytes())
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    for target in (archive, notes):
+        before = target.read_bytes()
+        code, out, err = run(str(archive), "--quiet", "--output", str(target))
+        assert code == 2 and "already exists" in err and out == ""
+        assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle.tar.gz", "notes.txt"]
 
 
 def test_require_signature_fails_an_unchecked_or_unsigned_bundle() -> None:

@@ -59,6 +59,15 @@ def test_verify_to_a_file_is_complete(tmp_path: Path) -> None:
     assert "cache-state-dependent" in out.read_text() and "written to" in done.stderr
 
 
+def test_a_report_that_cannot_be_written_whole_leaves_no_file(tmp_path: Path) -> None:
+    # A file system that takes 2 KiB and no more (a full disk, as RLIMIT_FSIZE makes it).
+    out = tmp_path / "report.json"
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))\n"
+    done = _evidence("verify", str(SAMPLE), "-f", "json", "-o", str(out), before=limit)
+    assert done.returncode == 2 and "--output" in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_every_other_way_out_is_pythons_exit() -> None:
     # a usage error of verify: no report was written
     done = _evidence("verify", str(SAMPLE), "--key", str(REPO / "no-such-key.pem"))

@@ -170,3 +170,15 @@ def test_a_failed_write_leaves_no_partial_file(
     result = CliRunner().invoke(app, ["manifest", str(folder), "-o", str(out_dir / "m.json")])
     assert result.exit_code == 1 and "No space left on device" in result.stderr
     assert list(out_dir.iterdir()) == []
+
+
+def test_a_file_name_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    with open(os.fsencode(model) + b"/bad\xff.bin", "wb") as handle:
+        handle.write(b"x")
+    out = tmp_path / "m.json"
+    result = CliRunner().invoke(app, ["manifest", str(model), "-o", str(out)])
+    assert result.exit_code == 1 and "is not UTF-8" in result.stderr
+    assert "internal error" not in result.stderr and not out.exists()

@@ -16,6 +16,7 @@ where what was left in stdout's buffer finds no reader (`evidence ... | head`), 
 says so and the exit code is 1, as for a write that failed during the command.
 """
 
+import contextlib
 import gc
 import os
 import sys
@@ -23,13 +24,43 @@ import sys
 
 def main() -> None:
     gc.disable()
-    from verifier.cli import main as run
-
     try:
+        _utf8_streams()
+        from verifier.cli import main as run
+
         run()
     except SystemExit as exc:
         _end(exc.code)
         raise
+    except KeyboardInterrupt:  # before a command's own boundary (start-up, --help)
+        _say("interrupted")
+        raise SystemExit(130) from None
+    except OSError as exc:  # --help or --version to a full device: no traceback
+        from verifier.cli import common
+
+        if not common.is_write_failure(exc):
+            raise
+        common.output_failed(exc)
+        raise SystemExit(1) from None
+
+
+def _utf8_streams() -> None:
+    """Reports hold more than ASCII (names, `×`, `≤`): a stream that cannot encode them
+    (PYTHONIOENCODING=ascii, a C locale without Python's UTF-8 mode) writes UTF-8 instead
+    of failing halfway through a report."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+        if encoding not in ("utf-8", "utf8") and hasattr(stream, "reconfigure"):
+            with contextlib.suppress(OSError, ValueError, LookupError):
+                stream.reconfigure(encoding="utf-8")
+
+
+def _say(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _end(code: object) -> None:

@@ -85,8 +85,24 @@ def model_files(path: Path) -> dict[str, Path]:
                 raise ModelFilesError(f"{Path(dirpath) / name} is a linked folder; refusing it")
         for name in sorted(filenames):
             full = Path(dirpath) / name
-            found[full.relative_to(path).as_posix()] = _resolve(full, snapshot)
+            relative = full.relative_to(path).as_posix()
+            if not _is_utf8(relative):
+                shown = relative.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                raise ModelFilesError(
+                    f"{shown!r} (in {path}) has a name that is not UTF-8: a manifest names "
+                    "every file in UTF-8; rename it or move it out of the model's folder"
+                )
+            found[relative] = _resolve(full, snapshot)
     return dict(sorted(found.items()))
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a name the OS gave (undecodable bytes as lone surrogates) is UTF-8 text."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _hash_into(

@@ -115,11 +115,22 @@ def main() -> None:
     app()
 
 
+# The widest screen a report is laid out for: a wider COLUMNS is read as this many (a
+# width of 2,000,000,000 had a report take gigabytes and a minute to pad its lines).
+MAX_COLUMNS = 1000
+
+
 def _drop_unreadable_sizes() -> None:
     """A COLUMNS or LINES that rich would take for a number and then fail to read (it
     tests str.isdigit, which '²' passes and int() refuses) is dropped, as rich ignores one
-    that is not a number: a traceback must never be the answer to an odd terminal."""
+    that is not a number: a traceback must never be the answer to an odd terminal. So is
+    a size of 0 (rich would lay every line out in no width: an empty report), and a COLUMNS
+    past MAX_COLUMNS is read as MAX_COLUMNS."""
     for name in ("COLUMNS", "LINES"):
         value = os.environ.get(name)
-        if value is not None and value.isdigit() and not value.isdecimal():
+        if value is None or not value.isdigit():
+            continue
+        if not value.isdecimal() or int(value) == 0:
             del os.environ[name]
+        elif name == "COLUMNS" and int(value) > MAX_COLUMNS:
+            os.environ[name] = str(MAX_COLUMNS)

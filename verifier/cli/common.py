@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import gc
 import os
@@ -14,7 +15,7 @@ import typer
 import typer.core
 
 from verifier.cli import coerce
-from verifier.errors import EvidenceError
+from verifier.errors import EvidenceError, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,7 +53,7 @@ def note(message: str) -> None:
     there to read is dropped: the work, and its report on stdout, go on."""
     try:
         _note(message)
-    except BrokenPipeError:
+    except (OSError, ValueError):  # no reader, a full device, a closed stream: dropped
         to_null(sys.stderr)
 
 
@@ -175,6 +176,38 @@ def reader_gone() -> None:
         to_null(sys.stderr)
 
 
+# Errors a write to a full or failing device gives: standard output (or --output's folder)
+# took no more. Not a bug in evidence: said in one line, exit 1 (the output is not whole).
+_WRITE_ERRNOS = frozenset(
+    getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO") if hasattr(errno, name)
+)
+
+
+def is_write_failure(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS
+
+
+def output_failed(exc: BaseException) -> None:
+    """One line on stderr for an output that could not be written whole; what is left in
+    stdout's buffer goes nowhere rather than fail again at exit."""
+    to_null(sys.stdout)
+    reason = getattr(exc, "strerror", None) or str(exc)
+    try:
+        sys.stderr.write(f"error: the output could not be written whole: {reason}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        to_null(sys.stderr)
+
+
+def require_stdout(what: str) -> None:
+    """Refuse to start work whose output would go to a closed standard output (`>&-`)."""
+    if sys.stdout is None:
+        raise UsageError(
+            f"standard output is closed: there is nowhere to write {what} (pass --output FILE "
+            "where the command has one, or redirect it)"
+        )
+
+
 def to_null(stream: Any) -> None:
     """What is left in the stream's buffer, and what is written to it from now on, goes
     nowhere, rather than fail again (at exit: Python's 'Exception ignored', exit 120)."""
@@ -278,6 +311,9 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
         except Exception as exc:  # the last line of defence: no traceback reaches the user
             if debug_enabled():
                 raise
+            if is_write_failure(exc):  # a full disk, or a stream that takes no more
+                output_failed(exc)
+                raise typer.Exit(1) from None
             from rich.markup import escape
 
             stderr.print(

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from verifier.cli.common import Command, boundary, stderr
+from verifier.cli.common import Command, boundary, note, require_stdout, stderr
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
 from verifier.report.formats import OutputFormat
 
@@ -59,9 +59,10 @@ def diff(
         raise UsageError("--expect-same and --expect-changed exclude each other")
     if key is not None and not key.is_file():
         raise UsageError(f"--key {key}: no such file")
+    require_stdout("the comparison")
     inputs = []
     for path in bundles:
-        stderr.print(f"verifying {path}", style="dim")
+        note(f"verifying {path}")
         try:
             inputs.append(DiffInput(str(path), verify_path(path, VerifyOptions(public_key=key))))
         except (UnreadableInput, UnsafeInput) as exc:

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from verifier.cli.common import Command, boundary, stderr, stderr_console
+from verifier.cli.common import Command, boundary, require_stdout, stderr, stderr_console
 
 
 def manifest(
@@ -53,6 +53,8 @@ def manifest(
 
     if output is not None:
         check_new_output(output)
+    else:
+        require_stdout("the manifest")
     started = time.perf_counter()
     with _progress(sys.stderr.isatty()) as on_progress:
         hashed = hash_model(model_dir, repo_id, revision, on_progress)

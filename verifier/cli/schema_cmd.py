@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from verifier import schemas
-from verifier.cli.common import Command, Group, boundary
+from verifier.cli.common import Command, Group, boundary, require_stdout
 from verifier.errors import UsageError
 
 schema_app = typer.Typer(
@@ -24,6 +24,7 @@ def list_schemas() -> None:
 
     Example: evidence schema list
     """
+    require_stdout("the list")
     from rich.console import Console
     from rich.table import Table
 
@@ -54,6 +55,7 @@ def show_schema(
 
     Example: evidence schema show report --resolved > report.schema.json
     """
+    require_stdout("the schema")
     all_schemas = schemas.load_all()
     if name not in all_schemas:
         raise UsageError(f"no schema named {name!r}; known: {', '.join(all_schemas)}")

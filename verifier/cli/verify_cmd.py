@@ -24,6 +24,7 @@ from verifier.cli.common import (
     loading,
     note,
     program,
+    require_stdout,
     stderr,
     stderr_console,
 )
@@ -162,8 +163,8 @@ def verify(
             "--output",
             "-o",
             metavar="FILE",
-            help="Write the report to FILE instead of stdout (written once the report is "
-            "complete).",
+            help="Write the report to FILE instead of stdout (must not exist; written "
+            "once the report is complete, never in part).",
         ),
     ] = None,
     max_members: Annotated[
@@ -217,10 +218,12 @@ def verify(
         raise UsageError(f"--key {key}: no such file")
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
-    if output is None and sys.stdout is None:
-        raise UsageError(
-            "standard output is closed: there is nowhere to write the report (pass --output FILE)"
-        )
+    if output is not None:  # before the work: a report never replaces a file
+        from verifier.modelfiles import check_new_output
+
+        check_new_output(output)
+    if output is None:
+        require_stdout("the report")
     with loading():
         from verifier.report.document import BundleOutcome, build_report
         from verifier.verify import VerifyOptions, load_profile_rules, verify_path
@@ -349,10 +352,12 @@ def _write(
             width = Console().width
         render(report, output_format, buffer, width)
         rendered = buffer.getvalue()
-    try:
-        output.write_text(rendered, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write --output {output}: {exc.strerror}") from None
+    from verifier.modelfiles import ModelFilesError, write_new_file
+
+    try:  # beside it, then linked into place: never a partial file, never a clobber
+        write_new_file(output, rendered.encode("utf-8"))
+    except ModelFilesError as exc:
+        raise UsageError(f"--output: {exc.message}") from None
     note(f"report written to {output}")
 
 

@@ -135,11 +135,12 @@ def _all_counts(snapshot: Snapshot, refs: tuple[str, ...]) -> bool:
     for value in snapshot.counters(refs):
         if value is not None and not (0 <= value <= MAX_COUNT and float(value).is_integer()):
             return False
-    for ref in refs:
-        if ref.startswith("metric:"):
-            for value in snapshot.samples(ref).values():
-                if not (0 <= value <= MAX_COUNT and float(value).is_integer()):
-                    return False
+    if snapshot.many_samples():  # (a family of one sample is its sum, checked above)
+        for ref in refs:
+            if ref.startswith("metric:"):
+                for value in snapshot.samples(ref).values():
+                    if not (0 <= value <= MAX_COUNT and float(value).is_integer()):
+                        return False
     return True
 
 
@@ -345,6 +346,18 @@ def _contradiction(cached: int | None, hit_evidence: _Readings) -> str | None:
     return None
 
 
+@functools.cache
+def _same_surface(signals: CacheSignals) -> tuple[tuple[str, str], ...]:
+    """Each (hit, lookup) pair of counters that one surface keeps (both stats, or both
+    metrics)."""
+    return tuple(
+        (hit, lookup)
+        for hit in signals.hits
+        for lookup in signals.lookups
+        if hit.partition(":")[0] == lookup.partition(":")[0]
+    )
+
+
 def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | None) -> str | None:
     """The server's own account of its cache against the request's: every source of cache
     evidence must agree. A request that claims a cache-on arm on a server whose stats say
@@ -366,16 +379,13 @@ def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | No
     # Hits and lookups that one surface counts (two stats fields, or two metrics): one
     # request cannot hit more often than it looked up. (Surfaces are not compared with each
     # other: mlxcel's stats and metrics count differently by design, SERVERS.md.)
-    for hit in rules.signals.hits:
-        for lookup in rules.signals.lookups:
-            if hit.partition(":")[0] != lookup.partition(":")[0]:
-                continue
-            hits, looked = record.before.deltas(record.after, (hit, lookup))
-            if hits is not None and looked is not None and hits > looked:
-                return (
-                    f"{hit} rose by {hits:g} in a request that {lookup} counts {looked:g} "
-                    "lookups for: more hits than lookups"
-                )
+    for hit, lookup in _same_surface(rules.signals):
+        hits, looked = record.before.deltas(record.after, (hit, lookup))
+        if hits is not None and looked is not None and hits > looked:
+            return (
+                f"{hit} rose by {hits:g} in a request that {lookup} counts {looked:g} "
+                "lookups for: more hits than lookups"
+            )
     entries = rules.cache_entries_pointer
     if cached and entries is not None and as_count(record.before.stat(entries)) == 0:
         return (

@@ -14,6 +14,7 @@ from verifier.model import Arm
 _NO_NAMES: frozenset[str] = frozenset()
 _UNSET: Any = object()  # not worked out yet (None is a value: not recorded)
 _FAMILIES: Any = object()  # the key of a snapshot's family index in its memo
+_MANY: Any = object()  # the key, in its memo, of "a family read holds more than one sample"
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Snapshot:
                     found = {key: metrics[key]}
                 else:
                     found = {k: metrics[k] for k in keys}
+                    memo[_MANY] = True
                 samples[ref] = found
                 value = math.fsum(found.values()) if found else None
             elif name is not None:  # a stats field
@@ -100,6 +102,10 @@ class Snapshot:
             return float(value)
         return None
 
+    def many_samples(self) -> bool:
+        """Whether a family read so far (samples(), counters()) holds more than one sample."""
+        return _MANY in self._memo_
+
     def samples(self, ref: str) -> dict[str, float]:
         """Every sample of a `metric:` family by its full key (labels included).
 
@@ -118,6 +124,8 @@ class Snapshot:
                     found = {key: metrics[key]}
                 else:
                     found = {k: metrics[k] for k in keys}
+                    if len(found) > 1:
+                        self._memo_[_MANY] = True
             self._samples_[ref] = found
         return found
 

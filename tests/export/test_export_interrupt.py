@@ -98,10 +98,11 @@ def test_sigkill_leaves_no_output_and_the_next_export_clears_the_leftover(
     assert _left(tmp_path) == ["public"]
 
 
-def test_sigterm_mid_export_cleans_up(factory_raw: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP])  # SIGHUP: terminal closed
+def test_sigterm_mid_export_cleans_up(factory_raw: Path, tmp_path: Path, number: int) -> None:
     child, _ = _start(tmp_path, factory_raw)
     assert any(".partial-" in name for name in _left(tmp_path))
-    child.send_signal(signal.SIGTERM)
+    child.send_signal(number)
     _, stderr = child.communicate(timeout=30)
     assert child.returncode == 130, stderr
     assert _left(tmp_path) == []  # no .partial folder stays

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from verifier import layout
-from verifier.cli.common import Command, boundary, program, stderr
+from verifier.cli.common import Command, boundary, note, program, stderr
 from verifier.errors import UsageError
 
 if TYPE_CHECKING:  # the exporter loads only when an export runs
@@ -140,8 +141,13 @@ def export(
         keep_env=tuple(keep_env or ()),
         allowed=tuple(allow or ()),
     )
-    summary = export_bundle(options, lambda message: stderr.print(message, style="dim"))
-    _print_summary(summary)
+    summary = export_bundle(options, note)
+    # Published whole: an interrupt now would call a finished export "interrupted".
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _print_summary(summary)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def register(app: typer.Typer) -> None:

@@ -513,9 +513,15 @@ def _publish_file(temporary: Path, target: Path) -> None:
         raise UsageError(f"{target} appeared during the export; nothing was published") from None
 
 
+# Signals that end an export: each unwinds like Ctrl-C, so that its partial output is
+# removed (SIGHUP: the terminal it ran in was closed).
+_ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 @contextlib.contextmanager
 def _terminate_cleans_up() -> Iterator[None]:
-    """SIGTERM during an export unwinds like Ctrl-C, so its partial output is removed."""
+    """SIGTERM or SIGHUP during an export unwinds like Ctrl-C, so its partial output is
+    removed."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -523,11 +529,27 @@ def _terminate_cleans_up() -> Iterator[None]:
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {number: signal.signal(number, interrupt) for number in _ENDING}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def _held() -> Iterator[None]:
+    """The signals that unwind an export wait while a partial folder or file is made and
+    named: the interrupt comes once its name is known, and the clean-up removes it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, *_ENDING}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def export_bundle(options: ExportOptions, progress: Progress | None = None) -> ExportSummary:
@@ -611,7 +633,8 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
     pool = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="evidence-export")
     stop = threading.Event()
     try:
-        staging = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
+        with _held():
+            staging = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
         if archive is not None and records >= PARALLEL_MIN_RECORDS:
             early, job = _start_archive_job(archive, files)  # before any thread starts
         report(f"writing {len(files)} files")
@@ -631,10 +654,11 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
                 job = None
             if archive_tmp is None:
                 data = packing.result() if packing is not None else build_archive(files)
-                handle, name = tempfile.mkstemp(
-                    prefix=_partial_prefix(archive), suffix=".tar.gz", dir=archive.parent
-                )
-                archive_tmp = Path(name)
+                with _held():
+                    handle, name = tempfile.mkstemp(
+                        prefix=_partial_prefix(archive), suffix=".tar.gz", dir=archive.parent
+                    )
+                    archive_tmp = Path(name)
                 with os.fdopen(handle, "wb") as stream:
                     stream.write(data)
                     stream.flush()

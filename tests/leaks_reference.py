@@ -42,6 +42,7 @@ What is private, by kind:
 
 from __future__ import annotations
 
+import base64
 import bisect
 import enum
 import re
@@ -228,10 +229,26 @@ def _generic(text: str) -> Iterator[_Found]:
         yield _found(HOST_NAME, start, end, _mask(match.group()))
 
 
+def _distinctive(name: str) -> bool:
+    return len(name) >= 4 and any(c in name for c in "-._")
+
+
+def _token_pattern(known: Known) -> str:
+    """A distinctive user or host name as a token of its own: no ASCII letter or digit on
+    either side (`server-alice-smith.log`)."""
+    v = re.escape(known.value)
+    return rf"(?i:(?<!(?-i:[A-Za-z0-9])){v}(?!(?-i:[A-Za-z0-9])))"
+
+
+def _assigned(*names: str) -> str:
+    """`NAME=` or `NAME="` before a value (one lookbehind per width)."""
+    return "|".join(rf"(?<={name}=)|(?<={name}=[\"'])" for name in names)
+
+
 def _known_pattern(known: Known) -> str:
     v = re.escape(known.value)
-    distinctive = len(known.value) >= 4 and any(c in known.value for c in "-._")
-    token = rf"|(?<![\w.-]){v}(?![\w-]|\.\w)" if distinctive else ""
+    distinctive = _distinctive(known.value)
+    token = "|" + _token_pattern(known) if distinctive else ""
     if known.kind is KnownKind.PATH:
         return leaks._known_path(known.value)  # (not a fast path: shared)
     if known.kind is KnownKind.ADDRESS:
@@ -239,14 +256,59 @@ def _known_pattern(known: Known) -> str:
     if known.kind is KnownKind.USER:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
-            rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@){token})"
+            rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@)"
+            rf"|(?:{_assigned('USER', 'USERNAME', 'LOGNAME')}){v}(?![\w-]|\.\w){token})"
         )
     if known.kind is KnownKind.HOST:
         labels = (
-            rf"|(?<![A-Za-z0-9_]){v}(?:\.[A-Za-z0-9-]+)*(?![A-Za-z0-9_])" if distinctive else ""
+            rf"|(?<!(?-i:[A-Za-z0-9])){v}(?:\.[A-Za-z0-9-]+)*(?!(?-i:[A-Za-z0-9]))"
+            if distinctive
+            else ""
         )
-        return rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z){labels})"
+        return (
+            rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
+            rf"|(?:{_assigned('HOST', 'HOSTNAME')}){v}(?![\w-])"
+            rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)){labels})"
+        )
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
+
+
+def _cores(value: bytes) -> set[str]:
+    """Every base64 character that depends on `value`'s bytes alone, after 0, 1 or 2 bytes:
+    of each encoding, the characters whose 6 bits lie inside the value's bits."""
+    found = set()
+    for k in range(3):
+        encoded = base64.b64encode(b"\x00" * k + value).decode()
+        bits = range(8 * k, 8 * (k + len(value)))
+        core = "".join(c for i, c in enumerate(encoded) if 6 * i in bits and 6 * i + 5 in bits)
+        found |= {core, core.replace("+", "-").replace("/", "_")}
+    return found
+
+
+def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, int]]:
+    """(start, end, known index) of each run of base64 characters, with up to two `=`, that
+    holds a core of a private path, a secret, or a distinctive user or host name (6 bytes
+    or more): the known value of the core that starts first, the longest, the first known."""
+    occurrences = []
+    for index, value in enumerate(known):
+        name = value.kind in (KnownKind.USER, KnownKind.HOST)
+        if not (
+            (
+                value.kind in (KnownKind.PATH, KnownKind.SECRET)
+                or (name and _distinctive(value.value))
+            )
+            and len(value.value.encode("utf-8", "surrogatepass")) >= 6
+        ):
+            continue
+        for core in _cores(value.value.encode("utf-8", "surrogatepass")):
+            at = text.find(core)
+            while at >= 0:
+                occurrences.append((at, -len(core), index))
+                at = text.find(core, at + 1)
+    for run in re.finditer(r"[A-Za-z0-9+/_-]+={0,2}", text):
+        inside = [o for o in occurrences if run.start() <= o[0] < run.end()]
+        if inside:
+            yield run.start(), run.end(), min(inside)[2]
 
 
 class Detector:
@@ -269,7 +331,16 @@ class Detector:
         for match in (m for regex in self._regexes for m in regex.finditer(text)):
             assert match.lastgroup is not None
             known = self.known[int(match.lastgroup[1:])]
-            if known.kind is KnownKind.USER and not _names_an_account(text, match.start()):
+            # A match the distinctive-token alternative also gives is an account wherever
+            # it is; one of a plain name after a slash only in a file path.
+            if (
+                known.kind is KnownKind.USER
+                and not (
+                    _distinctive(known.value)
+                    and re.compile(_token_pattern(known)).match(text, match.start()) is not None
+                )
+                and not _names_an_account(text, match.start())
+            ):
                 continue
             if known.kind is KnownKind.ADDRESS and leaks.after_version_word(text, match.start()):
                 continue
@@ -282,6 +353,10 @@ class Detector:
                 known.kind is not KnownKind.OPAQUE,
                 known.kind not in (KnownKind.USER, KnownKind.HOST),
             )
+        for start, end, index in _base64_hits(self.known, text):
+            known = self.known[index]
+            excerpt = _mask(text[start:end])
+            yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
 
     def _view_hits(self, text: str) -> Iterator[_Found]:
         yield from self._known_hits(text)

@@ -10,7 +10,6 @@ word, and that uses nothing changed, is imported from it.
 from __future__ import annotations
 
 import math
-
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace

@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.leaks import CATEGORIES, LeakHit, scan_bytes, scan_document, scan_text
+from verifier.leaks import (
+    CATEGORIES,
+    Detector,
+    Known,
+    KnownKind,
+    LeakHit,
+    scan_bytes,
+    scan_document,
+    scan_text,
+)
 
 HF_TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456"
 OPENAI_KEY = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0kLmN"
@@ -379,3 +388,62 @@ def test_a_password_without_a_user_in_a_url_is_found() -> None:
     text = "cache backend down: redis://:Hunter2SecretXYZ@localhost:6379/0 refused"
     hits = [h for h in scan_text(text) if h.category == "token"]
     assert [text[h.start : h.end] for h in hits] == ["Hunter2SecretXYZ"]
+
+
+# --- the capture's own user and host names (export's known values) -------------------------
+
+NAMES = Detector(
+    [
+        Known("alice-smith", "user-name", "<user>", KnownKind.USER),
+        Known("jdoe", "user-name", "<user>", KnownKind.USER),
+        Known("buildbox", "host-name", "<host>", KnownKind.HOST),
+        Known("gb10-lab-07", "host-name", "<host>", KnownKind.HOST),
+    ]
+)
+
+
+def named(text: str) -> list[str]:
+    """What the names' detector finds in a text, each hit as the text it covers."""
+    return [text[hit.start : hit.end] for hit in NAMES.scan_text(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # A distinctive user name as a token of its own, inside a longer one too.
+        ("server-alice-smith.log", ["alice-smith"]),
+        ("alice-smith.log", ["alice-smith"]),
+        ("run_by_alice-smith", ["alice-smith"]),
+        ("https://github.com/alice-smith/mlxcel", ["alice-smith"]),
+        ("org/alice-smith", ["alice-smith"]),
+        ("ALICE-SMITH", ["ALICE-SMITH"]),
+        ("malice-smith", []),
+        ("alice-smith2", []),
+        # A distinctive host name as a label, `_` around it too.
+        ("server_gb10-lab-07.log", ["gb10-lab-07.log"]),
+        ("gb10-lab-070", []),
+        # Plain names in account forms.
+        ("USER=jdoe", ["jdoe"]),
+        ("env: USERNAME=jdoe LOGNAME='jdoe'", ["jdoe", "jdoe"]),
+        ('export USER="jdoe"', ["jdoe"]),
+        ("SUDO_USER=jdoe", ["jdoe"]),
+        ("HOSTNAME=buildbox", ["buildbox"]),
+        ("--host=buildbox", ["buildbox"]),
+        ("connecting to buildbox:8080 failed", ["buildbox"]),
+        ("(buildbox:443)", ["buildbox"]),
+        # ... and the same names where they name nothing.
+        ("jdoe wrote it", []),
+        ("USER=jdoe2", []),
+        ("USERS=jdoe", []),
+        ("org/jdoe", []),
+        ("buildbox", []),
+        ("buildbox:0.5", []),
+        ("buildbox:808080", []),
+        ("a.buildbox:80", []),
+        ("/buildbox:80", []),
+        ("my-buildbox:80", []),
+        ("x:buildbox:80", []),
+    ],
+)
+def test_the_captures_names_are_found_where_they_name_someone(text: str, found: list[str]) -> None:
+    assert named(text) == found

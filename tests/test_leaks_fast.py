@@ -9,6 +9,7 @@ document of every sample bundle (archives included), the hostile corpus and gene
 
 from __future__ import annotations
 
+import base64
 import gzip
 import io
 import json
@@ -40,6 +41,7 @@ KNOWN = (
     Known("/d/e//weights", "private-path", "/path/to/weights", KnownKind.PATH),
     Known("alice", "user-name", "<user>", KnownKind.USER),
     Known("al", "user-name", "<user>", KnownKind.USER),
+    Known("jo-smith", "user-name", "<user>", KnownKind.USER),
     Known("gpu-box-01", "host-name", "<host>", KnownKind.HOST),
     Known("mlxcel", "host-name", "<host>", KnownKind.HOST),
     Known("s3cr3t-Value.x", "token", "<token>", KnownKind.SECRET),
@@ -98,6 +100,18 @@ FRAGMENTS = (
     "al",
     "mlxcel",
     "gpu-box-01",
+    "gpu-box-01_",
+    "jo-smith",
+    "JO-SMITH",
+    "server-jo-smith.log",
+    "github.com/jo-smith/",
+    "USER=",
+    "USERNAME='",
+    'LOGNAME="',
+    "HOST=",
+    "hostname=",
+    "mlxcel:8080",
+    ":0.5",
     ".example.com",
     ".local",
     "://",
@@ -204,6 +218,16 @@ FRAGMENTS = (
     "/srv/private/models",
     "s3cr3t-Value.x",
     "opaque-env-value",
+    # Known values in base64, at each alignment, in both alphabets, whole and in part.
+    *(
+        encode(head + value + b"?>").decode()[cut:]
+        for value in (b"/home/alice/x", b"s3cr3t-Value.x", b"jo-smith", b"gpu-box-01")
+        for head in (b"", b"x", b"xy")
+        for encode in (base64.b64encode, base64.urlsafe_b64encode)
+        for cut in (0, 3)
+    ),
+    "L2hvbWUvYWxpY2",
+    "==",
 )
 texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=30).map(
     "".join
@@ -277,6 +301,15 @@ HOSTILE_UNITS = (
     "\x02",
     "al:",
     "al:x",
+    "USER=al",
+    "HOST=mlxcel",
+    "mlxcel:1",
+    "jo-smith.",
+    "/jo-smith",
+    "-jo-smith",
+    "L2hvbWUvYWxpY2",
+    "L2hvbWUvYWxpY2Uv",
+    "c3Ny",
     "/al",
     "Al:",
     "opaque-env-value ",

@@ -2,8 +2,9 @@
 
 One set of detectors, used by `export` (to redact free text and to refuse evidence that holds
 a private value) and by `verify` (its leak scan). Export adds what only it knows: the
-capture's own paths, user and host names and secret values (`Known`); verify runs the
-generic detectors alone. Both scan the same views of a text:
+capture's own paths, user and host names and secret values (`Known`), which it also finds
+base64-encoded (`_Base64Cores`); verify runs the generic detectors alone. Both scan the
+same views of a text:
 
 - the text as it is;
 - the text decoded once and twice (JSON escapes `\\/` and `\\u002f`, percent-encoding
@@ -21,7 +22,8 @@ documents a batch at a time as one text (`scan_documents`), each batch without a
 sparing the cost of scanning its texts one by one. The patterns that a hostile
 text could make read one long run again at every place inside it (repeated secret words,
 names with values, flags, token prefixes, known user names) decide a run once
-(`_secret_members`, `_secret_flags`, `_prefixed_tokens`, `_KnownRegex`, `_AccountNames`).
+(`_secret_members`, `_secret_flags`, `_prefixed_tokens`, `_KnownRegex`, `_AccountNames`,
+`_Base64Cores`).
 
 What is private, by kind:
 
@@ -45,6 +47,7 @@ What is private, by kind:
 
 from __future__ import annotations
 
+import base64
 import bisect
 import enum
 import ipaddress
@@ -1153,27 +1156,67 @@ def _place_prefix(known: Known) -> str:
     return first[:cut] if cut > 0 else first
 
 
+def is_distinctive(name: str) -> bool:
+    """Whether a user or host name is unlike a word (`alice-smith`, `lab-host-07`, `j.doe`):
+    found wherever it is a token of its own, not only where it names an account."""
+    return len(name) >= 4 and any(c in name for c in "-._")
+
+
+# Around a distinctive name: any character but an ASCII letter or digit, so that the name
+# is found inside a longer token too (`server-alice-smith.log`, `alice-smith.log`), never
+# inside a longer word or number (`xalice-smith`, `lab-host-070`). `(?-i:...)`: in the
+# patterns' `(?i)` an ASCII class would also take the letters that fold to ASCII (`K`).
+_NOT_ALNUM_BEFORE = r"(?<!(?-i:[A-Za-z0-9]))"
+_NOT_ALNUM_AFTER = r"(?!(?-i:[A-Za-z0-9]))"
+# A name given to a variable that names an account or a machine, in free text or a dump of
+# the environment (`USER=jdoe`, `export LOGNAME='jdoe'`, `HOSTNAME=buildbox`), in any case
+# (`--host=buildbox`, `?user=jdoe`). A lookbehind of Python's is of one width: one each.
+_USER_ASSIGNED = "|".join(
+    rf"(?<={name}=)|(?<={name}=[\"'])" for name in ("USER", "USERNAME", "LOGNAME")
+)
+_HOST_ASSIGNED = "|".join(rf"(?<={name}=)|(?<={name}=[\"'])" for name in ("HOST", "HOSTNAME"))
+# A host name followed by a port (`buildbox:8080`), not inside a longer name, path or address
+# (`x.buildbox:80`, `/buildbox:80`, `a:buildbox:80`) nor before a decimal (`cache:0.5`).
+_HOST_BEFORE_PORT = r"(?<![\w./:-])"
+_PORT = r"(?=:\d{1,5}(?!\w|\.\d))"
+
+
 def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
+    """The pattern of a known value. Each alternative matches the value itself, after
+    lookbehinds of fixed width and before lookaheads that read a bounded number of
+    characters (but `_AFTER_USER`'s, which `_KnownRegex` bounds, and a host's domain
+    labels, which its match takes): a try at one place reads a bounded stretch of text."""
     v = re.escape(known.value)
-    distinctive = len(known.value) >= 4 and any(c in known.value for c in "-._")
-    token = rf"|(?<![\w.-]){v}(?![\w-]|\.\w)" if distinctive else ""
+    distinctive = is_distinctive(known.value)
     if known.kind is KnownKind.PATH:
         return _known_path(known.value)
     if known.kind is KnownKind.ADDRESS:
         return _known_address(known.value)
     if known.kind is KnownKind.USER:
+        if distinctive:
+            # Every form below is one of these (a name after `/`, `~`, `=` or before `@` is
+            # bounded by no letter or digit): a match is never one that `_AccountNames` is
+            # to judge, so a distinctive name in a URL's path (`github.com/alice-smith/x`)
+            # or a repository id is found too.
+            return rf"(?i:{_NOT_ALNUM_BEFORE}{v}{_NOT_ALNUM_AFTER})"
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
-            rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]}){token})"
+            rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
+            rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w))"
         )
     if known.kind is KnownKind.HOST:
         # A distinctive host name also where it is a label of a longer name (`det0.NAME`,
-        # `NAME.lan`, `NAME-det0`); what follows it as a domain (`NAME.acme-corp.com`, its
-        # full name) goes with it.
+        # `NAME.lan`, `NAME-det0`, `NAME_x.log`); what follows it as a domain
+        # (`NAME.acme-corp.com`, its full name) goes with it. The labels never backtrack:
+        # a label's class holds every character the bound after them refuses, so the
+        # greedy labels are the match.
         labels = (
-            rf"|(?<![A-Za-z0-9_]){v}(?:\.[A-Za-z0-9-]+)*(?![A-Za-z0-9_])" if distinctive else ""
+            rf"|{_NOT_ALNUM_BEFORE}{v}(?:\.[A-Za-z0-9-]+)*{_NOT_ALNUM_AFTER}" if distinctive else ""
         )
-        return rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z){labels})"
+        return (
+            rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
+            rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|{_HOST_BEFORE_PORT}{v}{_PORT}{labels})"
+        )
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
 
 
@@ -1236,6 +1279,116 @@ class _KnownRegex:
             if (match := regex.match(text, start)) is not None:
                 yield match
                 position = match.end()
+
+
+# ---------------------------------------------------------------------------------------------
+# Known values in base64
+#
+# A value the exporter knows to be private can be published base64-encoded: in a note
+# (`Basic dXNlcjp0b2tlbg==`), a log line, a metric label. Base64 writes each 3 bytes as 4
+# characters of 6 bits, so the characters whose 6 bits all come from the value's bytes
+# depend on nothing else: for each of the 3 places the value can start at in a group of 3
+# bytes, they are one string, its core, found in every base64 encoding of every byte string
+# that holds the value (`base64_cores`). The cores are searched as literals, and a hit is
+# the whole run of base64 characters around one (the encoding), with its padding.
+
+# A shorter value's cores are of 6 characters or less, found in base64 by chance.
+_BASE64_MIN_BYTES = 6
+_BASE64_CLASS = "[A-Za-z0-9+/_-]"  # both alphabets: standard (+/) and URL-safe (-_)
+_BASE64_RUN = _Lazy(rf"{_BASE64_CLASS}*={{0,2}}", re.ASCII)  # from a place to the run's end
+_BASE64_TEXT = "".join(sorted(set(_LETTERS + "+/_-")))
+_URL_SAFE = str.maketrans("+/", "-_")
+# Branches nested deeper than this in the cores' trie are written as one alternation (the
+# parser of regular expressions recurses once per nested group).
+_TRIE_DEPTH = 48
+
+
+def base64_cores(value: bytes) -> list[str]:
+    """The base64 characters that depend on `value`'s bytes alone, after 0, 1 and 2 bytes of
+    anything, in the standard and the URL-safe alphabet (distinct, in that order)."""
+    cores: list[str] = []
+    for k in range(3):
+        encoded = base64.b64encode(bytes(k) + value).decode("ascii")
+        # Character i holds bits 6i to 6i+5; the value's are bits 8k to 8(k + len) - 1.
+        core = encoded[-(-8 * k // 6) : 8 * (k + len(value)) // 6]
+        cores += [core, core.translate(_URL_SAFE)]
+    return list(dict.fromkeys(cores))
+
+
+def _in_base64(known: Known) -> bool:
+    """Whether a known value is looked for in base64: a private path, a secret, a distinctive
+    user or host name (an ordinary word is no leak, in base64 or not), of 6 bytes or more."""
+    if known.kind in (KnownKind.USER, KnownKind.HOST):
+        if not is_distinctive(known.value):
+            return False
+    elif known.kind not in (KnownKind.PATH, KnownKind.SECRET):
+        return False
+    return len(known.value.encode("utf-8", "surrogatepass")) >= _BASE64_MIN_BYTES
+
+
+def _trie_pattern(words: Sequence[str], depth: int = 0) -> str:
+    """One pattern of the words (not empty), as a trie: tried at a place, it reads at most
+    the longest word (each branch's first characters differ: one is followed) and matches
+    the longest word there (a word's continuations are tried before its end)."""
+    if depth >= _TRIE_DEPTH:
+        return "(?:" + "|".join(map(re.escape, sorted(words, key=len, reverse=True))) + ")"
+    prefix = ""
+    while all(words) and len({w[0] for w in words}) == 1:  # one branch: a literal
+        prefix += words[0][0]
+        words = [w[1:] for w in words]
+    ends = "" in words
+    branches: dict[str, list[str]] = {}
+    for word in words:
+        if word:
+            branches.setdefault(word[0], []).append(word[1:])
+    if not branches:
+        return re.escape(prefix)
+    inner = "|".join(
+        re.escape(first) + _trie_pattern(rest, depth + 1) if any(rest) else re.escape(first)
+        for first, rest in sorted(branches.items())
+    )
+    return re.escape(prefix) + "(?:" + inner + (")?" if ends else ")")
+
+
+class _Base64Cores:
+    """The cores of the known values looked for in base64, each with the index of the first
+    known value it is a core of, and where they are in a text.
+
+    In time linear in the text, whatever the number of cores: one trie of them (compiled at
+    the first text with a run of base64 characters as long as the shortest core) finds the
+    first core after a place, reading at most the longest core at each place it tries; the
+    run around a core found is read once, forward to its end and back to its start (never
+    past the end of the run before: the search goes on from there), and the search then
+    goes on after the run, however many cores it holds (`AAAA...`, cores over and over)."""
+
+    def __init__(self, known: Sequence[Known]) -> None:
+        self.cores: dict[str, int] = {}
+        for index, value in enumerate(known):
+            if _in_base64(value):
+                for core in base64_cores(value.value.encode("utf-8", "surrogatepass")):
+                    self.cores.setdefault(core, index)
+        shortest = min(map(len, self.cores), default=0)
+        self._long_run = re.compile(rf"{_BASE64_CLASS}{{{shortest}}}", re.ASCII)
+        self._regex: re.Pattern[str] | None = None
+
+    def hits(self, text: str) -> Iterator[tuple[int, int, int]]:
+        """(start, end, known value's index) of each run of base64 characters (with its
+        padding) that holds a core, in order; the known value is that of the core that
+        starts first in the run, the longest there."""
+        if not self.cores or self._long_run.search(text) is None:
+            return
+        if self._regex is None:
+            self._regex = re.compile(_trie_pattern(list(self.cores)))
+        regex, run_end = self._regex, _BASE64_RUN.regex
+        position = 0
+        while (match := regex.search(text, position)) is not None:
+            start = match.start()
+            window = text[position:start]
+            start -= len(window) - len(window.rstrip(_BASE64_TEXT))
+            end = run_end.match(text, match.end())
+            assert end is not None
+            yield start, end.end(), self.cores[match.group()]
+            position = end.end()
 
 
 # `scan_documents` scans at most this many documents as one text, or about this many
@@ -1303,6 +1456,7 @@ class Detector:
             ]
             if group:
                 self._regexes.append(_KnownRegex(group))
+        self._base64 = _Base64Cores(self.known)
 
     def _known_hits(self, places: _Places) -> Iterator[_Found]:
         text = places.text
@@ -1311,7 +1465,13 @@ class Detector:
             for match in regex.finditer(places):
                 assert match.lastgroup is not None
                 known = self.known[int(match.lastgroup[1:])]
-                if known.kind is KnownKind.USER and not names_an_account(match.start()):
+                # A distinctive name's every match is a token of its own (`_known_pattern`),
+                # an account wherever it is; a plain name after a slash only in a file path.
+                if (
+                    known.kind is KnownKind.USER
+                    and not is_distinctive(known.value)
+                    and not names_an_account(match.start())
+                ):
                     continue
                 if known.kind is KnownKind.ADDRESS and after_version_word(text, match.start()):
                     continue
@@ -1324,6 +1484,10 @@ class Detector:
                     known.kind is not KnownKind.OPAQUE,
                     known.kind not in (KnownKind.USER, KnownKind.HOST),
                 )
+        for start, end, index in self._base64.hits(text):
+            known = self.known[index]
+            excerpt = _mask(text[start:end])
+            yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
 
     def _view_hits(self, text: str) -> Iterator[_Found]:
         places = _Places(text)
@@ -1533,7 +1697,9 @@ class _AccountNames:
     repository) or a URL path (`_names_an_account` in tests/leaks_reference.py, for one
     place). The way back to a word's start stops at the place before, whose word start is
     known, so each character is read once however many names a long word holds
-    (`/al/al/al...`)."""
+    (`/al/al/al...`). It is asked about plain names only (a distinctive name is an account
+    wherever its pattern finds it: `_known_pattern`); asked at fewer places, the walk still
+    stops at the last place asked, and each character is still read once."""
 
     def __init__(self, text: str) -> None:
         self._text = text

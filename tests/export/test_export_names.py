@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -234,3 +235,56 @@ def test_the_servers_public_address_is_removed_wherever_it_appears(tmp_path: Pat
     raw = f.write(tmp_path / "raw-evidence")
     with pytest.raises(ExportError, match="request_body/metadata"):
         export_bundle(ExportOptions(raw, tmp_path / "refused"))
+
+
+def _published(out: Path, archive: Path) -> bytes:
+    files = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
+    return files + gzip.decompress(archive.read_bytes())
+
+
+def test_a_distinctive_user_name_inside_a_token_or_a_url_path_is_removed(tmp_path: Path) -> None:
+    """`alice-smith` inside `server-alice-smith.log` and `alice-smith.log`, and as a URL's
+    path component: all name the user. The log's own placeholder, built from its file name,
+    loses the name too (in experiment.json and in the ledger)."""
+    f = _named("alice-smith", "gb10-lab-07")
+    log = "/home/alice-smith/work/logs/server-alice-smith.log"
+    f.server["log_path"] = log
+    f.server["argv"] += ["--log-file", log]
+    f.run["notes"] = [
+        "server log kept in alice-smith.log",
+        "git remote https://github.com/alice-smith/mlxcel",
+        "run by Alice-Smith",
+    ]
+    out = _export(f, tmp_path)
+    assert b"alice-smith" not in _published(out, tmp_path / "public.tar.gz").lower()
+    experiment = json.loads((out / "experiment.json").read_text())
+    assert experiment["notes"] == [
+        "server log kept in <user>.log",
+        "git remote https://github.com/<user>/mlxcel",
+        "run by <user>",
+    ]
+    assert experiment["conditions"][0]["servers"][0]["argv"][-1] == (
+        "/path/to/logs/server-<user>.log"
+    )
+    ledger = json.loads((out / "redaction-ledger.json").read_text())["entries"]
+    assert "/path/to/logs/server-<user>.log" in {e["placeholder"] for e in ledger}
+
+
+def test_plain_names_in_account_forms_are_removed(tmp_path: Path) -> None:
+    """`USER=jdoe`, `LOGNAME='jdoe'`, `HOSTNAME=buildbox`, `buildbox:8080` name the account
+    and the machine; the same names as plain words, or before a decimal, do not."""
+    f = _named("jdoe", "buildbox")
+    f.run["notes"] = [
+        "USER=jdoe USERNAME=jdoe LOGNAME='jdoe'",
+        'HOSTNAME=buildbox HOST="buildbox"',
+        "connecting to buildbox:8080 failed",
+        "jdoe wrote the buildbox notes; buildbox:0.5 is a ratio",
+    ]
+    out = _export(f, tmp_path)
+    experiment = json.loads((out / "experiment.json").read_text())
+    assert experiment["notes"] == [
+        "USER=<user> USERNAME=<user> LOGNAME='<user>'",
+        'HOSTNAME=<host> HOST="<host>"',
+        "connecting to <host>:8080 failed",
+        "jdoe wrote the buildbox notes; buildbox:0.5 is a ratio",
+    ]

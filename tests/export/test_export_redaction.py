@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rawfactory import Host, RawFactory
 
+from verifier.errors import ExportError
 from verifier.export import ExportOptions, export_bundle
 
 
@@ -256,3 +260,83 @@ def test_a_path_given_to_a_short_option_or_as_a_file_url_is_removed(
     argv = json.loads((out / "experiment.json").read_text())["conditions"][0]["servers"][0]["argv"]
     assert argv[-3].startswith("-l/path/to/") and argv[-2].startswith("file:///path/to/")
     assert argv[-1] == "-m/path/to/model"
+
+
+def test_an_environment_value_that_spells_a_flag_is_not_removed_from_argv(
+    tmp_path: Path,
+) -> None:
+    """A wrapper's `SERVER_EXTRA_ARGS=--no-prompt-cache`: the value is a flag of the command
+    line, public as it is; removed as an opaque value, it took the cache-off flag out of the
+    published argv and the export failed its own verification. Other values still go."""
+    f = RawFactory()
+    f.server["env"]["SERVER_EXTRA_ARGS"] = "--no-prompt-cache"
+    f.server["env"]["OTHER_NAME"] = "a-private-environment-value"
+    f.run["notes"] = ["started with --no-prompt-cache and a-private-environment-value"]
+    out = tmp_path / "public"
+    summary = export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
+    assert summary.verdict == "cache-state-dependent"
+    experiment = json.loads((out / "experiment.json").read_text())
+    servers = experiment["conditions"][0]["servers"]
+    off = [s for s in servers if s["cache_disabled"]]
+    assert off and all(s["argv"][-1] == "--no-prompt-cache" for s in off)
+    assert experiment["notes"] == ["started with --no-prompt-cache and <env:OTHER_NAME>"]
+    for name, data in published_bytes(out, None):
+        assert b"a-private-environment-value" not in data, name
+
+
+def test_a_secret_flags_value_that_looks_like_a_flag_is_still_removed(tmp_path: Path) -> None:
+    f = RawFactory()
+    f.server["argv"] += ["--api-key", "-Xk9secretvalue"]
+    f.server["env"]["EXTRA"] = "-Xk9secretvalue"
+    f.run["notes"] = ["key -Xk9secretvalue"]
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
+    for name, data in published_bytes(out, None):
+        assert b"Xk9secretvalue" not in data, name
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def test_a_known_private_value_in_base64_is_removed_from_free_text(tmp_path: Path) -> None:
+    """The capture's own model path and HF token, base64-encoded (whole, inside a longer
+    string, URL-safe): each encoding goes whole, with the known value's placeholder. A
+    digest and base64 that holds no known value stay."""
+    f = RawFactory()
+    token = "hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx"
+    f.server["env"]["HF_TOKEN"] = token
+    digest = hashlib.sha256(b"weights").hexdigest()
+    unrelated = _b64("an ordinary string of bytes, nobody's")
+    url_safe = base64.urlsafe_b64encode(f"x{f.host.model}/?".encode()).decode()
+    f.run["notes"] = [
+        f"model loaded from {_b64(f.host.model)}",
+        f"Basic {_b64('alice:' + token)}",
+        f"home {_b64('cd ' + f.host.home + '/x')}; again {url_safe}",
+        f"weights {digest}, blob {unrelated}",
+    ]
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
+    notes = json.loads((out / "experiment.json").read_text())["notes"]
+    assert notes == [
+        "model loaded from /path/to/model",
+        "Basic <token>",
+        "home /path/to/home; again /path/to/model",
+        f"weights {digest}, blob {unrelated}",
+    ]
+    ledger = json.loads((out / "redaction-ledger.json").read_text())["entries"]
+    categories = {e["category"] for e in ledger if e["pointer"].startswith("/notes/")}
+    assert categories == {"private-path", "token"}
+
+
+def test_a_known_private_path_in_base64_in_a_metric_label_stops_the_export(
+    tmp_path: Path,
+) -> None:
+    f = RawFactory()
+    label = f'mlxcel_model_info{{model="{_b64(f.host.model)}"}}'
+    for exchange in f.exchanges():
+        for when in ("before", "after"):
+            exchange["telemetry"][when]["metrics"][label] = 1.0
+    with pytest.raises(ExportError, match=r"telemetry/after/metrics \(an object key\).*private"):
+        export_bundle(ExportOptions(f.write(tmp_path / "raw"), tmp_path / "public"))
+    assert not (tmp_path / "public").exists()

@@ -12,8 +12,10 @@ in (`assemble.treatment_of`):
   and the ledger says so, without the value.
 
 User and host names are private only where they name an account or a machine (path
-components, `~name`, `name@`, `@host`, URL hosts); a name with a `-`, `.` or `_` in it
-(`lab-host-07`) is distinctive enough to be found as a whole word too. An ordinary word
+components, `~name`, `name@`, `@host`, URL hosts, `USER=name`, `HOSTNAME=host`,
+`host:8080`); a name with a `-`, `.` or `_` in it (`lab-host-07`) is distinctive enough to
+be found as a token of its own too, inside a longer one (`server-alice-smith.log`) or a
+URL's path. An ordinary word
 equal to a name (`write`, `cache`, `gather`) is never touched. Opaque environment values
 are removed from free text only: the same text in evidence identifies nobody.
 """
@@ -64,6 +66,8 @@ SYSTEM_PREFIXES = (
 # Directories everyone has: a path under them may be private, the directory itself is not.
 COMMON_DIRS = frozenset({"/tmp", "/var/tmp", "/home", "/Users", "/var/home", "/private/tmp"})  # noqa: S108
 MIN_OPAQUE = 8
+# A command-line option's name alone (`--no-prompt-cache`, `-v`), without a value.
+_OPTION_NAME = re.compile(r"--?[A-Za-z][A-Za-z0-9_-]*", re.ASCII)
 # Ledger category of each detector category.
 LEDGER_CATEGORY = {
     leaks.HOME_PATH: "private-path",
@@ -644,6 +648,15 @@ def collect_private_values(
     public_values.update(_strings(run.document.get("request_body")))
     public_values.update(_strings(server.get("alias") if isinstance(server, Mapping) else None))
     public_values.update(a for cond in run.conditions for a in cond.server_args)
+    # A command line's option names are published as they are, and an environment value
+    # that spells one (a wrapper's SERVER_EXTRA_ARGS=--no-prompt-cache) identifies nobody:
+    # removed as an opaque value, it would take the flag out of the published argv (the
+    # cache-off server's --no-prompt-cache) and the bundle would not verify. Not the value
+    # of a secret flag that happens to look like one (`--api-key -Xyz...`).
+    argv = [*(a for s in servers for a in s.argv), *run.argv]
+    secrets = secret_arguments(argv)
+    flags = {a for a in argv if _OPTION_NAME.fullmatch(a)}
+    public_values.update(flags.difference(secrets))
     c = _Collector(public_values, allowed)
 
     # Names first: the placeholders of paths embed file names, which must not carry them.
@@ -656,8 +669,7 @@ def collect_private_values(
         c.name(hostname, "host-name", "<host>", KnownKind.HOST)
     for address in sorted({a for a in map(_url_address, filter(None, urls)) if a}):
         c.address(address)
-    argv = [*(a for s in servers for a in s.argv), *run.argv]
-    for secret in secret_arguments(argv):
+    for secret in secrets:
         c.secret(secret, "token", "<token>", any_length=False)
     environment = dict.fromkeys((n, v) for s in servers for n, v in s.env.items())
     for name, value in environment:  # c.secret is idempotent: each pair once, in order

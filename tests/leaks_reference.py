@@ -433,8 +433,10 @@ class _Decoded(leaks._Decoded):
     """`verifier.leaks._Decoded` without its fast path: every text is searched for escapes."""
 
     @classmethod
-    def of(cls, text: str, parent: leaks._Decoded | None = None) -> leaks._Decoded | None:
-        return None if cls._ESCAPE.search(text) is None else cls._decoded(text, parent)
+    def of(
+        cls, text: str, parent: leaks._Decoded | None = None, *, escapes: int | None = None
+    ) -> leaks._Decoded | int | None:
+        return None if cls._ESCAPE.search(text) is None else cls._decoded(text, parent, escapes)
 
 
 class _Flat:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verifier import leaks
 from verifier.leaks import (
     CATEGORIES,
     Detector,
@@ -447,3 +448,31 @@ def named(text: str) -> list[str]:
 )
 def test_the_captures_names_are_found_where_they_name_someone(text: str, found: list[str]) -> None:
     assert named(text) == found
+
+
+def test_a_bounded_scan_stops_at_its_most_and_says_where() -> None:
+    text = "fe80::1%eth0 " * 5000  # an address with a zone every 13 characters
+    assert len(leaks.scan_text(text)) == 5000
+    bounded = leaks.scan_text(text, 10)
+    assert [h.category for h in bounded[:-1]] == [leaks.IP_ADDRESS] * (len(bounded) - 1)
+    assert bounded[-1].category == leaks.TOO_MANY and "10 private strings" in bounded[-1].excerpt
+    assert 0 < bounded[-1].start < 13 * 12  # where it stopped: by the tenth hit
+
+
+def test_a_bounded_scan_stops_at_a_text_of_too_many_escapes() -> None:
+    text = "%41" * (leaks._MOST_ESCAPES + 10)  # decodes to AAAA...: no hit, only cost
+    assert leaks.scan_text(text) == []
+    (stopped,) = leaks.scan_text(text, 1000)
+    assert stopped.category == leaks.TOO_MANY and "escapes" in stopped.excerpt
+    assert stopped.start == 3 * leaks._MOST_ESCAPES  # the first escape past the bound
+    assert leaks.scan_text("%41" * 100 + " /home/al/x", 1000)[0].category == leaks.HOME_PATH
+
+
+def test_the_ledger_cannot_allow_a_scan_that_stopped() -> None:
+    from verifier.checks import leaks as check
+    from verifier.leaks import DocumentHit, LeakHit
+
+    stopped = DocumentHit(("s",), False, 0, 1, LeakHit(leaks.TOO_MANY, 0, 1, "1000 or more"))
+    allowed = {("records/x.json", "/s", leaks.TOO_MANY)}
+    (finding,) = check._hit_findings("records/x.json", [stopped], allowed)
+    assert finding.is_error and "stopped here (1000 or more)" in finding.message

@@ -287,9 +287,11 @@ def test_a_large_text_is_scanned_alone_and_let_go_before_the_next(
     lengths: list[int] = []
     real = leaks.Detector.scan_text
 
-    def scan_text(self: leaks.Detector, text: str) -> list[leaks.LeakHit]:
+    def scan_text(
+        self: leaks.Detector, text: str, most: int | None = None
+    ) -> list[leaks.LeakHit]:
         lengths.append(len(text))
-        return real(self, text)
+        return real(self, text, most)
 
     monkeypatch.setattr(leaks.Detector, "scan_text", scan_text)
     watched: list[weakref.ref[_Held]] = []

@@ -81,6 +81,10 @@ CATEGORIES = (
     USER_NAME,
     HOST_NAME,
 )
+# Not a category of private string: the last hit of a scan that stopped at its `most`
+# (Detector.scan_text), where it stopped. A text that holds that many hits leaks, whatever
+# else it holds; what it holds past them is not read.
+TOO_MANY = "too-many"
 # What export writes in place of a value found by a generic detector.
 PLACEHOLDERS = {
     HOME_PATH: "/path/to/home",
@@ -1391,6 +1395,11 @@ class _Base64Cores:
             position = end.end()
 
 
+# The escapes a bounded scan (scan_text's `most`) decodes in one text at most: past them it
+# stops (`TOO_MANY`). Each costs some 150 bytes and 1-2 us to decode; 15 MB of `%41` held
+# 5 million (a gigabyte, and seconds for each of the two views).
+_MOST_ESCAPES = 100_000
+
 # `scan_documents` scans at most this many documents as one text, or about this many
 # characters: a batch is scanned once its texts reach it (the last document may take it
 # past the bound, up to twice the bound). A document whose text alone reaches it is
@@ -1494,20 +1503,32 @@ class Detector:
         yield from self._known_hits(places)
         yield from _generic(text, places)
 
-    def scan_text(self, text: str) -> list[LeakHit]:
-        """Every private string in `text`, in order, without overlaps.
+    def scan_text(self, text: str, most: int | None = None) -> list[LeakHit]:
+        """Every private string in `text`, in order, without overlaps; with `most`, the
+        scan stops once it found that many (overlaps included): enough to say the text
+        leaks, whatever else it holds (verify's leak scan, against a text of millions).
 
         Where two matches overlap (an address inside a home path, a token inside an
         Authorization header), the one that starts first wins, a known value before a
         pattern, then the longer one.
         """
-        found = list(self._view_hits(text))
-        view = _Decoded.of(text)
-        if view is None and not found:
+        found = list(itertools.islice(self._view_hits(text), most))
+        stopped: tuple[int, str] | None = None  # where the scan stopped early, and why
+        view: _Decoded | None = None
+        if most is not None and len(found) >= most:
+            stopped = (found[-1].start, f"{most} private strings or more")
+        else:
+            first = _Decoded.of(text, escapes=None if most is None else _MOST_ESCAPES)
+            if isinstance(first, int):  # a text of too many escapes to decode, bounded
+                stopped = (first, f"more than {_MOST_ESCAPES:,} escapes in one text")
+            else:
+                view = first
+        if view is None and not found and stopped is None:
             return []
         depth = 0
         while view is not None and depth < 2:
-            for hit in self._view_hits(view.text):
+            left = None if most is None else most - len(found)
+            for hit in itertools.islice(self._view_hits(view.text), left):
                 start, end = view.original(hit.start, hit.end)
                 excerpt = _mask(text[start:end]) if hit.category != PRIVATE_KEY else hit.excerpt
                 found.append(
@@ -1516,7 +1537,14 @@ class Detector:
                         hit.known,
                     )
                 )  # fmt: skip
-            view = _Decoded.of(view.text, view)
+            if most is not None and len(found) >= most:
+                stopped = (found[-1].start, f"{most} private strings or more")
+                break
+            deeper = _Decoded.of(view.text, view, escapes=None if most is None else _MOST_ESCAPES)
+            if isinstance(deeper, int):
+                at = view.original(deeper, deeper + 1)[0]
+                stopped, deeper = (at, f"more than {_MOST_ESCAPES:,} escapes in one text"), None
+            view = deeper
             depth += 1
         # Identifying hits first, so that an opaque value (removed from free text only) never
         # hides a home path or a token inside it; then the opaque ones in the gaps.
@@ -1537,16 +1565,22 @@ class Detector:
                     taken.append(hit)
             chosen += taken
         chosen.sort(key=lambda h: h.start)
-        return [
+        hits = [
             LeakHit(h.category, h.start, h.end, h.excerpt, h.placeholder, h.identifying, h.known)
             for h in chosen
         ]
+        if stopped is not None:  # where: the last hit found, or an escape; inside a string
+            hits.append(LeakHit(TOO_MANY, stopped[0], stopped[0] + 1, stopped[1]))
+        return hits
 
-    def scan_document(self, document: Any) -> list[DocumentHit]:
-        """Every private string of a JSON document (object keys included), by location."""
-        return self._located(document, _Flat.text_of(document))
+    def scan_document(self, document: Any, most: int | None = None) -> list[DocumentHit]:
+        """Every private string of a JSON document (object keys included), by location
+        (the first `most` the scan finds, with `most`: see scan_text)."""
+        return self._located(document, _Flat.text_of(document), most)
 
-    def scan_documents(self, documents: Iterable[Any]) -> Iterator[list[DocumentHit]]:
+    def scan_documents(
+        self, documents: Iterable[Any], most: int | None = None
+    ) -> Iterator[list[DocumentHit]]:
         """`scan_document` of each document, in order, reading at most one batch ahead.
 
         Most documents of a bundle fit to publish hold no hit, and scanning a text costs
@@ -1561,7 +1595,7 @@ class Detector:
         """
         if self._regexes:
             for document in documents:
-                yield self.scan_document(document)
+                yield self.scan_document(document, most)
             return
         text_of = _text_of()
         size = _BATCH_DOCUMENTS
@@ -1570,7 +1604,7 @@ class Detector:
 
         def scanned() -> list[list[DocumentHit]]:
             nonlocal batch, chars, size
-            results, quiet = self._scan_batch(batch)
+            results, quiet = self._scan_batch(batch, most)
             size = min(size * 2, _BATCH_DOCUMENTS) if quiet else max(size // 2, 1)
             batch, chars = [], 0
             return results
@@ -1582,7 +1616,7 @@ class Detector:
                 # 15 MiB string of four-byte characters is 60 MiB), for no time saved.
                 if batch:
                     yield from scanned()
-                yield self._located(document, text)
+                yield self._located(document, text, most)
                 del document, text  # not held while the next one is read
                 continue
             batch.append((document, text))
@@ -1590,18 +1624,21 @@ class Detector:
             if len(batch) >= size or chars >= _BATCH_CHARS:
                 yield from scanned()
         if batch:
-            yield from self._scan_batch(batch)[0]
+            yield from self._scan_batch(batch, most)[0]
 
-    def _scan_batch(self, batch: list[tuple[Any, str]]) -> tuple[list[list[DocumentHit]], bool]:
-        """`scan_document` of each (document, its text), and whether the batch had no hit."""
-        if len(batch) > 1 and not self.scan_text(_BATCH_GAP.join(text for _, text in batch)):
+    def _scan_batch(
+        self, batch: list[tuple[Any, str]], most: int | None
+    ) -> tuple[list[list[DocumentHit]], bool]:
+        """`scan_document` of each (document, its text), and whether the batch had no hit.
+        (Whether the batch's text has a hit is all its scan is asked: it stops at the first.)"""
+        if len(batch) > 1 and not self.scan_text(_BATCH_GAP.join(t for _, t in batch), 1):
             return [[] for _ in batch], True
-        results = [self._located(document, text) for document, text in batch]
+        results = [self._located(document, text, most) for document, text in batch]
         return results, len(batch) == 1 and not results[0]
 
-    def _located(self, document: Any, text: str) -> list[DocumentHit]:
-        """`scan_document(document)`, given its text (`_Flat.text_of(document)`)."""
-        hits = self.scan_text(text)
+    def _located(self, document: Any, text: str, most: int | None = None) -> list[DocumentHit]:
+        """`scan_document(document, most)`, given its text (`_Flat.text_of(document)`)."""
+        hits = self.scan_text(text, most)
         if not hits:
             return []
         flat = _Flat.of(document)  # the same text, with where each string starts
@@ -1773,22 +1810,27 @@ class _Decoded:
         self._parent: _Decoded | None = None
 
     @classmethod
-    def of(cls, text: str, parent: _Decoded | None = None) -> _Decoded | None:
+    def of(
+        cls, text: str, parent: _Decoded | None = None, *, escapes: int | None = None
+    ) -> _Decoded | int | None:
         """The view of `text` with its escapes decoded; None where it holds none (a text
-        without `\\`, `%` or `&#` is not searched)."""
+        without `\\`, `%` or `&#` is not searched); with `escapes`, where the text holds
+        more escapes than that, the offset of the first one past them instead."""
         if ("\\" not in text and "%" not in text and "&#" not in text) or (
             cls._ESCAPE.search(text) is None
         ):
             return None
-        return cls._decoded(text, parent)
+        return cls._decoded(text, parent, escapes)
 
     @classmethod
-    def _decoded(cls, text: str, parent: _Decoded | None) -> _Decoded:
+    def _decoded(cls, text: str, parent: _Decoded | None, escapes: int | None) -> _Decoded | int:
         pieces: list[str] = []
         positions: list[int] = []
         spans: list[tuple[int, int]] = []
         last = length = 0
         for match in cls._ESCAPE.finditer(text):
+            if escapes is not None and len(spans) == escapes:
+                return match.start()
             pieces.append(text[last : match.start()])
             length += match.start() - last
             code, literal, control, percent, decimal, hexadecimal = match.groups()
@@ -1993,24 +2035,26 @@ def _text_of() -> Callable[[Any], str]:
 GENERIC = Detector()
 
 
-def scan_text(text: str) -> list[LeakHit]:
-    """The generic detectors over one text."""
-    return GENERIC.scan_text(text)
+def scan_text(text: str, most: int | None = None) -> list[LeakHit]:
+    """The generic detectors over one text (the first `most` hits: Detector.scan_text)."""
+    return GENERIC.scan_text(text, most)
 
 
-def scan_document(document: Any) -> list[DocumentHit]:
+def scan_document(document: Any, most: int | None = None) -> list[DocumentHit]:
     """The generic detectors over every string of a JSON document."""
-    return GENERIC.scan_document(document)
+    return GENERIC.scan_document(document, most)
 
 
-def scan_documents(documents: Iterable[Any]) -> Iterator[list[DocumentHit]]:
+def scan_documents(
+    documents: Iterable[Any], most: int | None = None
+) -> Iterator[list[DocumentHit]]:
     """`scan_document` of each document in turn (scanned in batches: see Detector's)."""
-    return GENERIC.scan_documents(documents)
+    return GENERIC.scan_documents(documents, most)
 
 
-def scan_bytes(data: bytes) -> list[LeakHit]:
+def scan_bytes(data: bytes, most: int | None = None) -> list[LeakHit]:
     """scan_text over UTF-8 (invalid bytes replaced); offsets count characters, not bytes."""
-    return scan_text(data.decode("utf-8", errors="replace"))
+    return scan_text(data.decode("utf-8", errors="replace"), most)
 
 
 def is_secret_name(name: str, *, flag: bool = False) -> bool:

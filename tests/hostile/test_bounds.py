@@ -27,6 +27,8 @@ MEBIBYTES = 256
         "one 15 MiB string",
         "one 15 MiB string, four bytes a character",
         "15 MiB of 4,298-digit strings",
+        "2 x 15 MiB strings of leak-scan hits",
+        "2 x 15 MiB strings of escapes",
     ],
 )
 def test_cost_is_bounded(name: str, tmp_path: Path) -> None:

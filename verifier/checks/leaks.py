@@ -14,7 +14,13 @@ from typing import Any
 
 from verifier import layout
 from verifier.checks.context import BundleContext
-from verifier.leaks import ALLOWED_PLACEHOLDER, DocumentHit, scan_bytes, scan_documents
+from verifier.leaks import (
+    ALLOWED_PLACEHOLDER,
+    TOO_MANY,
+    DocumentHit,
+    scan_bytes,
+    scan_documents,
+)
 from verifier.model import Finding, Severity
 
 CHECK = "leaks"
@@ -68,7 +74,7 @@ def check_leaks(ctx: BundleContext) -> Iterator[Finding]:
         elif found is not None:
             yield from _hit_findings(path, found, allowed)
 
-    for hits in scan_documents(documents()):
+    for hits in scan_documents(documents(), MOST_HITS):
         while (item := order.popleft())[1] is not None:  # those before this document
             yield from ahead(item)
         yield from _hit_findings(item[0], hits, allowed)
@@ -80,6 +86,9 @@ def _hit_findings(
     path: str, hits: list[DocumentHit], allowed: set[tuple[str, str, str]]
 ) -> Iterator[Finding]:
     for hit in hits:
+        if hit.hit.category == TOO_MANY:  # never one the ledger can allow
+            yield _stopped(path, hit.where, hit.hit.excerpt)
+            continue
         category = _LEDGER_CATEGORY.get(hit.hit.category, hit.hit.category)
         if (path, hit.pointer, category) in allowed:
             yield Finding(
@@ -95,8 +104,31 @@ def _hit_findings(
 
 
 def _bytes_findings(path: str, data: bytes) -> Iterator[Finding]:
-    for leak in scan_bytes(data):
-        yield _finding(path, None, leak.category, leak.excerpt)
+    for leak in scan_bytes(data, MOST_HITS):
+        if leak.category == TOO_MANY:
+            yield _stopped(path, None, leak.excerpt)
+        else:
+            yield _finding(path, None, leak.category, leak.excerpt)
+
+
+# The private strings the scan finds in one file at most: past them it stops, and the file
+# is in error whatever the ledger allows (a hostile file of millions of hits took minutes
+# and gigabytes; the findings of one check stop at 1,000 anyway). It stops too in a text of
+# more escapes than a scan decodes (`leaks._MOST_ESCAPES`).
+MOST_HITS = 1000
+
+
+def _stopped(path: str, pointer: str | None, why: str) -> Finding:
+    """A file the scan stopped in (`leaks.TOO_MANY`): in error, as whatever it holds past
+    that place is not known to be free of private values."""
+    return Finding(
+        CHECK,
+        Severity.ERROR,
+        f"the leak scan stopped here ({why}): the rest of this file was not read, and "
+        "whether it holds private values is not known",
+        file=path,
+        pointer=pointer,
+    )
 
 
 def _finding(path: str, pointer: str | None, category: str, excerpt: str) -> Finding:

@@ -287,9 +287,7 @@ def test_a_large_text_is_scanned_alone_and_let_go_before_the_next(
     lengths: list[int] = []
     real = leaks.Detector.scan_text
 
-    def scan_text(
-        self: leaks.Detector, text: str, most: int | None = None
-    ) -> list[leaks.LeakHit]:
+    def scan_text(self: leaks.Detector, text: str, most: int | None = None) -> list[leaks.LeakHit]:
         lengths.append(len(text))
         return real(self, text, most)
 

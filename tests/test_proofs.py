@@ -407,3 +407,18 @@ def test_server_disabled_needs_the_server_to_say_so_after_the_request_too() -> N
 def test_a_cap_by_any_name_a_server_reads_is_a_cap(body: dict[str, Any]) -> None:
     r = _with_usage(record(Arm.COLD, preceded_by="server-start", body=body), completion_tokens=22)
     assert prove_request(r, RULES, server_disabled=False, previous=None, attached=True).capped
+
+
+def test_the_stats_are_read_against_a_request_only_where_they_count_its_use() -> None:
+    # mlxcel's stats do not count a model-owned cache state (SERVERS.md): where no stats
+    # counter moved, an empty or "off" stats document says nothing about the request.
+    quiet = record(Arm.WARM, cached=32, hits=(10, 11), lookups=(10, 10), entries=0, enabled=False)
+    proof = prove_request(quiet, RULES, server_disabled=False, previous=None, attached=True)
+    assert proof.contradiction is None and not proof.proven
+    # Where they do count it, they must agree with it.
+    used = record(Arm.WARM, cached=32, hits=(10, 11), lookups=(10, 11), entries=0)
+    proof = prove_request(used, RULES, server_disabled=False, previous=None, attached=True)
+    assert proof.contradiction is not None and "held no entry" in proof.contradiction
+    off = record(Arm.WARM, cached=32, hits=(10, 11), lookups=(10, 11), enabled=False)
+    proof = prove_request(off, RULES, server_disabled=False, previous=None, attached=True)
+    assert proof.contradiction is not None and "cache is off" in proof.contradiction

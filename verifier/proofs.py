@@ -359,23 +359,12 @@ def _same_surface(signals: CacheSignals) -> tuple[tuple[str, str], ...]:
 
 
 def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | None) -> str | None:
-    """The server's own account of its cache against the request's: every source of cache
-    evidence must agree. A request that claims a cache-on arm on a server whose stats say
-    its cache is off, more hits than lookups, or cached tokens served from a cache that
-    held no entry."""
-    pointer = rules.cache_enabled_pointer
-    if pointer is not None and record.claimed_arm is not Arm.SERVER_DISABLED:
-        off = [
-            side
-            for side, snapshot in (("before", record.before), ("after", record.after))
-            if snapshot.stat(pointer) is False
-        ]
-        if off:
-            return (
-                f"the server's stats say its cache is off ({pointer} false {' and '.join(off)} "
-                f"the request), yet the request claims the {record.claimed_arm} arm of a "
-                "server with its cache on"
-            )
+    """The server's own account of its cache against itself and the request: every source
+    of cache evidence must agree. More hits than lookups on one surface; and where the stats
+    document shows this request using the cache (a stats hit or lookup counter rose), the
+    same document saying the cache is off, or that it held no entry before tokens were
+    served from it. (Where the stats show no use, their other fields are not read against
+    the request: mlxcel's stats do not count a model-owned cache state, SERVERS.md.)"""
     # Hits and lookups that one surface counts (two stats fields, or two metrics): one
     # request cannot hit more often than it looked up. (Surfaces are not compared with each
     # other: mlxcel's stats and metrics count differently by design, SERVERS.md.)
@@ -386,13 +375,34 @@ def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | No
                 f"{hit} rose by {hits:g} in a request that {lookup} counts {looked:g} "
                 "lookups for: more hits than lookups"
             )
+    used = _stats_counters(rules.signals)
+    if not used or not any(d for d in record.before.deltas(record.after, used) if d and d > 0):
+        return None
+    pointer = rules.cache_enabled_pointer
+    if pointer is not None:
+        off = [
+            side
+            for side, snapshot in (("before", record.before), ("after", record.after))
+            if snapshot.stat(pointer) is False
+        ]
+        if off:
+            return (
+                f"the server's stats say its cache is off ({pointer} false {' and '.join(off)} "
+                "the request), yet their own counters show the request used it"
+            )
     entries = rules.cache_entries_pointer
     if cached and entries is not None and as_count(record.before.stat(entries)) == 0:
         return (
             f"{cached} cached tokens from a cache that held no entry before the request "
-            f"({entries} 0)"
+            f"({entries} 0), by the stats that count its use"
         )
     return None
+
+
+@functools.cache
+def _stats_counters(signals: CacheSignals) -> tuple[str, ...]:
+    """The hit and lookup counters the stats document keeps."""
+    return tuple(ref for ref in signals.hits + signals.lookups if ref.startswith("stats:"))
 
 
 def prove_request(

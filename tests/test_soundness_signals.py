@@ -95,7 +95,37 @@ def test_a_cache_on_request_on_a_cache_that_says_it_is_off(tmp_path: Path) -> No
             for side in ("before", "after"):
                 record["telemetry"][side]["cache_stats"]["enabled"] = False
 
-    _invalid(_records(dict(SEED_FILES), off), tmp_path, "telemetry", "cache is off")
+    _invalid(_records(dict(SEED_FILES), off), tmp_path, "telemetry", "say its cache is on")
+
+
+@pytest.mark.parametrize("value", [0, "false"])
+def test_a_cache_on_request_whose_stats_say_anything_but_on(tmp_path: Path, value: Any) -> None:
+    def not_on(record: Any) -> None:
+        if record["claimed_arm"] == "warm":
+            for side in ("before", "after"):
+                record["telemetry"][side]["cache_stats"]["enabled"] = value
+
+    _invalid(_records(dict(SEED_FILES), not_on), tmp_path, "telemetry", "say its cache is on")
+
+
+def test_a_cold_request_that_inserts_into_a_cache_its_stats_call_off(tmp_path: Path) -> None:
+    # A cold request looks up nothing here, but inserts what it computed: a stats counter
+    # of the cache's use moved, so the same stats saying the cache is off contradict it.
+    def cold_off(record: Any) -> None:
+        if record["claimed_arm"] == "cold":
+            before, after = (record["telemetry"][s]["cache_stats"] for s in ("before", "after"))
+            after["lookups"] = before["lookups"]
+            before["enabled"] = after["enabled"] = False
+
+    _invalid(_records(dict(SEED_FILES), cold_off), tmp_path, "telemetry", "say its cache is on")
+
+
+def test_hits_from_a_cache_that_held_nothing_spelled_as_a_float(tmp_path: Path) -> None:
+    def empty(record: Any) -> None:
+        if record["claimed_arm"] == "warm":
+            record["telemetry"]["before"]["cache_stats"]["entries"] = 0.0
+
+    _invalid(_records(dict(SEED_FILES), empty), tmp_path, "telemetry", "held no entry")
 
 
 def test_hits_from_a_cache_that_held_nothing(tmp_path: Path) -> None:

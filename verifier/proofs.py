@@ -361,10 +361,11 @@ def _same_surface(signals: CacheSignals) -> tuple[tuple[str, str], ...]:
 def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | None) -> str | None:
     """The server's own account of its cache against itself and the request: every source
     of cache evidence must agree. More hits than lookups on one surface; and where the stats
-    document shows this request using the cache (a stats hit or lookup counter rose), the
-    same document saying the cache is off, or that it held no entry before tokens were
-    served from it. (Where the stats show no use, their other fields are not read against
-    the request: mlxcel's stats do not count a model-owned cache state, SERVERS.md.)"""
+    document shows this request using the cache (a stats hit, reuse, lookup or insert
+    counter rose), the same document not saying the cache is on, or saying it held no entry
+    before tokens were served from it. (Where the stats show no use, their other fields are
+    not read against the request: mlxcel's stats do not count a model-owned cache state,
+    SERVERS.md.)"""
     # Hits and lookups that one surface counts (two stats fields, or two metrics): one
     # request cannot hit more often than it looked up. (Surfaces are not compared with each
     # other: mlxcel's stats and metrics count differently by design, SERVERS.md.)
@@ -380,18 +381,21 @@ def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | No
         return None
     pointer = rules.cache_enabled_pointer
     if pointer is not None:
+        # Not `true` (`false`, 0, "false"...): the stats do not say the cache is on. (null,
+        # or no such field, says nothing.)
         off = [
             side
             for side, snapshot in (("before", record.before), ("after", record.after))
-            if snapshot.stat(pointer) is False
+            if (value := snapshot.stat(pointer)) is not None and value is not True
         ]
         if off:
             return (
-                f"the server's stats say its cache is off ({pointer} false {' and '.join(off)} "
-                "the request), yet their own counters show the request used it"
+                f"the server's stats do not say its cache is on ({pointer} not true "
+                f"{' and '.join(off)} the request), yet their own counters show the request "
+                "used it"
             )
     entries = rules.cache_entries_pointer
-    if cached and entries is not None and as_count(record.before.stat(entries)) == 0:
+    if cached and entries is not None and _is_zero(record.before.stat(entries)):
         return (
             f"{cached} cached tokens from a cache that held no entry before the request "
             f"({entries} 0), by the stats that count its use"
@@ -399,10 +403,17 @@ def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | No
     return None
 
 
+def _is_zero(value: object) -> bool:
+    """0 or 0.0 (not false: a count is never a boolean)."""
+    return type(value) in (int, float) and value == 0
+
+
 @functools.cache
 def _stats_counters(signals: CacheSignals) -> tuple[str, ...]:
-    """The hit and lookup counters the stats document keeps."""
-    return tuple(ref for ref in signals.hits + signals.lookups if ref.startswith("stats:"))
+    """The counters of the cache's use the stats document keeps: hits, reuse, lookups and
+    inserts (a cold request inserts what it computed)."""
+    used = signals.hits + signals.reuse + signals.lookups + signals.inserts
+    return tuple(ref for ref in used if ref.startswith("stats:"))
 
 
 def prove_request(

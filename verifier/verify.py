@@ -21,6 +21,7 @@ from verifier.checks.context import (
     VerifyOptions,
     violations_of,
 )
+from verifier.checks.leaks import MOST_HITS
 from verifier.classify import Classification, ProtocolContext, classify, sampled
 from verifier.collector import fewer_collections
 from verifier.errors import InvalidDocument, UsageError
@@ -203,7 +204,7 @@ def _scanned(prepared: list[tuple[str, bytes]]) -> dict[str, list[DocumentHit]]:
         batch = prepared[start : start + _SCANNED_TOGETHER]
         try:
             documents = [marshal.loads(blob)[0] for _, blob in batch]  # noqa: S302 - ours
-            found = list(scan_documents(documents))
+            found = list(scan_documents(documents, MOST_HITS))  # bounded as the check's own
         except Exception:  # noqa: S112 - scanned again by the check, which reports it
             continue
         scanned.update(zip((path for path, _ in batch), found, strict=True))

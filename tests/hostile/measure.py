@@ -119,6 +119,14 @@ CASES: dict[str, tuple[Callable[[], list[bytes]], tuple[str, ...]]] = {
         lambda: [_repeated(b"%41", 15 * 1024 * 1024)] * 2,
         ("--max-ratio", "1000000"),
     ),
+    "2 x 15 MiB strings of leak-scan hits, under records/": (
+        lambda: [_repeated(b"fe80::1%", 15 * 1024 * 1024)] * 2,
+        ("--max-ratio", "1000000"),
+    ),
+    "2 x 15 MiB strings of escapes, under records/": (
+        lambda: [_repeated(b"%41", 15 * 1024 * 1024)] * 2,
+        ("--max-ratio", "1000000"),
+    ),
     "330,000 empty objects": (lambda: [_empty_objects(330_000 * 3)], ("--max-ratio", "10000")),
 }
 
@@ -129,8 +137,11 @@ def build(folder: Path, name: str, payloads: list[bytes]) -> Path:
         for path in sorted(SEED.rglob("*")):
             if path.is_file():
                 tar.add(path, arcname=path.relative_to(SEED).as_posix())
+        # A case "under records/" puts its payloads where the records the forked child
+        # parses and scans for the parent are (the last of them, by name).
+        at = "records/zz/{:03d}.json" if "under records/" in name else "extra-{}.json"
         for index, payload in enumerate(payloads):
-            info = tarfile.TarInfo(f"extra-{index}.json")
+            info = tarfile.TarInfo(at.format(index))
             info.size = len(payload)
             tar.addfile(info, io.BytesIO(payload))
     archive = folder / (re.sub(r"\W+", "-", name) + ".tar.gz")

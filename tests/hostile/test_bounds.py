@@ -29,6 +29,8 @@ MEBIBYTES = 256
         "15 MiB of 4,298-digit strings",
         "2 x 15 MiB strings of leak-scan hits",
         "2 x 15 MiB strings of escapes",
+        "2 x 15 MiB strings of leak-scan hits, under records/",
+        "2 x 15 MiB strings of escapes, under records/",
     ],
 )
 def test_cost_is_bounded(name: str, tmp_path: Path) -> None:

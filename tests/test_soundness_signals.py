@@ -217,3 +217,21 @@ def test_a_1_1_experiment_with_the_1_0_copy_of_the_rules(
     result = verify_path(write(_resum(files), tmp_path / "b"))
     assert result.verdict is Verdict.INVALID
     assert any(f.check == "profile" and f.is_error and name in f.message for f in result.findings)
+
+
+@pytest.mark.parametrize("stop", [None, "2026-11-02T09:40:45.5", "absent"])
+def test_the_last_server_without_a_stop_time_hides_a_late_answer(
+    tmp_path: Path, stop: str | None
+) -> None:
+    last = max(RECORDS)
+    files = _edited(dict(SEED_FILES), last, lambda r: r.update(elapsed_s=600.0))
+
+    def unstopped(experiment: Any) -> None:
+        server = experiment["conditions"][-1]["servers"][-1]
+        if stop == "absent":
+            del server["stopped_at"]
+        else:
+            server["stopped_at"] = stop
+
+    files = _edited(files, layout.EXPERIMENT, unstopped)
+    _invalid(files, tmp_path, "consistency", "has no stop time")

@@ -241,6 +241,15 @@ def _one_server_at_a_time(experiment: Experiment) -> Iterator[Finding]:
                 f"{before[4]} stopped: two servers alive at once, where the protocol runs one",
                 pointer=json_pointer("conditions", after[2], "servers", after[3], "started_at"),
             )  # fmt: skip
+    # The last server's stop time too: capture has written every server it started one
+    # since schema 1.1, and without it no answer can be placed inside that server's life.
+    if lives and lives[-1][1] is None and experiment.schema_minor >= 1 and not experiment.attached:
+        last = lives[-1]
+        yield _error(
+            f"server {last[5]} of {last[4]} has no stop time with a time zone: whether its "
+            "requests were answered while it ran cannot be checked",
+            pointer=json_pointer("conditions", last[2], "servers", last[3], "stopped_at"),
+        )  # fmt: skip
 
 
 def _one_model(ctx: BundleContext) -> Iterator[Finding]:

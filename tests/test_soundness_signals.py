@@ -64,6 +64,27 @@ def test_a_manifest_that_lists_a_file_twice_contradicts_itself(
     _invalid(files, tmp_path, "manifest", "lists this file twice")
 
 
+@pytest.mark.parametrize(
+    ("spelling", "words"),
+    [
+        ("Model.safetensors", "lists this file twice"),
+        ("./model.safetensors", "plain relative path"),
+        ("x/../model.safetensors", "plain relative path"),
+        ("sub//model.safetensors", "plain relative path"),
+    ],
+)
+def test_a_manifest_that_spells_a_file_another_way(
+    tmp_path: Path, spelling: str, words: str
+) -> None:
+    def again(manifest: Any) -> None:
+        files = manifest["files"]
+        at = next(i for i, f in enumerate(files) if f["path"] == "model.safetensors")
+        files.insert(at, dict(files[at], path=spelling, sha256="ab" * 32, size=1))
+
+    files = _edited(dict(SEED_FILES), layout.MODEL_MANIFEST, again)
+    _invalid(files, tmp_path, "manifest", words)
+
+
 def test_the_protocols_cap_is_the_one_the_body_sent(tmp_path: Path) -> None:
     files = _edited(
         dict(SEED_FILES), layout.EXPERIMENT, lambda e: e["protocol"].update(max_tokens=8)

@@ -19,17 +19,31 @@ def check_manifest(ctx: BundleContext) -> Iterator[Finding]:
     if manifest is None or experiment is None:
         return
     files: dict[str, dict[str, Any]] = {}
+    seen: set[str] = set()
     for index, entry in enumerate(manifest["files"]):
-        if entry["path"] in files:  # which of the two ran cannot be told: none is taken
+        path = entry["path"]
+        if not _plain(path):  # `./x`, `a/../x`, `/x`: one file, many spellings
             yield Finding(
                 CHECK,
                 Severity.ERROR,
-                "the manifest lists this file twice: it contradicts itself about the model",
+                "a manifest path must be a plain relative path (no `.` or `..` component, no "
+                "empty one, no leading `/` or `\\`)",
                 file=layout.MODEL_MANIFEST,
                 pointer=f"/files/{index}/path",
-                actual=entry["path"],
+                actual=path,
             )
-        files[entry["path"]] = entry
+        elif path.casefold() in seen:  # which of the two ran cannot be told
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                "the manifest lists this file twice (names equal but for case count as one, "
+                "as on macOS and Windows): it contradicts itself about the model",
+                file=layout.MODEL_MANIFEST,
+                pointer=f"/files/{index}/path",
+                actual=path,
+            )
+        seen.add(path.casefold())
+        files[path] = entry
     digests = {entry["sha256"] for entry in manifest["files"]}
     model = experiment.document["model"]
     for key in ("repo_id", "revision"):
@@ -79,6 +93,13 @@ def check_manifest(ctx: BundleContext) -> Iterator[Finding]:
             )
     if ctx.options.model_dir is not None:
         yield from _rehash(ctx, ctx.options.model_dir, manifest["files"])
+
+
+def _plain(path: str) -> bool:
+    """Whether a path names one file one way: relative, `/`-separated, every component a
+    name (as `evidence manifest` writes them)."""
+    parts = path.split("/")
+    return "\\" not in path and all(part not in ("", ".", "..") for part in parts)
 
 
 def _rehash(ctx: BundleContext, root: Path, entries: list[dict[str, Any]]) -> Iterator[Finding]:

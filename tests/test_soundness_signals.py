@@ -256,3 +256,45 @@ def test_the_last_server_without_a_stop_time_hides_a_late_answer(
 
     files = _edited(files, layout.EXPERIMENT, unstopped)
     _invalid(files, tmp_path, "consistency", "has no stop time")
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        ["env", "--split-string=MLXCEL_SDPA_DETERMINISTIC=1"],
+        ["env", "-SMLXCEL_SDPA_DETERMINISTIC=1"],
+        ["sh", "-c", 'export MLXCEL_SDPA_DETERMINISTIC=1; exec "$0" "$@"'],
+    ],
+)
+def test_a_toggle_assigned_by_a_wrapper(tmp_path: Path, wrapper: list[str]) -> None:
+    def wrapped(experiment: Any) -> None:
+        for server in _servers(experiment):
+            server["argv"] = [*wrapper, *server["argv"]]
+
+    files = _edited(dict(SEED_FILES), layout.EXPERIMENT, wrapped)
+    _invalid(files, tmp_path, "consistency", "SDPA_DETERMINISTIC itself")
+
+
+@pytest.mark.parametrize("option", [["-fa", "on"], ["--flash-attn", "on"], ["--flash-attn=on"]])
+def test_an_option_that_sets_what_a_toggle_sets(tmp_path: Path, option: list[str]) -> None:
+    # llama-server reads LLAMA_ARG_FLASH_ATTN as --flash-attn, and the option wins.
+    def given(experiment: Any) -> None:
+        for server in _servers(experiment):
+            server["argv"] = [*server["argv"], *option]
+
+    files = _edited(_archive_files("llama-cpp-cuda-flip.tar.gz"), layout.EXPERIMENT, given)
+    _invalid(files, tmp_path, "consistency", "sets what the condition's setting")
+
+
+def test_a_declared_server_argument_given_again_by_another_spelling(tmp_path: Path) -> None:
+    def declared(experiment: Any) -> None:
+        for condition in experiment["conditions"]:
+            value = condition["settings"].pop("LLAMA_ARG_FLASH_ATTN")
+            condition["server_args"] = ["--flash-attn", value]
+            condition["label"] = f"--flash-attn {value}"
+            for server in condition["servers"]:
+                server["environment"].pop("LLAMA_ARG_FLASH_ATTN", None)
+                server["argv"] = [*server["argv"], "--flash-attn", value, "-fa", "on"]
+
+    files = _edited(_archive_files("llama-cpp-cuda-flip.tar.gz"), layout.EXPERIMENT, declared)
+    _invalid(files, tmp_path, "consistency", "-fa is given again")

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from verifier import layout
 from verifier.checks.context import BundleContext, occurrences
 from verifier.model import Finding, Severity, json_pointer
-from verifier.profiles import KNOWN_RULES
+from verifier.profiles import KNOWN_RULES, PROFILES
 from verifier.profiles.rules import ProfileRules
 from verifier.records import Condition, Experiment, Record, ServerDeclaration
 
@@ -127,12 +127,16 @@ def _normalized(
 def _command_lines(experiment: Experiment, rules: ProfileRules) -> Iterator[Finding]:
     reference: tuple[str, ...] | None = None
     for ci, condition in enumerate(experiment.conditions):
+        # Each option that sets what one of the condition's settings sets (once a condition)
+        options = {
+            o: toggle for toggle in condition.settings for o in _toggle_options(rules, toggle)
+        }
         for si, server in enumerate(condition.servers):
             pointer = json_pointer("conditions", ci, "servers", si, "argv")
             if not server.argv:
                 yield _error("a server declared without its command line", pointer=pointer)
                 continue
-            yield from _overridden(server.argv, condition, rules, pointer)
+            yield from _overridden(server.argv, condition, rules, options, pointer)
             argv = _normalized(server, rules, condition.server_args)
             if reference is None:
                 reference = argv
@@ -144,11 +148,21 @@ def _command_lines(experiment: Experiment, rules: ProfileRules) -> Iterator[Find
                 )  # fmt: skip
 
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def _toggle_options(rules: ProfileRules, toggle: str) -> tuple[str, ...]:
+    """The options of the rules' server that set what `toggle` sets (ServerProfile's)."""
+    profile = PROFILES.get(rules.name)
+    return profile.toggle_options(toggle) if profile is not None else ()
 
 
 def _overridden(
-    argv: tuple[str, ...], condition: Condition, rules: ProfileRules, pointer: str
+    argv: tuple[str, ...],
+    condition: Condition,
+    rules: ProfileRules,
+    options: dict[str, str],
+    pointer: str,
 ) -> Iterator[Finding]:
     """What the command line itself says against what is declared: a per-server option
     followed by an option makes that option its value (`--slot-save-path --no-cache-prompt`
@@ -165,24 +179,38 @@ def _overridden(
                     f"{arg}'s value, not an option the server reads",
                     pointer=pointer, actual=f"{arg} {value}",
                 )  # fmt: skip
-        if _ASSIGNMENT.match(arg):
-            name = arg.partition("=")[0]
-            if name in condition.settings or name.startswith(rules.toggle_prefixes):
+        # `env NAME=1 ...`, `env --split-string=NAME=1`, `sh -c 'export NAME=1; ...'`
+        for name in _ASSIGNMENT.findall(arg):
+            if name in condition.settings or any(p in name for p in rules.toggle_prefixes):
                 yield _error(
                     f"the command line sets {name} itself: the environment recorded for this "
                     "server is not what it ran with",
                     pointer=pointer, actual=arg,
                 )  # fmt: skip
+                break
+        option = arg.partition("=")[0]
+        if option in options:
+            yield _error(
+                f"the command line gives {option}, which sets what the condition's setting "
+                f"{options[option]} sets: the server ran with the command line's",
+                pointer=pointer, actual=arg,
+            )  # fmt: skip
     declared = condition.server_args
     if not declared:
         return
     last = max(occurrences(argv, declared), default=None)
     if last is None:
         return  # the servers check says the declared arguments are missing
-    options = {a.partition("=")[0] for a in declared if a.startswith("-")}
+    profile = PROFILES.get(rules.name)
+    again = {  # the declared options, in every spelling (`--flash-attn`, `-fa`)
+        spelling
+        for a in declared
+        if a.startswith("-")
+        for spelling in (profile.spellings(a.partition("=")[0]) if profile else (a,))
+    }
     for arg in argv[last + len(declared) :]:
         option = arg.partition("=")[0]
-        if option in options:
+        if option in again:
             yield _error(
                 f"{option} is given again after the condition's declared server arguments: "
                 "the server reads the last one, not the declared value",

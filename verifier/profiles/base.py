@@ -91,6 +91,15 @@ class ServerProfile(ABC):
         """The path the server is given: the model directory or file as is, by default."""
         return model
 
+    def spellings(self, option: str) -> tuple[str, ...]:
+        """Every spelling of a command-line option (`--flash-attn`, `-fa`), itself first."""
+        return (option,)
+
+    def toggle_options(self, toggle: str) -> tuple[str, ...]:
+        """The command-line options that set what the environment toggle `toggle` sets: given
+        beside it, they decide what the server ran with (none known, by default)."""
+        return ()
+
 
 def single_file_in(model: Path, suffix: str) -> Path:
     """A file model as is; a directory holding exactly one `*suffix` file, that file."""

@@ -30,8 +30,39 @@ class LlamaCppProfile(ServerProfile):
     def model_argument(self, model: Path) -> Path:
         return single_file_in(model, ".gguf")
 
+    def spellings(self, option: str) -> tuple[str, ...]:
+        long = _LONG.get(option, option)
+        return tuple(dict.fromkeys((option, long, *_SHORT.get(long, ()))))
+
+    def toggle_options(self, toggle: str) -> tuple[str, ...]:
+        """`LLAMA_ARG_FLASH_ATTN` is `--flash-attn` (and `-fa`): llama-server reads each
+        `LLAMA_ARG_*` as its option, and the option, where both are given, wins."""
+        if not toggle.startswith(_ARG_PREFIX):
+            return ()
+        option = "--" + toggle.removeprefix(_ARG_PREFIX).lower().replace("_", "-")
+        option = _RENAMED.get(option, option)
+        return (option, *_SHORT.get(option, ()))
+
 
 CACHE_OFF_FLAG = "--no-cache-prompt"
+
+_ARG_PREFIX = "LLAMA_ARG_"
+# Options whose environment variable is not their own long name, and the short spellings of
+# the options an experiment is likeliest to vary (llama-server --help, 0.3.36).
+_RENAMED = {"--n-parallel": "--parallel", "--n-ctx": "--ctx-size"}
+_SHORT = {
+    "--flash-attn": ("-fa",),
+    "--ctx-size": ("-c",),
+    "--batch-size": ("-b",),
+    "--ubatch-size": ("-ub",),
+    "--n-gpu-layers": ("-ngl", "--gpu-layers"),
+    "--threads": ("-t",),
+    "--parallel": ("-np",),
+    "--cache-type-k": ("-ctk",),
+    "--cache-type-v": ("-ctv",),
+    "--split-mode": ("-sm",),
+}
+_LONG = {short: long for long, shorts in _SHORT.items() for short in shorts}
 
 RULES = ProfileRules(
     server_name="llama-server",

@@ -15,6 +15,13 @@ class MlxcelProfile(ServerProfile):
             argv.append(CACHE_OFF_FLAG)
         return argv + list(spec.extra_args)
 
+    def toggle_options(self, toggle: str) -> tuple[str, ...]:
+        """MLXCEL_PREFILL_CHUNK is also `--prefill-chunk-size` (SERVERS.md)."""
+        return _TOGGLE_OPTIONS.get(toggle, ())
+
+
+_TOGGLE_OPTIONS = {"MLXCEL_PREFILL_CHUNK": ("--prefill-chunk-size",)}
+
 
 CACHE_OFF_FLAG = "--no-prompt-cache"
 

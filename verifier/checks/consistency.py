@@ -166,10 +166,11 @@ def _overridden(
 ) -> Iterator[Finding]:
     """What the command line itself says against what is declared: a per-server option
     followed by an option makes that option its value (`--slot-save-path --no-cache-prompt`
-    is no cache-off flag), a toggle assigned in it (`env NAME=1 server ...`) overrides the
-    recorded environment, and a declared server argument's option given again after it
-    overrides the declaration (the last of an option given twice is the one a server
-    reads)."""
+    is no cache-off flag); a toggle assigned in it (`env NAME=1 server ...`), or an option
+    that sets what a condition's toggle sets (`options`: `-fa` for LLAMA_ARG_FLASH_ATTN),
+    overrides the recorded environment; and a declared server argument's option given again
+    after it, by any spelling, overrides the declaration (the last of an option given twice
+    is the one a server reads)."""
     for index, arg in enumerate(argv):
         if arg in rules.per_instance_args and argv[index + 1 : index + 2] != ():
             value = argv[index + 1]

@@ -290,6 +290,7 @@ def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, 
     holds a core of a private path, a secret, or a distinctive user or host name (6 bytes
     or more): the known value of the core that starts first, the longest, the first known."""
     occurrences = []
+    eligible: list[tuple[int, set[str]]] = []
     for index, value in enumerate(known):
         name = value.kind in (KnownKind.USER, KnownKind.HOST)
         if not (
@@ -300,13 +301,28 @@ def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, 
             and len(value.value.encode("utf-8", "surrogatepass")) >= 6
         ):
             continue
-        for core in _cores(value.value.encode("utf-8", "surrogatepass")):
+        cores = _cores(value.value.encode("utf-8", "surrogatepass"))
+        eligible.append((index, cores))
+        for core in cores:
             at = text.find(core)
             while at >= 0:
                 occurrences.append((at, -len(core), index))
                 at = text.find(core, at + 1)
     for run in re.finditer(r"[A-Za-z0-9+/_-]+={0,2}", text):
         inside = [o for o in occurrences if run.start() <= o[0] < run.end()]
+        if inside:
+            yield run.start(), run.end(), min(inside)[2]
+    # Base64 wrapped in lines (MIME, PEM): each run of lines, its line breaks taken out.
+    for run in re.finditer(r"[A-Za-z0-9+/_-]+(?:\r?\n[A-Za-z0-9+/_-]+)*={0,2}", text):
+        if "\n" not in run.group():
+            continue
+        joined = run.group().replace("\r\n", "").replace("\n", "")
+        inside = [
+            (joined.find(core), -len(core), index)
+            for index, cores in eligible
+            for core in cores
+            if core in joined
+        ]
         if inside:
             yield run.start(), run.end(), min(inside)[2]
 

@@ -228,6 +228,15 @@ FRAGMENTS = (
     ),
     "L2hvbWUvYWxpY2",
     "==",
+    # ... and wrapped in lines, as MIME and PEM write it (the break inside a core).
+    *(
+        sep.join(encoded[i : i + width] for i in range(0, len(encoded), width))
+        for encoded in (base64.b64encode(b"xy/home/alice/x?>").decode(),)
+        for width in (4, 7)
+        for sep in ("\n", "\r\n")
+    ),
+    "\n",
+    "\r\n",
 )
 texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=30).map(
     "".join
@@ -309,6 +318,8 @@ HOSTILE_UNITS = (
     "-jo-smith",
     "L2hvbWUvYWxpY2",
     "L2hvbWUvYWxpY2Uv",
+    "L2hv\n",  # base64 wrapped in lines: every line joined to the next
+    "L2hvbWUv\r\n",
     "c3Ny",
     "/al",
     "Al:",

@@ -1300,6 +1300,8 @@ class _KnownRegex:
 _BASE64_MIN_BYTES = 6
 _BASE64_CLASS = "[A-Za-z0-9+/_-]"  # both alphabets: standard (+/) and URL-safe (-_)
 _BASE64_RUN = _Lazy(rf"{_BASE64_CLASS}*={{0,2}}", re.ASCII)  # from a place to the run's end
+# A run of base64 characters over line breaks (`\n` or `\r\n`, each between two of them).
+_BASE64_LINES = _Lazy(rf"{_BASE64_CLASS}+(?:\r?\n{_BASE64_CLASS}+)*={{0,2}}", re.ASCII)
 _BASE64_TEXT = "".join(sorted(set(_LETTERS + "+/_-")))
 _URL_SAFE = str.maketrans("+/", "-_")
 # Branches nested deeper than this in the cores' trie are written as one alternation (the
@@ -1377,22 +1379,39 @@ class _Base64Cores:
 
     def hits(self, text: str) -> Iterator[tuple[int, int, int]]:
         """(start, end, known value's index) of each run of base64 characters (with its
-        padding) that holds a core, in order; the known value is that of the core that
-        starts first in the run, the longest there."""
-        if not self.cores or self._long_run.search(text) is None:
+        padding) that holds a core, and of each run of such lines (base64 wrapped at 64 or 76
+        columns, as MIME and PEM write it) whose lines joined hold one; the known value is
+        that of the core that starts first in the run, the longest there."""
+        if not self.cores:
+            return
+        lines = "\n" in text
+        one_line = self._long_run.search(text) is not None
+        if not (one_line or lines):
             return
         if self._regex is None:
             self._regex = re.compile(_trie_pattern(list(self.cores)))
-        regex, run_end = self._regex, _BASE64_RUN.regex
-        position = 0
-        while (match := regex.search(text, position)) is not None:
-            start = match.start()
-            window = text[position:start]
-            start -= len(window) - len(window.rstrip(_BASE64_TEXT))
-            end = run_end.match(text, match.end())
-            assert end is not None
-            yield start, end.end(), self.cores[match.group()]
-            position = end.end()
+        regex = self._regex
+        if one_line:
+            run_end = _BASE64_RUN.regex
+            position = 0
+            while (match := regex.search(text, position)) is not None:
+                start = match.start()
+                window = text[position:start]
+                start -= len(window) - len(window.rstrip(_BASE64_TEXT))
+                end = run_end.match(text, match.end())
+                assert end is not None
+                yield start, end.end(), self.cores[match.group()]
+                position = end.end()
+        if lines:
+            # Each run of lines is read once (its pattern matches at the first base64
+            # character it tries and stops where a line does not go on: no backtracking),
+            # then once more joined.
+            for run in _BASE64_LINES.regex.finditer(text):
+                body = run.group()
+                if "\n" in body:
+                    match = regex.search(body.replace("\r\n", "").replace("\n", ""))
+                    if match is not None:
+                        yield run.start(), run.end(), self.cores[match.group()]
 
 
 # The escapes a bounded scan (scan_text's `most`) decodes in one text at most: past them it

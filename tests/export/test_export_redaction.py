@@ -329,6 +329,22 @@ def test_a_known_private_value_in_base64_is_removed_from_free_text(tmp_path: Pat
     assert categories == {"private-path", "token"}
 
 
+@pytest.mark.parametrize(("width", "newline"), [(76, "\n"), (64, "\r\n"), (5, "\n")])
+def test_a_known_private_value_in_base64_wrapped_in_lines_is_removed(
+    tmp_path: Path, width: int, newline: str
+) -> None:
+    """Base64 as MIME and PEM write it, wrapped at 76 or 64 columns, with the home path
+    across a line break: the whole run of lines goes, the text around it stays."""
+    f = RawFactory()
+    encoded = _b64("x" * 50 + f.host.home + "/elsewhere" + "y" * 40)
+    lines = newline.join(encoded[i : i + width] for i in range(0, len(encoded), width))
+    f.run["notes"] = [f"dump:\n{lines}\n(end)"]  # (a line of letters would join the run)
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
+    notes = json.loads((out / "experiment.json").read_text())["notes"]
+    assert notes == ["dump:\n/path/to/home\n(end)"]
+
+
 def test_a_known_private_path_in_base64_in_a_metric_label_stops_the_export(
     tmp_path: Path,
 ) -> None:

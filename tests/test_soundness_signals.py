@@ -298,3 +298,70 @@ def test_a_declared_server_argument_given_again_by_another_spelling(tmp_path: Pa
 
     files = _edited(_archive_files("llama-cpp-cuda-flip.tar.gz"), layout.EXPERIMENT, declared)
     _invalid(files, tmp_path, "consistency", "-fa is given again")
+
+
+def test_a_difference_of_normalization_alone_is_shown_by_its_code_points(tmp_path: Path) -> None:
+    """Warm replies that are the cold ones in NFD: the excerpts look the same on screen,
+    so every format names the code points at the difference, on lines of their own."""
+    import unicodedata
+
+    from typer.testing import CliRunner
+
+    from verifier.canonical import output_hash
+    from verifier.cli import app
+
+    def nfd_when_warm(record: Any) -> None:
+        message = record["response"]["choices"][0]["message"]
+        message["content"] = "Élias " + message["content"]
+        if record["claimed_arm"] == "warm":
+            message["content"] = unicodedata.normalize("NFD", message["content"])
+        record["output_hash"] = output_hash(record["response"])
+
+    bundle = write(_resum(_records(dict(SEED_FILES), nfd_when_warm)), tmp_path / "b")
+    for fmt in ("text", "markdown"):
+        result = CliRunner().invoke(app, ["verify", str(bundle), "-f", fmt])
+        assert result.exit_code == 0 and "cache-state-dependent" in result.stdout
+        assert "[at 0: U+00C9 U+006C U+0069]" in result.stdout
+        assert "[at 0: U+0045 U+0301 U+006C]" in result.stdout
+
+
+def test_independent_within_each_condition_says_so_when_conditions_differ(
+    tmp_path: Path,
+) -> None:
+    """Each condition gives one output whatever the cache, but the two conditions give two:
+    the verdict stands (conditions run other settings), and its sentence says where."""
+    from typer.testing import CliRunner
+
+    from verifier.canonical import output_hash
+    from verifier.cli import app
+
+    def by_condition(record: Any) -> None:
+        message = record["response"]["choices"][0]["message"]
+        message["content"] = "one" if record["condition"] == "sdpa-det-0" else "two"
+        record["output_hash"] = output_hash(record["response"])
+
+    bundle = write(_resum(_records(dict(SEED_FILES), by_condition)), tmp_path / "b")
+    result = CliRunner().invoke(app, ["verify", str(bundle)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "verdict: cache-state-independent" in result.stdout
+    assert "the same output within each condition, warm and cold alike" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "greedy"),
+    [
+        ({}, True),
+        ({"dynatemp_range": 0}, True),
+        ({"mirostat": 0}, True),
+        ({"dynatemp_range": 1.5}, False),  # llama.cpp widens temperature 0 to a range
+        ({"mirostat": 2}, False),
+        ({"dynatemp_range": "1.5"}, False),
+        ({"samplers": ["top_k", "dist"]}, False),
+    ],
+)
+def test_a_body_that_samples_even_at_temperature_0_is_not_greedy(
+    extra: dict[str, Any], greedy: bool
+) -> None:
+    from verifier.classify import sampled
+
+    for body in ({"temperature": 0, **extra}, {"top_k": 1, **extra}):
+        assert (sampled(body) is None) is greedy, body

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from verifier.canonical import (
     FirstDifference,
@@ -50,10 +50,27 @@ def sampled(body: object) -> str | None:
         return None
 
     if number("temperature") == 0 or number("top_k") == 1:
-        return None
+        return _random_anyway(body, number)
     if "temperature" not in body:
         return "the request body sets no temperature, so the server samples at its default"
     return f"the request body asks for temperature {body['temperature']!r}, not 0"
+
+
+# Fields that make a server draw at random even at temperature 0 or top_k 1 (llama.cpp:
+# dynamic temperature widens 0 to a range, mirostat replaces the samplers, and a sampler
+# list can leave out the ones that would pick the top token), with the value that does not.
+_RANDOM_ANYWAY: tuple[tuple[str, object], ...] = (("dynatemp_range", 0), ("mirostat", 0))
+
+
+def _random_anyway(body: dict[str, Any], number: Callable[[str], float | None]) -> str | None:
+    for name, neutral in _RANDOM_ANYWAY:
+        if name in body and number(name) != neutral:
+            return (
+                f"the request body sets {name} {body[name]!r}, which samples even at temperature 0"
+            )
+    if "samplers" in body or "sampler_seq" in body:
+        return "the request body chooses its own samplers: the reply need not be the greedy one"
+    return None
 
 
 @dataclass(frozen=True)

@@ -209,7 +209,7 @@ def excerpt_sides(diff: dict[str, Any], room: int) -> tuple[str, str, str]:
     The two excerpts share everything before the difference, so one mark under the first
     character after the shared start fits both lines.
     """
-    left, right = diff["baseline_excerpt"], diff["warm_excerpt"]
+    left, right = _noted(diff["baseline_excerpt"])[0], _noted(diff["warm_excerpt"])[0]
     # Offsets are counted on the text as shown (escapes included), not as stored.
     offset = next(
         (i for i, (x, y) in enumerate(zip(left, right, strict=False)) if x != y),
@@ -228,6 +228,24 @@ def excerpt_sides(diff: dict[str, Any], room: int) -> tuple[str, str, str]:
         return tail if len(tail) <= limit else tail[: limit - 1] + "…"
 
     return before, rest(left), rest(right)
+
+
+def difference_notes(diff: dict[str, Any], labels: tuple[str, str]) -> list[str]:
+    """The notes first_difference put at the end of each excerpt, one line each: the code
+    points at the difference (NFC against NFD, look-alikes, invisible characters), which
+    tell apart two excerpts that look the same, and `[ends here]`. excerpt_sides leaves them
+    out of the excerpts it cuts; a report shows them whole, on lines of their own."""
+    found = (_noted(diff["baseline_excerpt"])[1], _noted(diff["warm_excerpt"])[1])
+    return [f"{label}: {note.strip()}" for label, note in zip(labels, found, strict=True) if note]
+
+
+_NOTE = re.compile(r" \[(?:at \d+: (?:U\+[0-9A-F]{4,6} ?)+|ends here)\]\Z")
+
+
+def _noted(excerpt: str) -> tuple[str, str]:
+    """An excerpt and the note first_difference put at its end ("" where it has none)."""
+    note = _NOTE.search(excerpt)
+    return (excerpt, "") if note is None else (excerpt[: note.start()], note.group())
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

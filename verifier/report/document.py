@@ -447,9 +447,13 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
             "the prompt-cache state."
         )
     if verdict is Verdict.CACHE_STATE_INDEPENDENT:
+        # The same output within each condition; conditions run other settings, and may
+        # well give another output each (their outputs table says which).
+        classes = {c.baseline_label for c in conditions} | {c.warm_label for c in conditions}
+        within = " within each condition" if len(classes - {None}) > 1 else ""
         return (
-            f"Every comparable request gave the same output, warm and cold alike{without}: "
-            f"{classification.bound.sentence}."
+            f"Every comparable request gave the same output{within}, warm and cold alike"
+            f"{without}: {classification.bound.sentence}."
         )
     deciding = [c for c in conditions if c.verdict is verdict and c.reasons]
     first = {c.reasons[0] for c in deciding}

@@ -22,6 +22,7 @@ from verifier.report.common import (
     MAX_FINDINGS,
     arm_cell,
     class_telemetry_rows,
+    difference_notes,
     divergence_sides,
     excerpt_sides,
     experiment_lines,
@@ -185,6 +186,7 @@ def _difference(classification: dict[str, Any], verified: bool) -> list[str]:
                         f"{labels[0]:<{width}}  {before}{left}",
                         f"{labels[1]:<{width}}  {before}{right}",
                         " " * (width + 2 + len(before)) + "^",
+                        *difference_notes(d, labels),
                     ]
                 ),
             ]

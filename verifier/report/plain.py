@@ -27,6 +27,7 @@ from verifier.report.common import (
     NAME_WIDTH,
     arm_cell,
     class_telemetry_rows,
+    difference_notes,
     divergence_sides,
     excerpt_sides,
     experiment_lines,
@@ -365,6 +366,11 @@ def _differences(classification: dict[str, Any], width: int, verified: bool) -> 
                 "",
                 *wrap(where, width),
                 *(line for text in shown for line in wrap(text, width, no_wrap=True)),
+                *(
+                    line
+                    for note in difference_notes(diff, labels)
+                    for line in _indent(wrap(note, inner))
+                ),
                 *_indent(wrap(f"{labels[0]}: cold and cache-disabled; {labels[1]}: warm", inner)),
             ]
     return []

@@ -27,6 +27,7 @@ from verifier.report.common import (
     NAME_WIDTH,
     arm_cell,
     class_telemetry_rows,
+    difference_notes,
     divergence_sides,
     excerpt_sides,
     experiment_lines,
@@ -224,6 +225,7 @@ def _differences(
                 Text(f"  {labels[0]:<{gutter - 4}}  {before}{left}", no_wrap=True),
                 Text(f"  {labels[1]:<{gutter - 4}}  {before}{right}", no_wrap=True),
                 Text(mark, no_wrap=True),
+                *(_indent(Text(note)) for note in difference_notes(diff, labels)),
                 _indent(
                     Text(f"{labels[0]}: cold and cache-disabled; {labels[1]}: warm", style="dim")
                 ),

@@ -180,6 +180,8 @@ def _generic(text: str) -> Iterator[_Found]:
         following = bisect.bisect_left(ends, end + 1)
         if following < len(ends) and ends[following] - end <= _KEY_MAX_CHARS:
             end = ends[following]
+        else:  # no END: to the end of its string
+            end = next((i for i in range(end, len(text)) if text[i] in "\x00\x01\x02"), len(text))
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
     for pattern in _TOKEN_PATTERNS:
         if pattern is _SECRET_FLAG and not has["-"]:
@@ -282,7 +284,7 @@ def _cores(value: bytes) -> set[str]:
         bits = range(8 * k, 8 * (k + len(value)))
         core = "".join(c for i, c in enumerate(encoded) if 6 * i in bits and 6 * i + 5 in bits)
         found |= {core, core.replace("+", "-").replace("/", "_")}
-    return found
+    return found | {value.hex(), value.hex().upper()}  # and its hex
 
 
 def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, int]]:

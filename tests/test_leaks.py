@@ -88,9 +88,9 @@ def test_every_category_has_a_positive_case() -> None:
             "3c:22:fb:12:ab:9e",
             HF_TOKEN,
             "a@corp.io",
-            "-----BEGIN PRIVATE KEY-----",
             "ssh zed@buildbox",
             "http://buildbox:8080/",
+            "-----BEGIN PRIVATE KEY-----",  # last: with no END, the rest of the text is its
         ]
     )
     assert sorted(categories(text)) == sorted(CATEGORIES)
@@ -476,3 +476,22 @@ def test_the_ledger_cannot_allow_a_scan_that_stopped() -> None:
     allowed = {("records/x.json", "/s", leaks.TOO_MANY)}
     (finding,) = check._hit_findings("records/x.json", [stopped], allowed)
     assert finding.is_error and "stopped here (1000 or more)" in finding.message
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/home/ödön/models/x.gguf", "/Users/Émilie/Desktop/run.txt", "/users/bob/Desktop/x",
+     "C:\\Users\\Jörg\\Documents\\bench.txt", "~ödön/x"],
+)  # fmt: skip
+def test_a_home_of_any_letters_or_case_is_found_whole(path: str) -> None:
+    (hit,) = leaks.scan_text(f"copied from {path} today")
+    assert hit.category == leaks.HOME_PATH
+    assert (hit.start, hit.end) == (len("copied from "), len("copied from ") + len(path))
+
+
+def test_a_private_key_with_no_end_line_goes_to_the_end_of_its_string() -> None:
+    text = "log: -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQUJD"
+    (hit,) = leaks.scan_text(text)
+    assert hit.category == leaks.PRIVATE_KEY and (hit.start, hit.end) == (5, len(text))
+    (hit,) = leaks.scan_document({"a": text, "b": "kept"})[0:1]
+    assert hit.path == ("a",) and hit.end == len(text) - 0 - 0

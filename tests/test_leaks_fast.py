@@ -228,6 +228,12 @@ FRAGMENTS = (
     ),
     "L2hvbWUvYWxpY2",
     "==",
+    "/home/ödön/",  # homes of any letters, /users in any case
+    "/users/bob",
+    "C:\\Users\\Jörg\\x",
+    "~ödön/",
+    "-----BEGIN PRIVATE KEY-----\nAAAA",
+    "2f686f6d652f616c6963652f78",  # the hex of /home/alice/x
     # ... and wrapped in lines, as MIME and PEM write it (the break inside a core).
     *(
         sep.join(encoded[i : i + width] for i in range(0, len(encoded), width))
@@ -318,6 +324,7 @@ HOSTILE_UNITS = (
     "-jo-smith",
     "L2hvbWUvYWxpY2",
     "L2hvbWUvYWxpY2Uv",
+    "-----BEGIN PRIVATE KEY-----",  # with no END: each to its string's end, read once
     "L2hv\n",  # base64 wrapped in lines: every line joined to the next
     "L2hvbWUv\r\n",
     "c3Ny",

@@ -194,17 +194,22 @@ _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
 # or a local file URL's path (`file://localhost/home/al`).
 _SLASH = r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/))(?:/|\./)*+"
 _S = r"/++(?:\./++)*+"  # a separator inside a path: `/`, `//`, `/./`...
-_HOME_DIR = r"[A-Za-z0-9_][A-Za-z0-9._-]*"  # a user's own directory
+# A user's own directory: its name may be any letters (`/home/ödön`, `/Users/Émilie`); the
+# rest of the path (`_PATH_REST`) takes any character but a delimiter.
+_NAME_START = r"(?:[A-Za-z0-9_]|[^\x00-\x7f\s])"
+_NAME_CHAR = r"(?:[A-Za-z0-9._-]|[^\x00-\x7f\s])"
+_HOME_DIR = rf"{_NAME_START}[A-Za-z0-9._-]*"
 # /home/al, /var/home/al (Silverblue), /usr/home/al (FreeBSD), /Users/al and macOS's
 # /System/Volumes/Data/Users/al, /root; C:\Users\al as WSL (/mnt/c/...), Cygwin
 # (/cygdrive/c/...) and MSYS2 (/c/...) name it; ~al.
 _HOME = _Lazy(
     rf"""
       {_SLASH}(?:(?:var|usr){_S})?home{_S}{_HOME_DIR}{_PATH_REST}
-    | {_SLASH}(?:System{_S}Volumes{_S}Data{_S})?Users{_S}(?!Shared\b){_HOME_DIR}{_PATH_REST}
+    | {_SLASH}(?:System{_S}Volumes{_S}Data{_S})?(?i:Users){_S}(?!(?i:Shared)\b)
+      {_HOME_DIR}{_PATH_REST}
     | {_SLASH}root/++{_PATH_REST}
     | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}{_HOME_DIR}{_PATH_REST}
-    | ~(?<![\w~$]~)[A-Za-z_][A-Za-z0-9._-]*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
+    | ~(?<![\w~$]~)(?:[A-Za-z_]|[^\x00-\x7f\s]){_NAME_CHAR}*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -212,7 +217,7 @@ _HOME = _Lazy(
 # letter is added back.
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users){_WIN_SEP}
-    [A-Za-z0-9_][A-Za-z0-9._-]*(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
+    {_NAME_START}{_NAME_CHAR}*(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
 # A WSL home as Windows reaches it: \\wsl$\Ubuntu\home\al, \\wsl.localhost\Ubuntu\root.
@@ -313,6 +318,7 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 _KEY_BEGIN = _Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _KEY_END = _Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _KEY_MAX_CHARS = 65536
+_STRING_END = _Lazy(r"[^\x00-\x02]*")  # from a place to the end of its string in a text
 
 # A name is key-like when it names a secret: `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`...
 _SECRET_NAME = _Lazy(
@@ -1027,11 +1033,16 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
     )
     private_key = places.has_key and "PRIVATE KEY" in text
     ends = [m.end() for m in _KEY_END.finditer(text)] if private_key else []
+    string_end = -1  # the end of the string the last BEGIN without END was in
     for match in _KEY_BEGIN.finditer(text) if private_key else ():
         end = match.end()
         following = bisect.bisect_left(ends, end + 1)
         if following < len(ends) and ends[following] - end <= _KEY_MAX_CHARS:
             end = ends[following]
+        elif end <= string_end:  # in the same string as the BEGIN before: read once
+            end = string_end
+        elif (rest := _STRING_END.match(text, end)) is not None:
+            end = string_end = rest.end()  # no END (a log cut short): to its string's end
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
     for pattern in _TOKEN_PATTERNS:
         if (pattern is _SECRET_FLAG and not dash) or (pattern is _URL_CREDENTIALS and not colon):
@@ -1371,7 +1382,10 @@ class _Base64Cores:
         self.cores: dict[str, int] = {}
         for index, value in enumerate(known):
             if _in_base64(value):
-                for core in base64_cores(value.value.encode("utf-8", "surrogatepass")):
+                data = value.value.encode("utf-8", "surrogatepass")
+                # Hex is found the same way: its digits are base64 characters, and a value's
+                # hex is one string wherever it starts.
+                for core in (*base64_cores(data), data.hex(), data.hex().upper()):
                     self.cores.setdefault(core, index)
         shortest = min(map(len, self.cores), default=0)
         self._long_run = re.compile(rf"{_BASE64_CLASS}{{{shortest}}}", re.ASCII)

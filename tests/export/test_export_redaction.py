@@ -345,6 +345,22 @@ def test_a_known_private_value_in_base64_wrapped_in_lines_is_removed(
     assert notes == ["dump:\n/path/to/home\n(end)"]
 
 
+def test_a_known_private_value_in_hex_is_removed(tmp_path: Path) -> None:
+    f = RawFactory()
+    token = "hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx"
+    f.server["env"]["HF_TOKEN"] = token
+    digest = hashlib.sha256(b"weights").hexdigest()
+    f.run["notes"] = [
+        f"blob {token.encode().hex()}",
+        f"path {(f.host.home + '/x').encode().hex().upper()}",
+        f"weights {digest}",
+    ]
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
+    notes = json.loads((out / "experiment.json").read_text())["notes"]
+    assert notes == ["blob <token>", "path /path/to/home", f"weights {digest}"]
+
+
 def test_a_known_private_path_in_base64_in_a_metric_label_stops_the_export(
     tmp_path: Path,
 ) -> None:

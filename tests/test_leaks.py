@@ -495,3 +495,25 @@ def test_a_private_key_with_no_end_line_goes_to_the_end_of_its_string() -> None:
     assert hit.category == leaks.PRIVATE_KEY and (hit.start, hit.end) == (5, len(text))
     (hit,) = leaks.scan_document({"a": text, "b": "kept"})[0:1]
     assert hit.path == ("a",) and hit.end == len(text) - 0 - 0
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Cookie: session=8f14e45fceea167a5a36", "session=8f14e45fceea167a5a36"),
+        ("Set-Cookie: sid=s%3AZ29vZGJ5ZQ.Xy12Ab9dq83; Path=/", "sid=s%3AZ29vZGJ5ZQ.Xy12Ab9dq83"),
+        ("key sk_live_4eC39HqLyjWDarjtT1zdp7dc here", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+        ("rk_test_abcdefghij0123456789", "rk_test_abcdefghij0123456789"),
+        ("npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+    ],
+)  # fmt: skip
+def test_cookies_and_the_tokens_of_stripe_pypi_and_npm(text: str, secret: str) -> None:
+    (hit,) = leaks.scan_text(text)
+    assert hit.category == leaks.TOKEN and text[hit.start : hit.end] == secret
+
+
+@pytest.mark.parametrize(
+    "text", ["cookie: lang=en", "the cookie: yum", "sk_learn_model", "npm_config_cache"]
+)
+def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
+    assert leaks.scan_text(text) == []

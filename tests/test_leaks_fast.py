@@ -234,6 +234,11 @@ FRAGMENTS = (
     "~ödön/",
     "-----BEGIN PRIVATE KEY-----\nAAAA",
     "2f686f6d652f616c6963652f78",  # the hex of /home/alice/x
+    "Cookie: session=8f14e45fceea167a",
+    "Set-Cookie: sid=s%3AZ29v; Path=/",
+    "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+    "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "pypi-AgEIcHlwaS5vcmcCJGM0NTk3ZjM3LWU0MGQtNDRlYS1hZGE1",
     # ... and wrapped in lines, as MIME and PEM write it (the break inside a core).
     *(
         sep.join(encoded[i : i + width] for i in range(0, len(encoded), width))
@@ -325,6 +330,10 @@ HOSTILE_UNITS = (
     "L2hvbWUvYWxpY2",
     "L2hvbWUvYWxpY2Uv",
     "-----BEGIN PRIVATE KEY-----",  # with no END: each to its string's end, read once
+    "cookie:",
+    "Set-Cookie: a=",
+    "sk_live_",
+    "npm_",
     "L2hv\n",  # base64 wrapped in lines: every line joined to the next
     "L2hvbWUv\r\n",
     "c3Ny",

@@ -279,6 +279,9 @@ _PREFIXED_TOKENS = _Lazy(
     | AIza(?P<google>[0-9A-Za-z_-]{35})
     | (?:AKIA|ASIA)(?P<aws>[0-9A-Z]{16})(?![A-Za-z0-9])
     | xox[abposr]-(?P<slack>[A-Za-z0-9-]{10,})
+    | [sr]k_(?:live|test)_(?P<stripe>[0-9A-Za-z]{16,})
+    | pypi-(?P<pypi>AgE[A-Za-z0-9_-]{40,})
+    | npm_(?P<npm>[A-Za-z0-9]{36})(?![A-Za-z0-9])
     | eyJ(?P<jwt>[A-Za-z0-9_-]{10,}+\.eyJ[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_-]*+)
     """,
     re.VERBOSE | re.ASCII,
@@ -293,6 +296,8 @@ _AUTH_TOKENS = _Lazy(
       (?:(?i:basic)\s+(?P<basic>[A-Za-z0-9+/]{{8,}}={{0,2}})
         |(?:[A-Za-z][\w-]*[ \t]+)?(?P<auth>{_TOKEN_VALUE}{{7,}}))
     | (?<![\w-])(?i:bearer)[ \t]+(?P<bearer>{_TOKEN_VALUE}{{11,}})
+    | (?<![\w-])(?i:(?:set-)?cookie)[ \t]*:[ \t]*
+      (?P<cookie>[A-Za-z0-9!#$%&'*+.^_`|~-]+=[^\s;\x00-\x02]{{8,}})
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -478,7 +483,7 @@ def _accept_token(match: re.Match[str]) -> bool:
     if group == "sk":  # a key, not a word in kebab case (`sk-learn-compatible-estimators`)
         key = any(c.isdigit() for c in value) or not value.islower() or value.isalpha()
         return key and _after_boundary(match, "_-")
-    if group in ("hf", "gh", "gl", "google", "slack", "jwt"):
+    if group in ("hf", "gh", "gl", "google", "slack", "jwt", "stripe", "pypi", "npm"):
         return _after_boundary(match, "_-")
     if group == "aws":
         return _after_boundary(match, "")
@@ -498,6 +503,8 @@ def _accept_token(match: re.Match[str]) -> bool:
         return _is_secret_name(_name_before(match)[1]) and not _NUMBER.fullmatch(value)
     if group in ("auth", "bearer"):
         return _tokenish(value)
+    if group == "cookie":  # name=value: the value identifies a session
+        return _tokenish(value.partition("=")[2])
     return True
 
 
@@ -544,6 +551,9 @@ _TOKEN_G = re.compile(r"g(?:h[pousr]|ithub_pat)_(?=[A-Za-z0-9_]{20})")
 _TOKEN_DASH = re.compile(r"-(?:(?<=sk-)|(?<=xox[abposr]-)|(?<=glpat-))(?=[\w-]{10})", re.ASCII)
 _TOKEN_A = re.compile(r"A(?=Iza|KIA|SIA)")
 _TOKEN_JWT = re.compile("eyJ")  # a JSON Web Token: header and payload are base64url of `{"`
+# Stripe's secret and restricted keys, PyPI's and npm's tokens.
+_TOKEN_UNDERSCORE = re.compile(r"(?:[sr]k_(?:live|test)|npm)_(?=[0-9A-Za-z]{16})")
+_TOKEN_PYPI = re.compile(r"pypi-(?=AgE)")
 # Where `_SECRET_WORD` can match, in the text with its letters in lower case: each finder
 # starts with a letter (rare in prose: k, cre...), and `_WORD_BACK` is the way back from what
 # it matches to the word's start.
@@ -578,6 +588,7 @@ def _ascending(*groups: list[int] | None) -> list[int] | None:
 # overlap itself, so their matches are all their occurrences (`_occurrences`).
 _SCHEME_END = re.compile("://")
 _BEARER = re.compile("bearer")
+_COOKIE = re.compile("cookie")
 
 
 def _starts(word: re.Pattern[str], text: str) -> Iterator[int]:
@@ -752,6 +763,8 @@ class _Places:
             self._found(_TOKEN_DASH, "-", 2, 4, 5),
             self._found(_TOKEN_A, "A", 0),
             self._found(_TOKEN_JWT, "J", 0),
+            self._found(_TOKEN_UNDERSCORE, "_", 0),
+            self._found(_TOKEN_PYPI, "-", 0),
         )
 
     def _aws_secret(self) -> list[int] | None:
@@ -775,7 +788,11 @@ class _Places:
             return None
         auth = [at for at in words if low.startswith("authorization", at)]
         bearer = self.bounded(_starts(_BEARER, low))
-        return _ascending(auth, [at - 6 for at in auth], bearer)  # or proxy-authorization
+        cookie = self.bounded(_starts(_COOKIE, low))
+        if bearer is None or cookie is None:
+            return None
+        # or proxy-authorization, or set-cookie
+        return _ascending(auth, [at - 6 for at in auth], bearer, cookie, [at - 4 for at in cookie])
 
     def _secret_flag(self) -> list[int] | None:
         """A flag's dash starts the run of name characters that holds its secret word."""
@@ -858,7 +875,10 @@ _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
 _FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
 _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
 _FLAG_BLANKS = _Lazy(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
-_TOKEN_PREFIX = _Lazy(r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ")
+_TOKEN_PREFIX = _Lazy(
+    r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ"
+    r"|[sr]k_(?:live|test)_|pypi-AgE|npm_"
+)
 
 
 def _end_of(run: re.Pattern[str], text: str, at: int) -> int:

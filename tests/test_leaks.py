@@ -480,8 +480,8 @@ def test_the_ledger_cannot_allow_a_scan_that_stopped() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["/home/ödön/models/x.gguf", "/Users/Émilie/Desktop/run.txt", "/users/bob/Desktop/x",
-     "C:\\Users\\Jörg\\Documents\\bench.txt", "~ödön/x"],
+    ["/home/ödön/models/x.gguf", "/Users/Émilie/Desktop/run.txt", "/home/Émilie/x",
+     "C:\\Users\\Jörg\\Documents\\bench.txt", "~ödön/x", "/home/Дмитрий/x"],
 )  # fmt: skip
 def test_a_home_of_any_letters_or_case_is_found_whole(path: str) -> None:
     (hit,) = leaks.scan_text(f"copied from {path} today")
@@ -517,3 +517,19 @@ def test_cookies_and_the_tokens_of_stripe_pypi_and_npm(text: str, secret: str) -
 )
 def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
     assert leaks.scan_text(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["GET /users/42/profile HTTP/1.1", "工作日为周一~周五。", "用户目录都在/home/下。",
+     "Le dossier « /home/\u00a0» ...", "The folder “/Users/” holds them", "see /home/… for files",
+     "Set-Cookie: theme=dark-mode-on; Path=/", "Cookie: consent=accepted_all"],
+)  # fmt: skip
+def test_prose_paths_punctuation_and_preferences_are_not_private(text: str) -> None:
+    assert leaks.scan_text(text) == []
+
+
+def test_a_session_cookie_in_a_json_header_is_found_without_its_quotes() -> None:
+    text = '{"headers": {"Cookie": "sid=8f3a9c2e71b04d5fa6c1e9b2"}}'
+    (hit,) = leaks.scan_text(text)
+    assert text[hit.start : hit.end] == "sid=8f3a9c2e71b04d5fa6c1e9b2"

@@ -27,8 +27,9 @@ names with values, flags, token prefixes, known user names) decide a run once
 
 What is private, by kind:
 
-- a home directory of any user: `/home/u`, `/home//u`, `/var/home/u`, `/Users/u`, `/root/...`,
-  `~u/...`, `C:\\Users\\u` (a user of two letters too);
+- a home directory of any user, named in Latin, Greek or Cyrillic letters: `/home/u`,
+  `/home//u`, `/var/home/u`, `/Users/u`, `/root/...`, `~u/...`, `C:\\Users\\u`, `/home/ödön`
+  (a user of two letters too);
 - temporary directories (`/tmp/x`, `/var/folders/...`);
 - IP addresses other than loopback: IPv6 in every notation (compressed, zone ids, IPv4-mapped,
   letters only); IPv4 in a private range, or in a public one where the text says it is an
@@ -37,12 +38,14 @@ What is private, by kind:
   `libcublas.so.13.0.2.14`) is a version, and so is a public one without such context;
 - MAC addresses, e-mail addresses outside the documentation domains, `user@host`, URLs
   whose host is a local machine name (one label, or `.local`, `.lan`, `.internal`...);
-- tokens: the known prefixes (`hf_`, `sk-`, `ghp_`, `AKIA`...), JSON Web Tokens
-  (`eyJ...`.`eyJ...`.`...`), AWS secret access keys, and
+- tokens: the known prefixes (`hf_`, `sk-`, `ghp_`, `AKIA`, `sk_live_`, `npm_`,
+  `pypi-AgE`...), JSON Web Tokens (`eyJ...`.`eyJ...`.`...`), AWS secret access keys, and
   any value after a key-like name (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`,
-  `Authorization:`, `Bearer`), whatever its alphabet; the value of a secret flag, as
-  `--flag=value`, `--flag value` or the next argument of a command line;
-- private key blocks.
+  `Authorization:`, `Bearer`, `Cookie:`), whatever its alphabet; the value of a secret
+  flag, as `--flag=value`, `--flag value` or the next argument of a command line;
+- private key blocks (one with no END line: to the end of its string).
+
+Export also finds the values it knows in base64 (wrapped in lines or not) and in hex.
 """
 
 from __future__ import annotations
@@ -196,8 +199,12 @@ _SLASH = r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/))(?:/|\./)*+"
 _S = r"/++(?:\./++)*+"  # a separator inside a path: `/`, `//`, `/./`...
 # A user's own directory: its name may be any letters (`/home/ödön`, `/Users/Émilie`); the
 # rest of the path (`_PATH_REST`) takes any character but a delimiter.
-_NAME_START = r"(?:[A-Za-z0-9_]|[^\x00-\x7f\s])"
-_NAME_CHAR = r"(?:[A-Za-z0-9._-]|[^\x00-\x7f\s])"
+# Letters of the Latin, Greek and Cyrillic scripts past ASCII (no `×` or `÷`), and the
+# combining marks of a name written decomposed: not punctuation (`…`, `“`, a no-break
+# space) nor CJK, whose prose puts `~` and `/` between words (`周一~周五`).
+_LETTER = "\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0300-\u036f\u0370-\u03ff\u0400-\u052f"
+_NAME_START = rf"[A-Za-z0-9_{_LETTER}]"
+_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}-]"
 _HOME_DIR = rf"{_NAME_START}[A-Za-z0-9._-]*"
 # /home/al, /var/home/al (Silverblue), /usr/home/al (FreeBSD), /Users/al and macOS's
 # /System/Volumes/Data/Users/al, /root; C:\Users\al as WSL (/mnt/c/...), Cygwin
@@ -205,11 +212,11 @@ _HOME_DIR = rf"{_NAME_START}[A-Za-z0-9._-]*"
 _HOME = _Lazy(
     rf"""
       {_SLASH}(?:(?:var|usr){_S})?home{_S}{_HOME_DIR}{_PATH_REST}
-    | {_SLASH}(?:System{_S}Volumes{_S}Data{_S})?(?i:Users){_S}(?!(?i:Shared)\b)
+    | {_SLASH}(?:System{_S}Volumes{_S}Data{_S})?Users{_S}(?!Shared\b)
       {_HOME_DIR}{_PATH_REST}
     | {_SLASH}root/++{_PATH_REST}
     | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}{_HOME_DIR}{_PATH_REST}
-    | ~(?<![\w~$]~)(?:[A-Za-z_]|[^\x00-\x7f\s]){_NAME_CHAR}*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
+    | ~(?<![\w~$]~)[A-Za-z_{_LETTER}]{_NAME_CHAR}*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -296,8 +303,8 @@ _AUTH_TOKENS = _Lazy(
       (?:(?i:basic)\s+(?P<basic>[A-Za-z0-9+/]{{8,}}={{0,2}})
         |(?:[A-Za-z][\w-]*[ \t]+)?(?P<auth>{_TOKEN_VALUE}{{7,}}))
     | (?<![\w-])(?i:bearer)[ \t]+(?P<bearer>{_TOKEN_VALUE}{{11,}})
-    | (?<![\w-])(?i:(?:set-)?cookie)[ \t]*:[ \t]*
-      (?P<cookie>[A-Za-z0-9!#$%&'*+.^_`|~-]+=[^\s;\x00-\x02]{{8,}})
+    | (?<![\w-])(?i:(?:set-)?cookie)["']?[ \t]*[:\x01][ \t]*["']?
+      (?P<cookie>[A-Za-z0-9!#$%&'*+.^_`|~-]+=[^\s;"'<>{{}}\x00-\x02]{{8,}})
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -503,8 +510,9 @@ def _accept_token(match: re.Match[str]) -> bool:
         return _is_secret_name(_name_before(match)[1]) and not _NUMBER.fullmatch(value)
     if group in ("auth", "bearer"):
         return _tokenish(value)
-    if group == "cookie":  # name=value: the value identifies a session
-        return _tokenish(value.partition("=")[2])
+    if group == "cookie":  # name=value: a value with a digit, or a long one, is a session's
+        cookie = value.partition("=")[2]
+        return any(c.isdigit() for c in cookie) or len(cookie) >= 20
     return True
 
 

@@ -222,7 +222,7 @@ def verify(
         from verifier.modelfiles import check_new_output
 
         check_new_output(output)
-    if output is None:
+    else:
         require_stdout("the report")
     with loading():
         from verifier.report.document import BundleOutcome, build_report

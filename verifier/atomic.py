@@ -1,9 +1,11 @@
-"""Putting a finished file in place without ever replacing one that appeared meanwhile."""
+"""Putting a finished file in place without ever replacing one that exists or appeared meanwhile."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from verifier.errors import EvidenceError, UsageError
 
 
 def link_into_place(temporary: Path, target: Path) -> None:
@@ -20,3 +22,32 @@ def link_into_place(temporary: Path, target: Path) -> None:
         os.rename(temporary, target)
     else:
         temporary.unlink()
+
+
+def check_new_output(target: Path) -> None:
+    """Refuse, before any work, an output that exists or whose folder does not."""
+    if os.path.lexists(target):
+        raise UsageError(f"{target} already exists; refusing to overwrite it")
+    if not target.absolute().parent.is_dir():
+        raise UsageError(f"{target.absolute().parent} is not a directory")
+
+
+def write_new_file(target: Path, data: bytes) -> None:
+    """Write beside `target`, then link it into place: never a partial file, never a clobber."""
+    check_new_output(target)
+    parent = target.absolute().parent
+    temporary = parent / f".{target.name}.{os.getpid()}.partial"
+    try:
+        with open(temporary, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            link_into_place(temporary, target)
+        except FileExistsError:
+            raise EvidenceError(f"{target} appeared meanwhile; left it as it was") from None
+    except OSError as exc:
+        raise EvidenceError(f"cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        if temporary.exists():
+            temporary.unlink()

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verifier.atomic import link_into_place
-from verifier.errors import EvidenceError, UsageError
+from verifier.errors import EvidenceError
 from verifier.schemas import SCHEMA_VERSION
 
 _HF_REPO_DIR = re.compile(r"^models--(.+)$")
@@ -299,32 +298,3 @@ def hash_model(
         revision or (snapshot.revision if snapshot else None),
         tuple(files),
     )
-
-
-def check_new_output(target: Path) -> None:
-    """Refuse, before any hashing, an output that exists or whose folder does not."""
-    if os.path.lexists(target):
-        raise UsageError(f"{target} already exists; refusing to overwrite it")
-    if not target.absolute().parent.is_dir():
-        raise UsageError(f"{target.absolute().parent} is not a directory")
-
-
-def write_new_file(target: Path, data: bytes) -> None:
-    """Write beside `target`, then link it into place: never a partial file, never a clobber."""
-    check_new_output(target)
-    parent = target.absolute().parent
-    temporary = parent / f".{target.name}.{os.getpid()}.partial"
-    try:
-        with open(temporary, "xb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            link_into_place(temporary, target)
-        except FileExistsError:
-            raise ModelFilesError(f"{target} appeared meanwhile; left it as it was") from None
-    except OSError as exc:
-        raise ModelFilesError(f"cannot write {target}: {exc.strerror or exc}") from None
-    finally:
-        if temporary.exists():
-            temporary.unlink()

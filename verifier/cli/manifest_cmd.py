@@ -48,8 +48,9 @@ def manifest(
       evidence manifest ~/.cache/huggingface/hub/models--org--name/snapshots/REV
         -o model-manifest.json
     """
+    from verifier.atomic import check_new_output, write_new_file
     from verifier.jsonio import dumps_stable
-    from verifier.modelfiles import check_new_output, hash_model, write_new_file
+    from verifier.modelfiles import hash_model
 
     if output is not None:
         check_new_output(output)

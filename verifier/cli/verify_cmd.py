@@ -28,7 +28,7 @@ from verifier.cli.common import (
     stderr,
     stderr_console,
 )
-from verifier.errors import UnreadableInput, UnsafeInput, UsageError
+from verifier.errors import EvidenceError, UnreadableInput, UnsafeInput, UsageError
 from verifier.model import Verdict
 from verifier.report.common import printable
 from verifier.report.formats import OutputFormat
@@ -219,7 +219,7 @@ def verify(
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
     if output is not None:  # before the work: a report never replaces a file
-        from verifier.modelfiles import check_new_output
+        from verifier.atomic import check_new_output
 
         check_new_output(output)
     else:
@@ -352,11 +352,11 @@ def _write(
             width = Console().width
         render(report, output_format, buffer, width)
         rendered = buffer.getvalue()
-    from verifier.modelfiles import ModelFilesError, write_new_file
+    from verifier.atomic import write_new_file
 
     try:  # beside it, then linked into place: never a partial file, never a clobber
         write_new_file(output, rendered.encode("utf-8"))
-    except ModelFilesError as exc:
+    except EvidenceError as exc:
         raise UsageError(f"--output: {exc.message}") from None
     note(f"report written to {output}")
 

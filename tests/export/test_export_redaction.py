@@ -16,6 +16,14 @@ from verifier.errors import ExportError
 from verifier.export import ExportOptions, export_bundle
 
 
+def _exported_notes(f: RawFactory, tmp_path: Path) -> list[str]:
+    """The notes of the public experiment that exporting `f` writes."""
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
+    notes: list[str] = json.loads((out / "experiment.json").read_text())["notes"]
+    return notes
+
+
 def published_bytes(out: Path, archive: Path | None) -> list[tuple[str, bytes]]:
     found = [(str(p.relative_to(out)), p.read_bytes()) for p in out.rglob("*") if p.is_file()]
     if archive is not None:
@@ -60,9 +68,7 @@ def test_ledger_never_holds_a_removed_value(seed_raw: Path, tmp_path: Path) -> N
 def test_short_user_name_is_replaced_in_account_contexts_only(tmp_path: Path) -> None:
     f = RawFactory(host=Host(user="al", home="/home/al", cwd="/srv/work", binary="/opt/bin/srv"))
     f.run["notes"] = ["al dente, see /srv/shared/al/file and al@remote", "~al/x"]
-    out = tmp_path / "public"
-    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
-    notes = json.loads((out / "experiment.json").read_text())["notes"]
+    notes = _exported_notes(f, tmp_path)
     assert notes == [
         "al dente, see /srv/shared/<user>/file and <user>@<host>",
         "/path/to/home",
@@ -72,9 +78,7 @@ def test_short_user_name_is_replaced_in_account_contexts_only(tmp_path: Path) ->
 def test_generic_account_names_are_not_redacted(tmp_path: Path) -> None:
     f = RawFactory(host=Host(user="root", home="/root", cwd="/root/w", binary="/root/srv"))
     f.run["notes"] = ["the root of the problem"]
-    out = tmp_path / "public"
-    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
-    notes = json.loads((out / "experiment.json").read_text())["notes"]
+    notes = _exported_notes(f, tmp_path)
     assert notes == ["the root of the problem"]
 
 
@@ -315,16 +319,14 @@ def test_a_known_private_value_in_base64_is_removed_from_free_text(tmp_path: Pat
         f"home {_b64('cd ' + f.host.home + '/x')}; again {url_safe}",
         f"weights {digest}, blob {unrelated}",
     ]
-    out = tmp_path / "public"
-    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
-    notes = json.loads((out / "experiment.json").read_text())["notes"]
+    notes = _exported_notes(f, tmp_path)
     assert notes == [
         "model loaded from /path/to/model",
         "Basic <token>",
         "home /path/to/home; again /path/to/model",
         f"weights {digest}, blob {unrelated}",
     ]
-    ledger = json.loads((out / "redaction-ledger.json").read_text())["entries"]
+    ledger = json.loads((tmp_path / "public" / "redaction-ledger.json").read_text())["entries"]
     categories = {e["category"] for e in ledger if e["pointer"].startswith("/notes/")}
     assert categories == {"private-path", "token"}
 
@@ -339,9 +341,7 @@ def test_a_known_private_value_in_base64_wrapped_in_lines_is_removed(
     encoded = _b64("x" * 50 + f.host.home + "/elsewhere" + "y" * 40)
     lines = newline.join(encoded[i : i + width] for i in range(0, len(encoded), width))
     f.run["notes"] = [f"dump:\n{lines}\n(end)"]  # (a line of letters would join the run)
-    out = tmp_path / "public"
-    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
-    notes = json.loads((out / "experiment.json").read_text())["notes"]
+    notes = _exported_notes(f, tmp_path)
     assert notes == ["dump:\n/path/to/home\n(end)"]
 
 
@@ -355,9 +355,7 @@ def test_a_known_private_value_in_hex_is_removed(tmp_path: Path) -> None:
         f"path {(f.host.home + '/x').encode().hex().upper()}",
         f"weights {digest}",
     ]
-    out = tmp_path / "public"
-    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
-    notes = json.loads((out / "experiment.json").read_text())["notes"]
+    notes = _exported_notes(f, tmp_path)
     assert notes == ["blob <token>", "path /path/to/home", f"weights {digest}"]
 
 

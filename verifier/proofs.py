@@ -135,13 +135,10 @@ def _all_counts(snapshot: Snapshot, refs: tuple[str, ...]) -> bool:
     for value in snapshot.counters(refs):
         if value is not None and not (0 <= value <= MAX_COUNT and float(value).is_integer()):
             return False
-    if snapshot.many_samples():  # (a family of one sample is its sum, checked above)
-        for ref in refs:
-            if ref.startswith("metric:"):
-                for value in snapshot.samples(ref).values():
-                    if not (0 <= value <= MAX_COUNT and float(value).is_integer()):
-                        return False
-    return True
+    # (a family of one sample is its sum, checked above; `samples` of a stats field is {})
+    return not snapshot.many_samples() or all(
+        all(map(_is_count, snapshot.samples(ref).values())) for ref in refs
+    )
 
 
 def _counts(snapshot: Snapshot, ref: str) -> bool:
@@ -377,7 +374,7 @@ def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | No
                 "lookups for: more hits than lookups"
             )
     used = _stats_counters(rules.signals)
-    if not used or not any(d for d in record.before.deltas(record.after, used) if d and d > 0):
+    if not any(d is not None and d > 0 for d in record.before.deltas(record.after, used)):
         return None
     pointer = rules.cache_enabled_pointer
     if pointer is not None:

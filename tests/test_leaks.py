@@ -501,13 +501,17 @@ def test_a_private_key_with_no_end_line_goes_to_the_end_of_its_string() -> None:
     ("text", "secret"),
     [
         ("Cookie: session=8f14e45fceea167a5a36", "session=8f14e45fceea167a5a36"),
-        ("Set-Cookie: sid=s%3AZ29vZGJ5ZQ.Xy12Ab9dq83; Path=/", "sid=s%3AZ29vZGJ5ZQ.Xy12Ab9dq83"),
+        ("Set-Cookie: sid=s%3AZ29vZGJ5ZQ.Xy12Ab9; Path=/", "sid=s%3AZ29vZGJ5ZQ.Xy12Ab9; Path=/"),
+        ("Cookie: theme=dark; sid=8f14e45fceea", "theme=dark; sid=8f14e45fceea"),
+        ('{"Cookie": "a=b; sid=8f3a9c2e71b04d5fa6c1e9b2"}', "a=b; sid=8f3a9c2e71b04d5fa6c1e9b2"),
+        ("POST https://hooks.slack.com/services/T0123ABCD/B0123ABCD/abcdefghijklmnopqrstuvwx ok",
+         "hooks.slack.com/services/T0123ABCD/B0123ABCD/abcdefghijklmnopqrstuvwx"),
         ("key sk_live_4eC39HqLyjWDarjtT1zdp7dc here", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
         ("rk_test_abcdefghij0123456789", "rk_test_abcdefghij0123456789"),
         ("npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
     ],
 )  # fmt: skip
-def test_cookies_and_the_tokens_of_stripe_pypi_and_npm(text: str, secret: str) -> None:
+def test_cookies_webhooks_and_the_tokens_of_stripe_pypi_and_npm(text: str, secret: str) -> None:
     (hit,) = leaks.scan_text(text)
     assert hit.category == leaks.TOKEN and text[hit.start : hit.end] == secret
 
@@ -523,7 +527,9 @@ def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
     "text",
     ["GET /users/42/profile HTTP/1.1", "工作日为周一~周五。", "用户目录都在/home/下。",
      "Le dossier « /home/\u00a0» ...", "The folder “/Users/” holds them", "see /home/… for files",
-     "Set-Cookie: theme=dark-mode-on; Path=/", "Cookie: consent=accepted_all"],
+     "Set-Cookie: theme=dark-mode-on; Path=/", "Cookie: consent=accepted_all",
+     "Cookie: lang=en; theme=dark; tz=UTC", "Set-Cookie: id=a3fWa; Expires=Thu, 21 Oct 2021",
+     "see hooks.slack.com/services/ for how"],
 )  # fmt: skip
 def test_prose_paths_punctuation_and_preferences_are_not_private(text: str) -> None:
     assert leaks.scan_text(text) == []

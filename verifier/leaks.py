@@ -286,6 +286,7 @@ _PREFIXED_TOKENS = _Lazy(
     | AIza(?P<google>[0-9A-Za-z_-]{35})
     | (?:AKIA|ASIA)(?P<aws>[0-9A-Z]{16})(?![A-Za-z0-9])
     | xox[abposr]-(?P<slack>[A-Za-z0-9-]{10,})
+    | hooks\.slack\.com/(?:services|workflows|triggers)/(?P<slackhook>[A-Za-z0-9_/-]{20,})
     | [sr]k_(?:live|test)_(?P<stripe>[0-9A-Za-z]{16,})
     | pypi-(?P<pypi>AgE[A-Za-z0-9_-]{40,})
     | npm_(?P<npm>[A-Za-z0-9]{36})(?![A-Za-z0-9])
@@ -297,6 +298,9 @@ _AWS_SECRET = _Lazy(
     r"(?<![A-Za-z0-9/+=])(?P<awssecret>[A-Za-z0-9][A-Za-z0-9/+]{38}[A-Za-z0-9])(?![A-Za-z0-9+=])",
     re.ASCII,
 )
+# One name=value pair of a cookie header. The pairs are told apart by `;`, which neither
+# side holds, so the list is read in one pass; which value is a session's is `_accept_token`'s.
+_COOKIE_PAIR = r"""[A-Za-z0-9!#$%&'*+.^_`|~-]+=[^\s;"'<>{}\x00-\x02]*"""
 _AUTH_TOKENS = _Lazy(
     rf"""
       (?<![\w-])(?i:(?:proxy-)?authorization)["']?[ \t]*[:=\x01][ \t]*["']?
@@ -304,7 +308,7 @@ _AUTH_TOKENS = _Lazy(
         |(?:[A-Za-z][\w-]*[ \t]+)?(?P<auth>{_TOKEN_VALUE}{{7,}}))
     | (?<![\w-])(?i:bearer)[ \t]+(?P<bearer>{_TOKEN_VALUE}{{11,}})
     | (?<![\w-])(?i:(?:set-)?cookie)["']?[ \t]*[:\x01][ \t]*["']?
-      (?P<cookie>[A-Za-z0-9!#$%&'*+.^_`|~-]+=[^\s;"'<>{{}}\x00-\x02]{{8,}})
+      (?P<cookie>{_COOKIE_PAIR}(?:;[ \t]*{_COOKIE_PAIR})*)
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -490,7 +494,7 @@ def _accept_token(match: re.Match[str]) -> bool:
     if group == "sk":  # a key, not a word in kebab case (`sk-learn-compatible-estimators`)
         key = any(c.isdigit() for c in value) or not value.islower() or value.isalpha()
         return key and _after_boundary(match, "_-")
-    if group in ("hf", "gh", "gl", "google", "slack", "jwt", "stripe", "pypi", "npm"):
+    if group in ("hf", "gh", "gl", "google", "slack", "slackhook", "jwt", "stripe", "pypi", "npm"):
         return _after_boundary(match, "_-")
     if group == "aws":
         return _after_boundary(match, "")
@@ -510,10 +514,15 @@ def _accept_token(match: re.Match[str]) -> bool:
         return _is_secret_name(_name_before(match)[1]) and not _NUMBER.fullmatch(value)
     if group in ("auth", "bearer"):
         return _tokenish(value)
-    if group == "cookie":  # name=value: a value with a digit, or a long one, is a session's
-        cookie = value.partition("=")[2]
-        return any(c.isdigit() for c in cookie) or len(cookie) >= 20
+    if group == "cookie":  # the whole list goes, where one of its values is a session's
+        return any(_is_session(pair.partition("=")[2]) for pair in value.split(";"))
     return True
+
+
+def _is_session(cookie: str) -> bool:
+    """A cookie's value is a session's where it has 8 characters or more and a digit, or
+    20 or more: `theme=dark-mode-on` is a preference."""
+    return len(cookie) >= 20 or (len(cookie) >= 8 and any(c.isdigit() for c in cookie))
 
 
 def _matches(
@@ -562,6 +571,8 @@ _TOKEN_JWT = re.compile("eyJ")  # a JSON Web Token: header and payload are base6
 # Stripe's secret and restricted keys, PyPI's and npm's tokens.
 _TOKEN_UNDERSCORE = re.compile(r"(?:[sr]k_(?:live|test)|npm)_(?=[0-9A-Za-z]{16})")
 _TOKEN_PYPI = re.compile(r"pypi-(?=AgE)")
+_SLACK_HOOKS = "hooks.slack.com/"  # a webhook's URL: its path is the secret
+_TOKEN_SLACK_HOOK = re.compile(re.escape(_SLACK_HOOKS))
 # Where `_SECRET_WORD` can match, in the text with its letters in lower case: each finder
 # starts with a letter (rare in prose: k, cre...), and `_WORD_BACK` is the way back from what
 # it matches to the word's start.
@@ -773,6 +784,7 @@ class _Places:
             self._found(_TOKEN_JWT, "J", 0),
             self._found(_TOKEN_UNDERSCORE, "_", 0),
             self._found(_TOKEN_PYPI, "-", 0),
+            self._found(_TOKEN_SLACK_HOOK, _SLACK_HOOKS, 0),
         )
 
     def _aws_secret(self) -> list[int] | None:
@@ -1853,13 +1865,27 @@ class DocumentHit:
         return self.pointer + (" (an object key)" if self.is_key else "")
 
 
+def _utf8_run(escape: str) -> str:
+    """A pattern of the escapes (`%`, `\\x`) of one UTF-8 character's bytes: a lead byte, then
+    as many continuation bytes as it announces."""
+    lead, more = re.escape(escape), f"(?:{re.escape(escape)}[89abAB][0-9a-fA-F])"
+    return (
+        f"(?:{lead}[cdCD][0-9a-fA-F]{more}|{lead}[eE][0-9a-fA-F]{more}{{2}}"
+        f"|{lead}[fF][0-7]{more}{{3}})"
+    )
+
+
 class _Decoded:
     """A text with its escapes decoded once, and the way back to the text's offsets."""
 
     # JSON's escapes (`\\n` too: in `cannot open\\n/home/alice` the `n` would stand
     # before the path as a letter), URL's, C's and Python's `\\xHH`, HTML's `&#47;`, `&#x2f;`.
+    # A run of `%HH` or `\\xHH` that spells one character in UTF-8 (`%C3%B6`, `ö`) is one
+    # escape of that character; a run that does not is one escape a byte, each its Latin-1
+    # character, as a lone `%HH` is.
     _ESCAPE = re.compile(
-        r"\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
+        rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
+        r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|&#([0-9]{1,7});|&#[xX]([0-9A-Fa-f]{1,6});"
     )
     _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
@@ -1890,12 +1916,31 @@ class _Decoded:
         spans: list[tuple[int, int]] = []
         last = length = 0
         for match in cls._ESCAPE.finditer(text):
-            if escapes is not None and len(spans) == escapes:
+            if escapes is not None and len(spans) >= escapes:
                 return match.start()
             pieces.append(text[last : match.start()])
             length += match.start() - last
-            code, literal, control, percent, decimal, hexadecimal = match.groups()
-            if literal is not None:
+            utf8, code, literal, control, percent, decimal, hexadecimal = match.groups()
+            if utf8 is not None:
+                width = 3 if utf8[0] == "%" else 4  # `%HH` or `\\xHH`
+                data = bytes(
+                    int(utf8[at + width - 2 : at + width], 16) for at in range(0, len(utf8), width)
+                )
+                try:
+                    character = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    character = ""
+                if len(character) != 1:  # not one character: each byte its own escape
+                    at = match.start()
+                    for byte in data:
+                        pieces.append(chr(byte))
+                        positions.append(length)
+                        spans.append((at, at + width))
+                        at, length = at + width, length + 1
+                    last = match.end()
+                    continue
+                pieces.append(character)
+            elif literal is not None:
                 pieces.append(literal)
             elif control is not None:
                 pieces.append(cls._CONTROL[control])

@@ -370,3 +370,21 @@ def test_a_known_private_path_in_base64_in_a_metric_label_stops_the_export(
     with pytest.raises(ExportError, match=r"telemetry/after/metrics \(an object key\).*private"):
         export_bundle(ExportOptions(f.write(tmp_path / "raw"), tmp_path / "public"))
     assert not (tmp_path / "public").exists()
+
+
+def test_a_user_name_percent_encoded_in_utf8_is_removed(tmp_path: Path) -> None:
+    """`jörg` in a URL is `j%C3%B6rg` (and `\\xc3\\xb6` in a Python bytes repr): each run of
+    escapes that spells one character is read as that character, so the name is found."""
+    f = RawFactory(
+        host=Host(user="jörg-lindqvist", hostname="lab-host-07", home="/home/jörg-lindqvist",
+                  cwd="/home/jörg-lindqvist/work", binary="/opt/mlxcel-server",
+                  model="/home/jörg-lindqvist/models/Qwen3-1.7B-4bit"))  # fmt: skip
+    f.run["notes"] = [
+        "owner=j%C3%B6rg-lindqvist&x=1",
+        "b'j\\xc3\\xb6rg-lindqvist'",
+        "double: j%25C3%25B6rg-lindqvist",
+        "price 5%C2%A0%E2%82%AC stays",
+    ]
+    notes = _exported_notes(f, tmp_path)
+    assert all("lindqvist" not in note for note in notes[:3]), notes
+    assert notes[3] == "price 5%C2%A0%E2%82%AC stays"

@@ -356,6 +356,8 @@ def test_independent_within_each_condition_says_so_when_conditions_differ(
         ({"mirostat": 2}, False),
         ({"dynatemp_range": "1.5"}, False),
         ({"samplers": ["top_k", "dist"]}, False),
+        ({"xtc_probability": 0, "xtc_threshold": 0.1}, True),
+        ({"xtc_probability": 1.0, "xtc_threshold": 0.1}, False),  # drops the top token first
     ],
 )
 def test_a_body_that_samples_even_at_temperature_0_is_not_greedy(
@@ -365,3 +367,29 @@ def test_a_body_that_samples_even_at_temperature_0_is_not_greedy(
 
     for body in ({"temperature": 0, **extra}, {"top_k": 1, **extra}):
         assert (sampled(body) is None) is greedy, body
+
+
+@pytest.mark.parametrize(
+    ("servers", "edit", "words"),
+    [
+        # llama-server reads the last of two flags: the cache-off server's is undone
+        ("off", lambda s: s["argv"].append("--cache-prompt"), "--cache-prompt"),
+        ("off", lambda s: s["argv"].append("--cache-prompt=true"), "--cache-prompt=true"),
+        ("on", lambda s: s["argv"].append("--cache-prompt=false"), "--cache-prompt=false"),
+        # llama-server reads `_` in a long option as `-`: the cache-on servers ran cold
+        ("all", lambda s: s["argv"].append("--no_cache_prompt"), "--no_cache_prompt"),
+        # LLAMA_ARG_NO_CACHE_PROMPT is --no-cache-prompt, on a cache-on server too
+        ("all", lambda s: s["environment"].update(LLAMA_ARG_NO_CACHE_PROMPT="1"),
+         "LLAMA_ARG_NO_CACHE_PROMPT"),
+    ],
+)  # fmt: skip
+def test_the_cache_set_by_another_spelling_than_the_cache_off_flag(
+    tmp_path: Path, servers: str, edit: Callable[[Any], None], words: str
+) -> None:
+    def spelled(experiment: Any) -> None:
+        for server in _servers(experiment):
+            if servers == "all" or server["cache_disabled"] is (servers == "off"):
+                edit(server)
+
+    files = _edited(_archive_files("llama-cpp-real.tar.gz"), layout.EXPERIMENT, spelled)
+    _invalid(files, tmp_path, "servers", words)

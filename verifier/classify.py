@@ -57,9 +57,14 @@ def sampled(body: object) -> str | None:
 
 
 # Fields that make a server draw at random even at temperature 0 or top_k 1 (llama.cpp:
-# dynamic temperature widens 0 to a range, mirostat replaces the samplers, and a sampler
-# list can leave out the ones that would pick the top token), with the value that does not.
-_RANDOM_ANYWAY: tuple[tuple[str, object], ...] = (("dynatemp_range", 0), ("mirostat", 0))
+# dynamic temperature widens 0 to a range, mirostat replaces the samplers, XTC drops the
+# top tokens at random before temperature keeps the top one, and a sampler list can leave
+# out the ones that would pick the top token), with the value that does not.
+_RANDOM_ANYWAY: tuple[tuple[str, object], ...] = (
+    ("dynatemp_range", 0),
+    ("mirostat", 0),
+    ("xtc_probability", 0),
+)
 
 
 def _random_anyway(body: dict[str, Any], number: Callable[[str], float | None]) -> str | None:

@@ -3,7 +3,7 @@ and a condition's settings equal to what each of its servers ran with."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from verifier import layout
 from verifier.checks.context import BundleContext, has_args
@@ -73,6 +73,11 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                         f"a cache-on server's command line has {flag}", *where, "argv",
                         expected=f"argv without {flag}",
                     )  # fmt: skip
+            if rules is not None and rules.cache_off_args:
+                for message, field, named in _cache_spelled_otherwise(
+                    server.argv, server.environment, server.cache_disabled, rules.cache_off_args
+                ):
+                    yield error(message, *where, field, *named)
             if condition.server_args and not has_args(server.argv, condition.server_args):
                 yield error(
                     f"the condition's server arguments {' '.join(condition.server_args)!r} are "
@@ -146,4 +151,51 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                 "not declare",
                 file=record.file,
                 pointer="/server_instance",
+            )
+
+
+def _cache_key(option: str) -> str:
+    """The setting an option or environment name is about, whichever way it is spelled or
+    turned: `--no-cache-prompt`, `--cache_prompt` and `--cache-prompt=false` are all about
+    `cache-prompt` (llama-server reads `_` in a long option as `-`); vLLM's
+    `--[no-]enable-prefix-caching` is about `prefix-caching`."""
+    key = option.partition("=")[0].lstrip("-").lower().replace("_", "-")
+    for turn in ("no-", "disable-", "enable-"):
+        key = key.removeprefix(turn)
+    return key
+
+
+def _cache_spelled_otherwise(
+    argv: tuple[str, ...], environment: Mapping[str, str], cache_off: bool, flags: tuple[str, ...]
+) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """The cache-off flag shows a server's role only where nothing else sets the same cache:
+    another spelling of it (`--no_cache_prompt`), its positive form after it on a cache-off
+    server (`--cache-prompt`: the last one given is read), a value given to that form
+    (`--cache-prompt=false`), or an environment variable for it (`LLAMA_ARG_NO_CACHE_PROMPT`),
+    which a cache-on server would run with too. Each is (message, field, (name,))."""
+    keys = {_cache_key(f) for f in flags if f.startswith("-")}
+    if not keys:
+        return
+    exact = set(flags)
+    for arg in argv:
+        option = arg.partition("=")[0]
+        if not option.startswith("-") or option in exact or _cache_key(option) not in keys:
+            continue
+        bare = option.lstrip("-").lower().replace("_", "-")
+        negative = bare.startswith(("no-", "disable-"))
+        if negative or cache_off or "=" in arg:
+            yield (
+                f"the command line gives {arg}, which sets the same cache as the cache-off flag "
+                f"{' '.join(flags)}: what the server ran with is not shown by that flag",
+                "argv",
+                (),
+            )
+    for name in environment:
+        key = name.lower().replace("_", "-")
+        if any(key == k or key.endswith("-" + k) for k in keys):
+            yield (
+                f"the environment sets {name}, which sets the same cache as the cache-off flag "
+                f"{' '.join(flags)}: what the server ran with is not shown by that flag",
+                "environment",
+                (name,),
             )

@@ -393,3 +393,71 @@ def test_the_cache_set_by_another_spelling_than_the_cache_off_flag(
 
     files = _edited(_archive_files("llama-cpp-real.tar.gz"), layout.EXPERIMENT, spelled)
     _invalid(files, tmp_path, "servers", words)
+
+
+def _llama_records(edit: Callable[[str, Any], None]) -> Files:
+    """The real llama.cpp capture with each record edited by `edit(name, record)`."""
+    files = _archive_files("llama-cpp-real.tar.gz")
+    for name in sorted(n for n in files if n.startswith(layout.RECORDS_DIR + "/")):
+        files = _edited(files, name, lambda record, name=name: edit(name, record))
+    return files
+
+
+def test_a_fresh_server_that_had_worked_before_its_first_request(tmp_path: Path) -> None:
+    def worked(_name: str, record: Any) -> None:
+        for snapshot in ("before", "after"):
+            metrics = record["telemetry"][snapshot]["metrics"]
+            metrics["llamacpp:prompt_tokens_total"] += 660
+            metrics["llamacpp:tokens_predicted_total"] += 560
+
+    _invalid(_llama_records(worked), tmp_path, "telemetry", "did work nobody recorded before")
+
+
+def test_work_nobody_recorded_between_two_requests(tmp_path: Path) -> None:
+    def hidden(name: str, record: Any) -> None:
+        if name.endswith(("/003.json", "/004.json")):  # a warm-up hidden before the reset
+            record["telemetry"]["before" if name.endswith("4.json") else "after"]["metrics"][
+                "llamacpp:prompt_tokens_total"
+            ] += 0 if name.endswith("3.json") else 66
+
+    _invalid(_llama_records(hidden), tmp_path, "telemetry", "between records/default/003.json")
+
+
+def test_a_server_that_worked_longer_than_its_request_took(tmp_path: Path) -> None:
+    def longer(name: str, record: Any) -> None:
+        if name.endswith("/001.json"):
+            record["response"]["timings"]["prompt_ms"] = 100.0
+
+    _invalid(_llama_records(longer), tmp_path, "consistency", "longer than the whole request")
+
+
+def test_two_requests_in_flight_inside_the_clock_leeway(tmp_path: Path) -> None:
+    """The second request starts 2 ms after the first, which the server says took 3.8 ms:
+    within the 50 ms the clocks are allowed, but not within the server's own timings."""
+
+    def early(name: str, record: Any) -> None:
+        if name.endswith("/002.json"):
+            record["started_at"] = "2026-12-01T11:03:01.781Z"
+
+    _invalid(_llama_records(early), tmp_path, "consistency", "two requests in flight")
+
+
+@pytest.mark.parametrize("shift", [-86400, 30])
+def test_answers_whose_times_do_not_follow_their_requests(tmp_path: Path, shift: int) -> None:
+    def moved(name: str, record: Any) -> None:
+        if record["claimed_arm"] == "warm":
+            record["response"]["created"] += shift
+
+    _invalid(_llama_records(moved), tmp_path, "consistency", "do not follow their requests")
+
+
+@pytest.mark.parametrize(
+    ("which", "words"),
+    [("warm", "another server build"), ("all", "not the declared build_commit")],
+)
+def test_answers_from_another_server_build(tmp_path: Path, which: str, words: str) -> None:
+    def built(name: str, record: Any) -> None:
+        if which == "all" or record["claimed_arm"] == "warm":
+            record["response"]["system_fingerprint"] = "b9999-deadbee"
+
+    _invalid(_llama_records(built), tmp_path, "consistency", words)

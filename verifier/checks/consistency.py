@@ -40,6 +40,8 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
     yield from _one_request_per_record(ctx, experiment)
     yield from _one_model(ctx)
     yield from _one_server_at_a_time(experiment)
+    yield from _answers_in_time(ctx)
+    yield from _one_build(ctx, experiment)
 
 
 def _the_named_server(
@@ -219,6 +221,101 @@ def _overridden(
             )  # fmt: skip
 
 
+_FINGERPRINT_COMMIT = re.compile(r"b[0-9]+-([0-9a-f]{7,40})")
+
+
+def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
+    """One experiment runs one server build: every answer's `system_fingerprint` is the
+    same, and where it names a commit (llama-server's `b<build>-<commit>`), it is the
+    declared `build_commit`."""
+    declared = experiment.document["server"].get("build_commit")
+    first: tuple[str, str] | None = None
+    for record in ctx.records:
+        fingerprint = record.response_value("/system_fingerprint")
+        if record.http_status != 200 or not isinstance(fingerprint, str):
+            continue
+        if first is None:
+            first = (fingerprint, record.file)
+            named = _FINGERPRINT_COMMIT.fullmatch(fingerprint)
+            if named is not None and isinstance(declared, str) and declared:
+                commit = named.group(1)
+                if not (commit.startswith(declared) or declared.startswith(commit)):
+                    yield _error(
+                        f"the answers come from commit {commit} (system_fingerprint), not the "
+                        f"declared build_commit {declared}",
+                        file=record.file, pointer="/response/system_fingerprint",
+                        expected=declared, actual=fingerprint,
+                    )  # fmt: skip
+        elif fingerprint != first[0]:
+            yield _error(
+                f"this answer names another server build than {first[1]} "
+                "(system_fingerprint): one experiment runs one build",
+                file=record.file, pointer="/response/system_fingerprint",
+                expected=first[0], actual=fingerprint,
+            )  # fmt: skip
+            return
+
+
+# How far a server's clock may seem to move against the capture's, between two answers
+# (`created` is whole seconds, and the server may run on another machine than the capture).
+_CREATED_SLACK_S = 2.0
+
+
+def _answers_in_time(ctx: BundleContext) -> Iterator[Finding]:
+    """Each answer's `created` (the server's clock, whole seconds, written while it answered)
+    lies in its request's time (the capture's clock) plus one offset between the two clocks,
+    the same for every answer. No such offset means an answer was not given to its request
+    when the record says (an answer of another run, or one moved in time). Only for a
+    server known to write `created` so (`ServerProfile.created_when_answered`)."""
+    profile = PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
+    if profile is None or not profile.created_when_answered:
+        return
+    low: tuple[float, str] | None = None  # the least offset each answer allows, the largest
+    high: tuple[float, str] | None = None  # the most each allows, the least
+    for record in ctx.records:
+        created = record.response_value("/created")
+        when = _time(record.started_at)
+        elapsed = record.elapsed_s
+        if (
+            record.http_status != 200
+            or type(created) is not int
+            or not 10**9 <= created < 10**11  # a time of this century, in seconds
+            or when is None
+            or isinstance(elapsed, bool)
+            or not isinstance(elapsed, int | float)
+            or not 0 <= elapsed < 10**7
+        ):
+            continue
+        start = when.timestamp()
+        least, most = created - start - elapsed, created + 1 - start
+        if low is None or least > low[0]:
+            low = (least, record.file)
+        if high is None or most < high[0]:
+            high = (most, record.file)
+    if low is not None and high is not None and low[0] - high[0] > 2 * _CREATED_SLACK_S:
+        yield _error(
+            f"the answers' times (response.created) do not follow their requests' times: "
+            f"between {high[1]} and {low[1]} the server's clock would have moved "
+            f"{low[0] - high[0]:.0f} s against the capture's; they are not the answers of "
+            "these requests as recorded",
+            file=low[1], pointer="/response/created",
+        )  # fmt: skip
+
+
+def _server_seconds(record: Record) -> float | None:
+    """The seconds the server says it spent reading the prompt and writing the reply
+    (llama.cpp's `timings`: prompt_ms + predicted_ms), where it says so."""
+    total = 0.0
+    for pointer in ("/timings/prompt_ms", "/timings/predicted_ms"):
+        value = record.response_value(pointer)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        if not 0 <= value < 1e12:  # (NaN and the infinite are not numbers of time)
+            return None
+        total += value
+    return total / 1000
+
+
 def _before(stop: datetime, start: datetime, lasted: float) -> bool:
     """Whether `stop` came less than `lasted` seconds after `start`."""
     return (stop - start).total_seconds() < lasted
@@ -364,11 +461,21 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
                     "for its answer cannot be checked",
                     file=record.file, pointer="/elapsed_s", actual=str(raw_elapsed),
                 )  # fmt: skip
+            worked = _server_seconds(record)
+            if worked is not None and elapsed > 0 and worked > elapsed * (1 + _CLOCK_DRIFT):
+                yield _error(
+                    f"the server says it worked {worked:.6g} s on this request (timings), "
+                    f"longer than the whole request took ({elapsed:.6g} s, elapsed_s)",
+                    file=record.file, pointer="/response/timings", actual=str(raw_elapsed),
+                )  # fmt: skip
             if elapsed > 0:
                 # Less the clocks' leeway: the start is wall time, the duration monotonic
-                # (a slewing wall clock drifts by up to 0.05%).
+                # (a slewing wall clock drifts by up to 0.05%). The server's own timings,
+                # where it reports them, are work done inside the request: it lasted at
+                # least that long whatever the leeway of the client's clocks.
                 slack = _CLOCK_SLACK_S + elapsed * _CLOCK_DRIFT
-                ended = (when, max(0.0, elapsed - slack), record.file)
+                least = max(elapsed - slack, (worked or 0.0) * (1 - _CLOCK_DRIFT))
+                ended = (when, max(0.0, least), record.file)
             else:
                 ended = None
             server = condition.server(record.server_instance)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from verifier.checks.context import BundleContext
 from verifier.model import Finding, Severity
+from verifier.profiles import PROFILES
 from verifier.proofs import as_count
 from verifier.records import Record
 
@@ -74,6 +75,7 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 file=record.file,
                 pointer="/response/choices/0/finish_reason",
             )
+    yield from _undisclosed_work(ctx)
     prompt_tokens: dict[int, list[str]] = {}
     for proof in proofs:
         if proof.failed is None and proof.prompt_tokens is not None:
@@ -131,3 +133,45 @@ def _carries_completion(response: object) -> bool:
         return False
     choices = response.get("choices")
     return isinstance(choices, list) and bool(choices)
+
+
+def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
+    """The server's work counters (`ServerProfile.work_counters`) move only with the
+    recorded requests: a server the harness started has done nothing before its first one,
+    and nothing between two of them. Work nobody recorded could have filled the cache (a
+    "fresh" server that served a prompt before, a warm-up hidden between a reset and a
+    cold request)."""
+    experiment, rules = ctx.experiment, ctx.rules
+    profile = PROFILES.get(rules.name) if rules is not None else None
+    if experiment is None or profile is None or not profile.work_counters:
+        return
+    refs = profile.work_counters
+    last: dict[tuple[str, int], Record] = {}
+    for record in sorted(ctx.records, key=lambda r: (r.condition, r.sequence)):
+        server = (record.condition, record.server_instance)
+        before = record.before.counters(refs)
+        previous = last.get(server)
+        last[server] = record
+        if previous is None:
+            if experiment.attached:
+                continue
+            moved = [r for r, v in zip(refs, before, strict=True) if v not in (None, 0)]
+            what = "before its first recorded request"
+        else:
+            after = previous.after.counters(refs)
+            moved = [
+                r
+                for r, old, new in zip(refs, after, before, strict=True)
+                if old is not None and new is not None and old != new
+            ]
+            what = f"between {previous.file} and this request"
+        if moved:
+            names = ", ".join(r.removeprefix("metric:") for r in moved)
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"server {record.server_instance} did work nobody recorded {what} ({names} "
+                "moved): requests outside the record could have filled the cache",
+                file=record.file,
+                pointer="/telemetry/before",
+            )

@@ -100,6 +100,20 @@ class ServerProfile(ABC):
         beside it, they decide what the server ran with (none known, by default)."""
         return ()
 
+    @property
+    def created_when_answered(self) -> bool:
+        """Whether the server writes each answer's `created` from its clock as it answers
+        (seen for llama-server; not known of the others, whose samples do not show it)."""
+        return False
+
+    @property
+    def work_counters(self) -> tuple[str, ...]:
+        """Counters of the work a server did (tokens read and written), cache or no cache: a
+        server started by the harness starts them at zero, and only the recorded requests
+        move them (none known, by default). Not in ProfileRules: the rule copies that
+        bundles carry stay valid."""
+        return ()
+
 
 def single_file_in(model: Path, suffix: str) -> Path:
     """A file model as is; a directory holding exactly one `*suffix` file, that file."""

@@ -27,6 +27,14 @@ class LlamaCppProfile(ServerProfile):
             argv.append(CACHE_OFF_FLAG)
         return argv + list(spec.extra_args)
 
+    @property
+    def created_when_answered(self) -> bool:
+        return True
+
+    @property
+    def work_counters(self) -> tuple[str, ...]:
+        return ("metric:llamacpp:prompt_tokens_total", "metric:llamacpp:tokens_predicted_total")
+
     def model_argument(self, model: Path) -> Path:
         return single_file_in(model, ".gguf")
 

@@ -461,3 +461,29 @@ def test_answers_from_another_server_build(tmp_path: Path, which: str, words: st
             record["response"]["system_fingerprint"] = "b9999-deadbee"
 
     _invalid(_llama_records(built), tmp_path, "consistency", words)
+
+
+def test_a_1_0_label_lifts_no_timing_rule(tmp_path: Path) -> None:
+    """Both bundles of the earlier release carry every time: a bundle relabelled 1.0 with
+    its times taken out is not judged by laxer rules."""
+
+    def untimed(record: Any) -> None:
+        record["schema_version"] = "1.0"
+        record.pop("started_at")
+        record.pop("elapsed_s")
+
+    files = _records(_archive_files("legacy/llama-cpp-real-1.0.tar.gz"), untimed)
+    _invalid(files, tmp_path, "consistency", "no start time")
+
+
+@pytest.mark.parametrize("value", ["\uff11", " 1", "1\u200b", "1\n"])
+def test_a_setting_whose_value_is_not_what_it_shows(tmp_path: Path, value: str) -> None:
+    def look_alike(experiment: Any) -> None:
+        condition = experiment["conditions"][1]
+        condition["settings"]["MLXCEL_SDPA_DETERMINISTIC"] = value
+        condition.pop("label", None)
+        for server in condition["servers"]:
+            server["environment"]["MLXCEL_SDPA_DETERMINISTIC"] = value
+
+    files = _edited(dict(SEED_FILES), layout.EXPERIMENT, look_alike)
+    _invalid(files, tmp_path, "servers", "other than printable ASCII")

@@ -344,7 +344,7 @@ def _one_server_at_a_time(experiment: Experiment) -> Iterator[Finding]:
             start, stop = _time(server.started_at), _time(server.stopped_at)
             if start is not None:
                 lives.append((start, stop, ci, si, condition.id, server.instance))
-            elif experiment.schema_minor >= 1:  # capture has written one since schema 1.1
+            else:  # capture has written one since schema 1.0 (both legacy samples have it)
                 yield _error(
                     f"server {server.instance} of {condition.id} has no start time with a time "
                     "zone: whether it ran alone, and its requests inside its life, cannot be "
@@ -368,8 +368,9 @@ def _one_server_at_a_time(experiment: Experiment) -> Iterator[Finding]:
                 pointer=json_pointer("conditions", after[2], "servers", after[3], "started_at"),
             )  # fmt: skip
     # The last server's stop time too: capture has written every server it started one
-    # since schema 1.1, and without it no answer can be placed inside that server's life.
-    if lives and lives[-1][1] is None and experiment.schema_minor >= 1 and not experiment.attached:
+    # since schema 1.0 (both legacy samples have them: a 1.0 label lifts no rule), and
+    # without it no answer can be placed inside that server's life.
+    if lives and lives[-1][1] is None and not experiment.attached:
         last = lives[-1]
         yield _error(
             f"server {last[5]} of {last[4]} has no stop time with a time zone: whether its "
@@ -428,13 +429,12 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
         ended: tuple[datetime, float, str] | None = None
         for record in records:
             when = _time(record.started_at)
-            if when is None:
-                if experiment.schema_minor >= 1:  # capture has written one since schema 1.1
-                    yield _error(
-                        "the record has no start time with a time zone: its order cannot be "
-                        "checked",
-                        file=record.file, pointer="/started_at", actual=str(record.started_at),
-                    )  # fmt: skip
+            if when is None:  # capture has written one since 1.0: a label lifts no rule
+                yield _error(
+                    "the record has no start time with a time zone: its order cannot be "
+                    "checked",
+                    file=record.file, pointer="/started_at", actual=str(record.started_at),
+                )  # fmt: skip
                 continue
             if last is not None and when < last:
                 yield _error(
@@ -455,7 +455,7 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
                 if isinstance(raw_elapsed, int | float) and not isinstance(raw_elapsed, bool)
                 else 0.0
             )
-            if elapsed <= 0 and experiment.schema_minor >= 1:
+            if elapsed <= 0:
                 yield _error(  # capture has timed every request since schema 1.1
                     "the record has no duration (elapsed_s): whether the next request waited "
                     "for its answer cannot be checked",

@@ -85,6 +85,13 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                     *where, "argv", expected=" ".join(condition.server_args),
                 )  # fmt: skip
             for name, value in condition.settings.items():
+                if si == 0 and not _plain(value):
+                    yield error(
+                        f"the condition sets {name} to {value!r}: a value with characters "
+                        "other than printable ASCII (a look-alike digit, a space around it) "
+                        "is not what it shows, and what the server reads of it is not known",
+                        "conditions", ci, "settings", name, actual=ascii(value),
+                    )  # fmt: skip
                 ran = server.environment.get(name)
                 if ran != value:
                     yield error(
@@ -199,3 +206,8 @@ def _cache_spelled_otherwise(
                 "environment",
                 (name,),
             )
+
+
+def _plain(value: str) -> bool:
+    """Printable ASCII with nothing around it: `1`, `on`, `info,mlxcel=debug`."""
+    return value.isascii() and value.isprintable() and value == value.strip()

@@ -487,3 +487,24 @@ def test_a_setting_whose_value_is_not_what_it_shows(tmp_path: Path, value: str) 
 
     files = _edited(dict(SEED_FILES), layout.EXPERIMENT, look_alike)
     _invalid(files, tmp_path, "servers", "other than printable ASCII")
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda argv: argv.__setitem__(argv.index("-m") + 1, "/path/to/model/other-7b.gguf"),
+         "loads the model file other-7b.gguf"),
+        (lambda argv: argv.extend(["-m", "/path/to/model/other-7b.gguf"]), "names the model 2"),
+        (lambda argv: argv.extend(["-hf", "someone/other-7b-GGUF"]), "names the model 2"),
+        (lambda argv: argv.append("--model=/path/to/model/other.gguf"), "names the model 2"),
+    ],
+)  # fmt: skip
+def test_a_server_that_loads_another_model_than_the_declared_one(
+    tmp_path: Path, edit: Callable[[list[str]], None], words: str
+) -> None:
+    def loads(experiment: Any) -> None:
+        for server in _servers(experiment):
+            edit(server["argv"])
+
+    files = _edited(_archive_files("llama-cpp-real.tar.gz"), layout.EXPERIMENT, loads)
+    _invalid(files, tmp_path, "consistency", words)

@@ -37,6 +37,7 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
     if rules is not None:
         yield from _the_named_server(ctx, experiment, rules)
         yield from _command_lines(experiment, rules)
+        yield from _served_model(experiment, rules)
     yield from _one_request_per_record(ctx, experiment)
     yield from _one_model(ctx)
     yield from _one_server_at_a_time(experiment)
@@ -148,6 +149,48 @@ def _command_lines(experiment: Experiment, rules: ProfileRules) -> Iterator[Find
                     "cache-off flag: the servers differ by arguments no condition declares",
                     pointer=pointer, expected=" ".join(reference), actual=" ".join(argv),
                 )  # fmt: skip
+
+
+# The files a server loads a model from, by their suffix: one such file named on its command
+# line is the model it serves.
+_MODEL_FILE = re.compile(r".+\.(?:gguf|safetensors|bin|pt|pth|onnx|ggml)", re.IGNORECASE)
+
+
+def _served_model(experiment: Experiment, rules: ProfileRules) -> Iterator[Finding]:
+    """The model a command line loads is the declared one: a model file named after the
+    profile's model option is the declared `model_file`, and the option is given once (the
+    last one given is the one a server loads)."""
+    profile = PROFILES.get(rules.name)
+    model = experiment.document.get("model")
+    declared = model.get("model_file") if isinstance(model, dict) else None
+    if profile is None or not isinstance(declared, str):
+        return
+    options = profile.model_options
+    for ci, condition in enumerate(experiment.conditions):
+        for si, server in enumerate(condition.servers):
+            argv, loaded = server.argv, []
+            for index, arg in enumerate(argv):
+                option, eq, value = arg.partition("=")
+                if option in options and eq:
+                    loaded.append(value)
+                elif arg in options and index + 1 < len(argv):
+                    loaded.append(argv[index + 1])
+            pointer = json_pointer("conditions", ci, "servers", si, "argv")
+            if len(loaded) > 1:
+                yield _error(
+                    f"the command line names the model {len(loaded)} times: the server loads "
+                    "the last one, whatever the others say",
+                    pointer=pointer, actual=" ".join(loaded),
+                )  # fmt: skip
+            for value in loaded:
+                name = value.replace("\\", "/").rstrip("/").rpartition("/")[2]
+                placeholder = "<" in name  # a name export had to redact: not comparable
+                if _MODEL_FILE.fullmatch(name) and name != declared and not placeholder:
+                    yield _error(
+                        f"the server loads the model file {name}, not the declared model_file "
+                        f"{declared}: the manifest's hashes are not of the model it served",
+                        pointer=pointer, expected=declared, actual=value,
+                    )  # fmt: skip
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")

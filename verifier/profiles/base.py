@@ -101,6 +101,13 @@ class ServerProfile(ABC):
         return ()
 
     @property
+    def model_options(self) -> tuple[str, ...]:
+        """The options whose value is the model the server loads (or where it loads it from):
+        a command line the harness wrote gives one of them once, or (where the model is a
+        positional argument, as `vllm serve MODEL`) none."""
+        return ("--model",)
+
+    @property
     def created_when_answered(self) -> bool:
         """Whether the server writes each answer's `created` from its clock as it answers
         (seen for llama-server; not known of the others, whose samples do not show it)."""

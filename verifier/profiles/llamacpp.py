@@ -14,6 +14,12 @@ from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
 
 class LlamaCppProfile(ServerProfile):
+    @property
+    def model_options(self) -> tuple[str, ...]:
+        # and the other sources llama-server loads a model from: a URL, a Hugging Face repo
+        return ("-m", "--model", "-mu", "--model-url", "-hf", "-hfr", "--hf-repo", "-dr",
+                "--docker-repo")  # fmt: skip
+
     def start_argv(self, spec: LaunchSpec) -> list[str]:
         argv = [str(spec.binary), "-m", str(self.model_argument(spec.model))]
         argv += ["--alias", spec.alias, "--host", "127.0.0.1", "--port", str(spec.port)]

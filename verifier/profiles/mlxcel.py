@@ -7,6 +7,10 @@ from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
 
 class MlxcelProfile(ServerProfile):
+    @property
+    def model_options(self) -> tuple[str, ...]:
+        return ("-m", "--model")
+
     def start_argv(self, spec: LaunchSpec) -> list[str]:
         argv = [str(spec.binary), "-m", str(self.model_argument(spec.model))]
         argv += ["--alias", spec.alias, "--host", "127.0.0.1", "--port", str(spec.port)]

@@ -7,6 +7,10 @@ from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
 
 class SglangProfile(ServerProfile):
+    @property
+    def model_options(self) -> tuple[str, ...]:
+        return ("--model-path", "--model")
+
     def start_argv(self, spec: LaunchSpec) -> list[str]:
         argv = [str(spec.binary), "-m", "sglang.launch_server"]
         argv += ["--model-path", str(self.model_argument(spec.model))]

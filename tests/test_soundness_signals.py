@@ -508,3 +508,14 @@ def test_a_server_that_loads_another_model_than_the_declared_one(
 
     files = _edited(_archive_files("llama-cpp-real.tar.gz"), layout.EXPERIMENT, loads)
     _invalid(files, tmp_path, "consistency", words)
+
+
+def test_a_cold_answer_while_mlxcels_other_counter_of_cached_tokens_rose(
+    tmp_path: Path,
+) -> None:
+    def rose(record: Any) -> None:
+        if record["claimed_arm"] == "cold":
+            record["telemetry"]["after"]["metrics"]["llamacpp:prompt_tokens_cached_total"] += 32
+
+    files = _records(dict(SEED_FILES), rose)
+    _invalid(files, tmp_path, "telemetry", "but its answer says 0 cached tokens")

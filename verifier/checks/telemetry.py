@@ -76,6 +76,7 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 pointer="/response/choices/0/finish_reason",
             )
     yield from _undisclosed_work(ctx)
+    yield from _cached_tokens_counted(ctx)
     prompt_tokens: dict[int, list[str]] = {}
     for proof in proofs:
         if proof.failed is None and proof.prompt_tokens is not None:
@@ -175,3 +176,27 @@ def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
                 file=record.file,
                 pointer="/telemetry/before",
             )
+
+
+def _cached_tokens_counted(ctx: BundleContext) -> Iterator[Finding]:
+    """The profile's other counter of cached tokens (`ServerProfile.cached_tokens_counter`)
+    does not rise across an answer that says 0 cached tokens: a cold answer while it rose by
+    32 was served from the cache after all. (Only that way round: how it counts a hit is
+    seen in the samples, not documented.)"""
+    profile = PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
+    ref = profile.cached_tokens_counter if profile is not None else None
+    if ref is None:
+        return
+    for proof in ctx.proofs:
+        record, cached = proof.record, proof.cached_tokens
+        before, after = record.before.counter(ref), record.after.counter(ref)
+        if cached != 0 or before is None or after is None or after <= before:
+            continue
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            f"{ref.removeprefix('metric:')} moved by {after - before:g} across this request, "
+            f"but its answer says {cached} cached tokens: one of them is not this request's",
+            file=record.file,
+            pointer="/telemetry",
+        )

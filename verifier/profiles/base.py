@@ -114,6 +114,13 @@ class ServerProfile(ABC):
         return False
 
     @property
+    def cached_tokens_counter(self) -> str | None:
+        """A counter of prompt tokens served from the cache that is not one of the rules'
+        signals (mlxcel's llama.cpp-style `llamacpp:prompt_tokens_cached_total`): it must
+        not rise across an answer that says no token came from the cache."""
+        return None
+
+    @property
     def work_counters(self) -> tuple[str, ...]:
         """Counters of the work a server did (tokens read and written), cache or no cache: a
         server started by the harness starts them at zero, and only the recorded requests

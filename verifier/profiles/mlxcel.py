@@ -19,6 +19,11 @@ class MlxcelProfile(ServerProfile):
             argv.append(CACHE_OFF_FLAG)
         return argv + list(spec.extra_args)
 
+    @property
+    def cached_tokens_counter(self) -> str | None:
+        # in the seed sample it moves by each answer's cached_tokens, 0 or 32 (SERVERS.md)
+        return "metric:llamacpp:prompt_tokens_cached_total"
+
     def toggle_options(self, toggle: str) -> tuple[str, ...]:
         """MLXCEL_PREFILL_CHUNK is also `--prefill-chunk-size` (SERVERS.md)."""
         return _TOGGLE_OPTIONS.get(toggle, ())

@@ -38,6 +38,10 @@ What is private, by kind:
   `Authorization:`, `Bearer`), whatever its alphabet; the value of a secret flag, as
   `--flag=value`, `--flag value` or the next argument of a command line;
 - private key blocks.
+
+The known values are looked for in their other spellings too (`leaks.spellings`: NFC, NFD,
+a host's IDNA form), in the text with its fullwidth forms read as ASCII, and in base64 of
+their UTF-8 and UTF-16LE bytes and in hex of any case.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import base64
 import bisect
 import enum
 import re
+import unicodedata
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -158,6 +163,7 @@ class KnownKind(enum.Enum):
     SECRET = "secret"
     OPAQUE = "opaque"  # like SECRET, but not identifying: removed from free text only
     ADDRESS = "address"
+    STRING = "string"  # named private by the user: everywhere, in any case
 
 
 @dataclass(frozen=True)
@@ -232,6 +238,7 @@ def _generic(text: str) -> Iterator[_Found]:
 
 
 def _distinctive(name: str) -> bool:
+    name = unicodedata.normalize("NFC", name)
     return len(name) >= 4 and any(c in name for c in "-._")
 
 
@@ -259,7 +266,8 @@ def _known_pattern(known: Known) -> str:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@)"
-            rf"|(?:{_assigned('USER', 'USERNAME', 'LOGNAME')}){v}(?![\w-]|\.\w){token})"
+            rf"|(?:{leaks._USER_ASSIGNED}){v}(?![\w-]|\.\w)"
+            rf"|(?:{leaks._ID_NAMED}){v}(?=\)){token})"
         )
     if known.kind is KnownKind.HOST:
         labels = (
@@ -272,6 +280,10 @@ def _known_pattern(known: Known) -> str:
             rf"|(?:{_assigned('HOST', 'HOSTNAME')}){v}(?![\w-])"
             rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)){labels})"
         )
+    if known.kind is KnownKind.STRING:
+        return rf"(?i:{v})"  # everywhere
+    if known.kind is KnownKind.SECRET and len(known.value) >= 12:
+        return v  # inside a longer token too
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
 
 
@@ -284,32 +296,48 @@ def _cores(value: bytes) -> set[str]:
         bits = range(8 * k, 8 * (k + len(value)))
         core = "".join(c for i, c in enumerate(encoded) if 6 * i in bits and 6 * i + 5 in bits)
         found |= {core, core.replace("+", "-").replace("/", "_")}
-    return found | {value.hex(), value.hex().upper()}  # and its hex
+    return found
+
+
+def _ascii_lower(text: str) -> str:
+    """The text with its ASCII letters in lower case, one character for one."""
+    return text.encode("ascii", "replace").decode("ascii").lower()
+
+
+def _occurrences(text: str, core: str, index: int) -> list[tuple[int, int, int]]:
+    """(start, -length, index) of every occurrence of the core in the text."""
+    found = []
+    at = text.find(core)
+    while at >= 0:
+        found.append((at, -len(core), index))
+        at = text.find(core, at + 1)
+    return found
 
 
 def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, int]]:
     """(start, end, known index) of each run of base64 characters, with up to two `=`, that
-    holds a core of a private path, a secret, or a distinctive user or host name (6 bytes
-    or more): the known value of the core that starts first, the longest, the first known."""
+    holds a core (of the value's UTF-8 or UTF-16LE bytes) or the hex (in any case) of a
+    private path, a secret, a named string, an address, or a distinctive user or host name
+    (6 bytes or more): the known value of the core that starts first, the longest, the
+    first known."""
     occurrences = []
-    eligible: list[tuple[int, set[str]]] = []
+    eligible: list[tuple[int, set[str], set[str]]] = []
     for index, value in enumerate(known):
         name = value.kind in (KnownKind.USER, KnownKind.HOST)
         if not (
             (
-                value.kind in (KnownKind.PATH, KnownKind.SECRET)
+                value.kind not in (KnownKind.OPAQUE, KnownKind.USER, KnownKind.HOST)
                 or (name and _distinctive(value.value))
             )
             and len(value.value.encode("utf-8", "surrogatepass")) >= 6
         ):
             continue
-        cores = _cores(value.value.encode("utf-8", "surrogatepass"))
-        eligible.append((index, cores))
+        utf8 = value.value.encode("utf-8", "surrogatepass")
+        cores = _cores(utf8) | _cores(value.value.encode("utf-16-le", "surrogatepass"))
+        eligible.append((index, cores, utf8.hex()))
         for core in cores:
-            at = text.find(core)
-            while at >= 0:
-                occurrences.append((at, -len(core), index))
-                at = text.find(core, at + 1)
+            occurrences += _occurrences(text, core, index)
+        occurrences += _occurrences(_ascii_lower(text), utf8.hex(), index)  # in any case
     for run in re.finditer(r"[A-Za-z0-9+/_-]+={0,2}", text):
         inside = [o for o in occurrences if run.start() <= o[0] < run.end()]
         if inside:
@@ -321,9 +349,13 @@ def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, 
         joined = run.group().replace("\r\n", "").replace("\n", "")
         inside = [
             (joined.find(core), -len(core), index)
-            for index, cores in eligible
+            for index, cores, _ in eligible
             for core in cores
             if core in joined
+        ] + [
+            (_ascii_lower(joined).find(hexed), -len(hexed), index)
+            for index, _, hexed in eligible
+            if hexed in _ascii_lower(joined)
         ]
         if inside:
             yield run.start(), run.end(), min(inside)[2]
@@ -333,7 +365,12 @@ class Detector:
     """The generic detectors plus the values one raw capture knows to be private."""
 
     def __init__(self, known: Sequence[Known] = ()) -> None:
-        self.known = tuple(sorted({k.value: k for k in known}.values(), key=_longest_first))
+        values = {k.value: k for k in known}
+        # Each value's other spellings (NFC, NFD, a host's IDNA form), with its placeholder.
+        for k in list(values.values()):
+            for value in leaks.spellings(k.value, host=k.kind is KnownKind.HOST):
+                values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
+        self.known = tuple(sorted(values.values(), key=_longest_first))
         # Opaque values apart: a long one must not hide a private path inside it.
         self._regexes = []
         for opaque in (False, True):
@@ -346,6 +383,17 @@ class Detector:
                 self._regexes.append(re.compile(joined))
 
     def _known_hits(self, text: str) -> Iterator[_Found]:
+        yield from self._known_matches(text, text)
+        # Fullwidth forms of ASCII (U+FF01-U+FF5E) read as ASCII, one character for one.
+        if self._regexes and re.search("[\uff01-\uff5e]", text):
+            folded = "".join(chr(ord(c) - 0xFEE0) if "\uff01" <= c <= "\uff5e" else c for c in text)
+            yield from self._known_matches(folded, text)
+        for start, end, index in _base64_hits(self.known, text):
+            known = self.known[index]
+            excerpt = _mask(text[start:end])
+            yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
+
+    def _known_matches(self, text: str, original: str) -> Iterator[_Found]:
         for match in (m for regex in self._regexes for m in regex.finditer(text)):
             assert match.lastgroup is not None
             known = self.known[int(match.lastgroup[1:])]
@@ -366,15 +414,11 @@ class Detector:
                 known.category,
                 match.start(),
                 match.end(),
-                _mask(match.group()),
+                _mask(original[match.start() : match.end()]),
                 known.placeholder,
                 known.kind is not KnownKind.OPAQUE,
                 known.kind not in (KnownKind.USER, KnownKind.HOST),
             )
-        for start, end, index in _base64_hits(self.known, text):
-            known = self.known[index]
-            excerpt = _mask(text[start:end])
-            yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
 
     def _view_hits(self, text: str) -> Iterator[_Found]:
         yield from self._known_hits(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 import time
@@ -539,3 +540,150 @@ def test_a_session_cookie_in_a_json_header_is_found_without_its_quotes() -> None
     text = '{"headers": {"Cookie": "sid=8f3a9c2e71b04d5fa6c1e9b2"}}'
     (hit,) = leaks.scan_text(text)
     assert text[hit.start : hit.end] == "sid=8f3a9c2e71b04d5fa6c1e9b2"
+
+
+# --- forms found since the second export audit ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # Invisible characters inside a value: read as if they were not there.
+        ("peer 192.168\u200b.40.23", "192.168\u200b.40.23"),
+        (
+            "token hf_QmVyeVNl\u200bY3JldFRva2VuRm9yVGVzdHMx",
+            "hf_QmVyeVNl\u200bY3JldFRva2VuRm9yVGVzdHMx",
+        ),
+        (
+            "use hf_QmVyeVNl\u00adY3JldFRva2VuRm9yVGVzdHMx",
+            "hf_QmVyeVNl\u00adY3JldFRva2VuRm9yVGVzdHMx",
+        ),
+        ("k=ab\u2060\ufeff\u200c\u200dcd ssh jd\u200boe@buildbox", "jd\u200boe@buildbox"),
+        # HTML numeric references without `;`: the digits read as far as they go.
+        ("path &#47home&#47jdoe&#47x", "&#47home&#47jdoe&#47x"),
+        ("path &#x2fhome&#x2fjdoe&#x2fx", "&#x2fhome&#x2fjdoe&#x2fx"),
+        # The Windows home before Vista.
+        (r"C:\Documents and Settings\alice\Desktop", r"C:\Documents and Settings\alice\Desktop"),
+        ("c:/documents and settings/alice", "c:/documents and settings/alice"),
+        # An e-mail address whose domain (or local part) has letters past ASCII: all of it.
+        ("mail alice@b\u00fccher.de now", "alice@b\u00fccher.de"),
+        ("mail j\u00f6ns.berg@b\u00fccher-corp.de", "j\u00f6ns.berg@b\u00fccher-corp.de"),
+        # A public address after a name that ends in an address word.
+        ("remote_addr=81.2.69.142 status=200", "81.2.69.142"),
+        ("client_ip=81.2.69.142", "81.2.69.142"),
+        ('{"client_ip": "81.2.69.142"}', "81.2.69.142"),
+        ("peer_addr: 81.2.69.142", "81.2.69.142"),
+        ("x-real-ip: 81.2.69.142", "81.2.69.142"),
+        ("clientIp=81.2.69.142 ", "81.2.69.142"),
+        ("remoteAddress: 81.2.69.142", "81.2.69.142"),
+    ],
+)
+def test_a_value_in_a_form_the_audit_found_is_found(text: str, found: str) -> None:
+    assert [text[h.start : h.end] for h in scan_text(text)] == [found]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "chip 81.2.69.142",  # a word that only ends in `ip`
+        "equip=81.2.69.142",
+        "tooltip: 81.2.69.142",
+        "gossip 81.2.69.142",
+        "a soft\u00adhyphen and a zero\u200bwidth space in prose",
+        "&#47 alone, &#x2f; and &#x2fabc",  # `&#x2fabc` is U+2FABC, as HTML reads it
+        "mail alice@b\u00fccher.example",  # a documentation domain
+    ],
+)
+def test_the_new_forms_leave_their_look_alikes_alone(text: str) -> None:
+    assert scan_text(text) == []
+
+
+def test_an_html_reference_without_a_semicolon_reads_its_digits_greedily() -> None:
+    view = leaks._Decoded.of("&#47home&#x2fabc&#0000047;x&#99999999999")
+    assert isinstance(view, leaks._Decoded)
+    assert view.text == "/home\U0002fabc/x\ufffd"
+
+
+KNOWN_FORMS = Detector(
+    [
+        Known("jdoe", "user-name", "<user>", KnownKind.USER),
+        Known("j\u00f6ns", "user-name", "<user>", KnownKind.USER),
+        Known("b\u00fcro-lab-07", "host-name", "<host>", KnownKind.HOST),
+        Known("gb10-lab-07", "host-name", "<host>", KnownKind.HOST),
+        Known("/srv/ml/mod\u00e8les", "private-path", "/path/to/model", KnownKind.PATH),
+        Known("/home/jdoe", "private-path", "/path/to/home", KnownKind.PATH),
+        Known("hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx", "token", "<token>", KnownKind.SECRET),
+        Known("pw4short", "token", "<token>", KnownKind.SECRET),
+        Known("Falcon-Prototype", "private-path", "<private-1>", KnownKind.STRING),
+        Known("81.2.69.142", "ip-address", "<ip>", KnownKind.ADDRESS),
+    ]
+)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+TOKEN_HEX = b"hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx".hex()
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # The other normal form of a name or path with letters past ASCII; a host's IDNA form.
+        ("/srv/shared/jo\u0308ns/x", [("jo\u0308ns", "<user>")]),
+        ("ran on bu\u0308ro-lab-07 today", [("bu\u0308ro-lab-07", "<host>")]),
+        ("ran on xn--bro-lab-07-9db today", [("xn--bro-lab-07-9db", "<host>")]),
+        ("http://XN--BRO-LAB-07-9DB:8080/v1", [("XN--BRO-LAB-07-9DB", "<host>")]),
+        ("in /srv/ml/mode\u0300les/q", [("/srv/ml/mode\u0300les", "/path/to/model")]),
+        # Fullwidth forms of an ASCII name.
+        (
+            "ran on \uff47\uff42\uff11\uff10\uff0d\uff4c\uff41\uff42\uff0d\uff10\uff17",
+            [("\uff47\uff42\uff11\uff10\uff0d\uff4c\uff41\uff42\uff0d\uff10\uff17", "<host>")],
+        ),
+        # Invisible characters inside a known value.
+        ("host gb10-lab\u200b-07 up", [("gb10-lab\u200b-07", "<host>")]),
+        # A long secret glued to letters; a short one only as a token of its own.
+        (
+            "tokhf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMxZ",
+            [("hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx", "<token>")],
+        ),
+        ("pw4short xpw4shorty", [("pw4short", "<token>")]),
+        # A named string in any case, inside longer words.
+        (
+            "codename falcon-prototype, FALCON-PROTOTYPES",
+            [("falcon-prototype", "<private-1>"), ("FALCON-PROTOTYPE", "<private-1>")],
+        ),
+        # Hex in mixed case, base64 of UTF-16LE, an address in base64 or zero-padded.
+        (
+            f"hex {TOKEN_HEX[:20].upper()}{TOKEN_HEX[20:]}",
+            [(f"{TOKEN_HEX[:20].upper()}{TOKEN_HEX[20:]}", "<token>")],
+        ),
+        (
+            f"ps {_b64('/home/jdoe/x'.encode('utf-16-le'))}",
+            [(_b64("/home/jdoe/x".encode("utf-16-le")), "/path/to/home")],
+        ),
+        (f"blob {_b64(b'81.2.69.142')}", [(_b64(b"81.2.69.142"), "<ip>")]),
+        (
+            "at 81.2.069.142 and 81.002.69.142",
+            [("81.2.069.142", "<ip>"), ("81.002.69.142", "<ip>")],
+        ),
+        # A plain user name as the value of an account's member, and in id(1)'s output.
+        ("user: jdoe", [("jdoe", "<user>")]),
+        ('{"user": "jdoe", "Login":"jdoe"}', [("jdoe", "<user>"), ("jdoe", "<user>")]),
+        ("{'owner': 'jdoe'}", [("jdoe", "<user>")]),
+        ("username\x01jdoe", [("jdoe", "<user>")]),
+        (
+            "uid=1000(jdoe) gid=1000(jdoe) groups=1000(jdoe),27(sudo)",
+            [("jdoe", "<user>"), ("jdoe", "<user>"), ("jdoe", "<user>")],
+        ),
+        # ... and where it names nothing.
+        ("jdoe wrote: user: jdoe2, users: jdoe", []),
+        ("(jdoe) 3(jdoe) uid=1000(jdoe2)", []),
+    ],
+)
+def test_a_known_value_in_a_form_the_audit_found_is_found(
+    text: str, found: list[tuple[str, str]]
+) -> None:
+    hits = KNOWN_FORMS.scan_text(text)
+    assert [(text[h.start : h.end], h.placeholder) for h in hits] == found

@@ -47,6 +47,8 @@ KNOWN = (
     Known("s3cr3t-Value.x", "token", "<token>", KnownKind.SECRET),
     Known("opaque-env-value", "environment", "<env>", KnownKind.OPAQUE),
     Known("34.12.5.6", "ip-address", "<ip>", KnownKind.ADDRESS),
+    Known("Falcon-X", "private-path", "<private-1>", KnownKind.STRING),
+    Known("hf_QmVyeVNlY3JldFRva2Vu", "token", "<token>", KnownKind.SECRET),
 )
 # What the detectors care about, to build texts from.
 FRAGMENTS = (
@@ -198,6 +200,29 @@ FRAGMENTS = (
     "\t",
     "\n",
     "\x00",
+    # Invisible characters, HTML references without `;`, account forms, fullwidth forms.
+    "\u200b",
+    "\u00ad\u2060",
+    "&#47",
+    "&#x2f",
+    "&#0047;",
+    "user: ",
+    '{"login": "',
+    "owner\x01",
+    "uid=1000(",
+    ")",
+    "\uff47\uff50\uff55\uff0d\uff42\uff4f\uff58\uff0d\uff10\uff11",
+    "\uff41\uff4c@",
+    "C:\\Documents and Settings\\",
+    "@b\u00fccher.de",
+    "j\u00f6ns@",
+    "34.12.005.006",
+    "remote_addr=",
+    "clientIp=",
+    "falcon-xs",
+    "tokhf_QmVyeVNlY3JldFRva2Vu",
+    "aABmAF8AUQBtAFYAeQBlAFYATgBsAFkAMwBKAGwAZABGAFIAdgBhADIAVgB1AA",
+    "68665F516d56",
     "\x01",
     "\x02",
     "é",
@@ -391,6 +416,12 @@ ODD_KNOWN = (
         Known("kk", "host-name", "<host>", KnownKind.HOST),
         Known("si", "host-name", "<host>", KnownKind.HOST),
     ),
+    (
+        Known("b\u00fcro-lab", "host-name", "<host>", KnownKind.HOST),
+        Known("j\u00f6ns", "user-name", "<user>", KnownKind.USER),
+        Known("W\u00f6rd", "private-path", "<private-1>", KnownKind.STRING),
+        Known("/srv/mod\u00e8les", "private-path", "/path/to/model", KnownKind.PATH),
+    ),
 )
 
 
@@ -513,6 +544,15 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "x/al/al/al/al /srv/al/x:al@b file:///al/x file://al/x ~/al C:\\x\\al /path/to/al/",
         "/" + "a" * 5000 + "/al/x " + "b/" * 3000 + "al/ " + "/c" * 2100 + "/al/",
         "opaque-env-value 10.0.0.7 /home/opaque-env-value opaque-env-value@x",
+        "al\u200bice@x 10.0.0\u200b.7 hf_QmVyeVNl\u00adY3JldFRva2Vu",
+        "&#47home&#47al &#x2fhome&#x2fal &#47;home&#x2F",
+        'user: al {"login": "al"} owner\x01al uid=1000(al) gid=1000(al) groups=1000(al),2(al)',
+        "ran on \uff47\uff50\uff55\uff0d\uff42\uff4f\uff58\uff0d\uff10\uff11 \uff41\uff4c@x",
+        "falcon-x FALCON-Xs tokhf_QmVyeVNlY3JldFRva2Vu 34.12.005.006 034.12.5.6",
+        "C:\\Documents and Settings\\al\\x al@b\u00fccher.de j\u00f6ns@b\u00fcro-lab",
+        "b\u00fcro-lab bu\u0308ro-lab xn--bro-lab-n2a W\u00d6RD wo\u0308rd /srv/modE\u0300les/x",
+        "remote_addr=81.2.69.142 clientIp=81.2.69.142 chip 81.2.69.142 peer-addr: 81.2.69.142",
+        "68665F516d56795156 aABmAF8AUQBtAFYAeQBlAFYATgBsAFkAMwBKAGwAZABGAFIAdgBhADIAVgB1AA==",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

@@ -8,7 +8,9 @@ same views of a text:
 
 - the text as it is;
 - the text decoded once and twice (JSON escapes `\\/` and `\\u002f`, percent-encoding
-  in either case), so `%2Fhome%2Fal%2F` and `\\/home\\/al` are found as `/home/al/`;
+  in either case, HTML references with or without `;`, invisible characters such as
+  zero-width spaces and soft hyphens left out), so `%2Fhome%2Fal%2F`, `\\/home\\/al` and
+  `&#47home&#47al/` are found as `/home/al/`;
 
 and a JSON document is scanned as one text (`scan_document`): its strings joined with
 separators that keep a key next to its value and an argument next to the one before, so
@@ -28,15 +30,17 @@ names with values, flags, token prefixes, known user names) decide a run once
 What is private, by kind:
 
 - a home directory of any user, named in Latin, Greek or Cyrillic letters: `/home/u`,
-  `/home//u`, `/var/home/u`, `/Users/u`, `/root/...`, `~u/...`, `C:\\Users\\u`, `/home/ödön`
-  (a user of two letters too);
+  `/home//u`, `/var/home/u`, `/Users/u`, `/root/...`, `~u/...`, `C:\\Users\\u`,
+  `C:\\Documents and Settings\\u`, `/home/ödön` (a user of two letters too);
 - temporary directories (`/tmp/x`, `/var/folders/...`);
 - IP addresses other than loopback: IPv6 in every notation (compressed, zone ids, IPv4-mapped,
   letters only); IPv4 in a private range, or in a public one where the text says it is an
-  address (`http://`, `@`, `:port`, `host`, `ip`...). A dotted number after a version word
+  address (`http://`, `@`, `:port`, `host`, `ip`, a name that ends in one such word:
+  `remote_addr=`, `clientIp:`...). A dotted number after a version word
   (`version`, `runtime`, `cuda`...) or inside a name (`v1.0.0.1`, `lora-1.0.0.2.safetensors`,
   `libcublas.so.13.0.2.14`) is a version, and so is a public one without such context;
-- MAC addresses, e-mail addresses outside the documentation domains, `user@host`, URLs
+- MAC addresses, e-mail addresses outside the documentation domains (an IDN domain's
+  letters included: `al@bücher.de`), `user@host`, URLs
   whose host is a local machine name (one label, or `.local`, `.lan`, `.internal`...);
 - tokens: the known prefixes (`hf_`, `sk-`, `ghp_`, `AKIA`, `sk_live_`, `npm_`,
   `pypi-AgE`...), JSON Web Tokens (`eyJ...`.`eyJ...`.`...`), AWS secret access keys, and
@@ -45,18 +49,24 @@ What is private, by kind:
   flag, as `--flag=value`, `--flag value` or the next argument of a command line;
 - private key blocks (one with no END line: to the end of its string).
 
-Export also finds the values it knows in base64 (wrapped in lines or not) and in hex.
+Export also finds the values it knows in base64 (wrapped in lines or not, of their UTF-8 or
+UTF-16LE bytes) and in hex (in any case); in their other spellings (NFC and NFD, a host's
+IDNA form: `spellings`) and in fullwidth forms (`ｇｂ１０`); a user name in account forms
+(`user: al`, `{"login": "al"}`, `uid=1000(al)`), a long secret inside a longer token, a
+string the user named private anywhere and in any case, an address with padded octets.
 """
 
 from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import enum
 import ipaddress
 import itertools
 import re
 import sys
+import unicodedata
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -134,9 +144,11 @@ class KnownKind(enum.Enum):
     PATH = "path"  # a private path: also as the prefix of a longer path
     USER = "user"  # a user name: only where it names an account
     HOST = "host"  # a host name: only where it names a machine
-    SECRET = "secret"  # noqa: S105 - a kind name: an opaque value, as a whole token, exact case
+    SECRET = "secret"  # noqa: S105 - a kind name: an opaque value, exact case; as a whole
+    # token, or inside a longer one where it is long (`_GLUED_SECRET`)
     OPAQUE = "opaque"  # like SECRET, but not identifying: removed from free text only
     ADDRESS = "address"  # an IPv4 address: where the generic detector would take it for one
+    STRING = "string"  # a string the user named private: everywhere, in any case
 
 
 @dataclass(frozen=True)
@@ -202,7 +214,16 @@ _S = r"/++(?:\./++)*+"  # a separator inside a path: `/`, `//`, `/./`...
 # Letters of the Latin, Greek and Cyrillic scripts past ASCII (no `×` or `÷`), and the
 # combining marks of a name written decomposed: not punctuation (`…`, `“`, a no-break
 # space) nor CJK, whose prose puts `~` and `/` between words (`周一~周五`).
-_LETTER = "\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0300-\u036f\u0370-\u03ff\u0400-\u052f"
+_LETTER_RANGES = (
+    (0xC0, 0xD6),
+    (0xD8, 0xF6),
+    (0xF8, 0x24F),
+    (0x300, 0x36F),
+    (0x370, 0x3FF),
+    (0x400, 0x52F),
+)
+_LETTER = "".join(f"{chr(low)}-{chr(high)}" for low, high in _LETTER_RANGES)
+_LETTER_CHARS = frozenset(chr(c) for low, high in _LETTER_RANGES for c in range(low, high + 1))
 _NAME_START = rf"[A-Za-z0-9_{_LETTER}]"
 _NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}-]"
 _HOME_DIR = rf"{_NAME_START}[A-Za-z0-9._-]*"
@@ -220,10 +241,11 @@ _HOME = _Lazy(
     """,
     re.VERBOSE | re.ASCII,
 )
-# C:\Users\name, in any case (c:\users\name): the match starts at the colon; its drive
-# letter is added back.
+# C:\Users\name, and C:\Documents and Settings\name (before Vista), in any case
+# (c:\users\name): the match starts at the colon; its drive letter is added back.
 _WINDOWS_HOME = _Lazy(
-    rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users){_WIN_SEP}
+    rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
+    {_WIN_SEP}
     {_NAME_START}{_NAME_CHAR}*(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
@@ -252,13 +274,17 @@ _MAC = _Lazy(
     r"(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])",
     re.ASCII,
 )
+# Its local part and domain may hold letters past ASCII (`jöns@bücher.de`): the whole address
+# goes, not the ASCII part before a letter (which `_ACCOUNT` would take for `user@host`).
 _EMAIL = _Lazy(
-    r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![\w-])",
+    rf"(?<![\w.%+{_LETTER}-])[A-Za-z0-9{_LETTER}][A-Za-z0-9._%+{_LETTER}-]*"
+    rf"@(?:[A-Za-z0-9{_LETTER}-]+\.)+[A-Za-z{_LETTER}]{{2,}}(?![\w{_LETTER}-])",
     re.ASCII,
 )
 # user@host where host is one label (ssh-style), not an e-mail address.
 _ACCOUNT = _Lazy(
-    r"(?<![\w.%+@-])(?P<user>[A-Za-z_][A-Za-z0-9._-]*)@(?P<host>[A-Za-z][A-Za-z0-9-]*)(?![\w.@-])",
+    rf"(?<![\w.%+@{_LETTER}-])(?P<user>[A-Za-z_{_LETTER}][A-Za-z0-9._{_LETTER}-]*)"
+    rf"@(?P<host>[A-Za-z{_LETTER}][A-Za-z0-9{_LETTER}-]*)(?![\w.@{_LETTER}-])",
     re.ASCII,
 )
 _URL_HOST = _Lazy(
@@ -363,8 +389,11 @@ _VERSION_BEFORE = _Lazy(
     r"(?i:\b(?:version|ver|release|build|driver|runtime|headers|compiler|cuda|cudnn|cublas"
     r"|nccl|rocm|torch|mlx|library)[\W_]{0,4}$)"
 )
+# The word may end a longer name, in snake, kebab or camel case (`remote_addr=`,
+# `client-ip:`, `{"clientIp": "`).
 _ADDRESS_BEFORE = _Lazy(
-    r"(?i:\b(?:ip|ipv4|addr|address|inet|host|hostname|peer|server|remote|client|gateway|dns"
+    r"(?i:(?:\b|(?<=_)|(?-i:(?<=[a-z])(?=[A-Z])))"
+    r"(?:ip|ipv4|addr|address|inet|host|hostname|peer|server|remote|client|gateway|dns"
     r"|nameserver|proxy|bind|listen|listening on|connect|connected to|connecting to|src|dst"
     r"|forwarded-for|forwarded|origin)[\W_]{0,4}$|://$|@$|\[$)"
 )
@@ -585,8 +614,8 @@ _SECRET_WORDS = (
 _WORD_BACK = {"key": 0, "ken": 2, "cret": 2, "credential": 0, "pass": 0, "auth": 0}
 # The characters of the run that ends at a pattern's anchor (`@`, `://`) or holds its word.
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-_EMAIL_LOCAL = frozenset(_LETTERS + "._%+-")
-_ACCOUNT_USER = frozenset(_LETTERS + "._-")
+_EMAIL_LOCAL = frozenset(_LETTERS + "._%+-") | _LETTER_CHARS
+_ACCOUNT_USER = frozenset(_LETTERS + "._-") | _LETTER_CHARS
 _URL_SCHEME = frozenset(_LETTERS + "+.-")
 _FLAG_NAME = frozenset(_LETTERS + "_-")
 # An AWS secret is a run of 40 characters or more of its alphabet: each becomes b"a".
@@ -1126,7 +1155,7 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
             continue
         for match in _matches_at(pattern, text, starts, accept):
             yield _found(category, match.start(), match.end(), _mask(match.group()))
-    windows = colon and ("U" in text or "users" in places.low)
+    windows = colon and ("U" in text or "users" in places.low or "settings" in places.low)
     for match in _WINDOWS_HOME.finditer(text) if windows else ():
         start = match.start() - 1
         yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
@@ -1197,13 +1226,19 @@ def _known_path(path: str) -> str:
 
 def _known_address(address: str) -> str:
     """An IPv4 address the capture sent requests to, within the generic detector's bounds
-    (`_IPV4`). After a version word it is a version (`after_version_word`), as there."""
-    return rf"{_IPV4_BEFORE}{re.escape(address)}{_IPV4_AFTER}"
+    (`_IPV4`), its octets but the first also zero-padded (`192.168.040.023`). After a
+    version word it is a version (`after_version_word`), as there."""
+    first, *rest = address.split(".")
+    padded = [f"0{{0,{3 - len(octet)}}}{octet}" if len(octet) < 3 else octet for octet in rest]
+    octets = r"\.".join([re.escape(first), *padded])
+    return rf"{_IPV4_BEFORE}{octets}{_IPV4_AFTER}"
 
 
 def _place_prefix(known: Known) -> str:
     """The first characters of every match of the known value (up to four): of a path's
     spelling with single slashes, and not past its second slash, whose spelling varies."""
+    if known.kind is KnownKind.ADDRESS:  # the first octet and its dot: the rest may be padded
+        return known.value[: known.value.find(".") + 1] or known.value[:4]
     if known.kind is not KnownKind.PATH:
         return known.value[:4]
     first = normal_path(known.value)[:4]
@@ -1213,7 +1248,10 @@ def _place_prefix(known: Known) -> str:
 
 def is_distinctive(name: str) -> bool:
     """Whether a user or host name is unlike a word (`alice-smith`, `lab-host-07`, `j.doe`):
-    found wherever it is a token of its own, not only where it names an account."""
+    found wherever it is a token of its own, not only where it names an account. Asked of
+    the name composed (NFC), so that each spelling of it (`spellings`) gets one answer."""
+    if not name.isascii():
+        name = unicodedata.normalize("NFC", name)
     return len(name) >= 4 and any(c in name for c in "-._")
 
 
@@ -1223,13 +1261,33 @@ def is_distinctive(name: str) -> bool:
 # patterns' `(?i)` an ASCII class would also take the letters that fold to ASCII (`K`).
 _NOT_ALNUM_BEFORE = r"(?<!(?-i:[A-Za-z0-9]))"
 _NOT_ALNUM_AFTER = r"(?!(?-i:[A-Za-z0-9]))"
+
+
+def _after_any(prefixes: Iterable[str]) -> str:
+    """Lookbehinds of the literal prefixes: one for each width (Python's are of one width)."""
+    widths: dict[int, list[str]] = {}
+    for prefix in prefixes:
+        widths.setdefault(len(prefix), []).append(re.escape(prefix))
+    return "|".join(f"(?<={'|'.join(found)})" for _, found in sorted(widths.items()))
+
+
 # A name given to a variable that names an account or a machine, in free text or a dump of
 # the environment (`USER=jdoe`, `export LOGNAME='jdoe'`, `HOSTNAME=buildbox`), in any case
-# (`--host=buildbox`, `?user=jdoe`). A lookbehind of Python's is of one width: one each.
-_USER_ASSIGNED = "|".join(
-    rf"(?<={name}=)|(?<={name}=[\"'])" for name in ("USER", "USERNAME", "LOGNAME")
+# (`--host=buildbox`, `?user=jdoe`); a user name also as the value of a member so named
+# (`user: jdoe`, `{"login": "jdoe"}`, a document's `"owner": "jdoe"`).
+_USER_KEYS = ("user", "username", "logname", "login", "owner")
+_USER_ASSIGNED = _after_any(
+    [
+        *(key + sep for key in _USER_KEYS for sep in ("=", '="', "='", KEY_SEP, ":", ": ")),
+        *(key + sep for key in _USER_KEYS for sep in (': "', ": '")),
+        *(q + key + q + sep + q for key in _USER_KEYS for q in "\"'" for sep in (":", ": ")),
+    ]
 )
+# What id(1) prints: `uid=1000(jdoe) gid=1000(jdoe) groups=1000(jdoe),27(sudo)`.
+_ID_NAMED = "|".join(rf"(?<=[=,][0-9]{{{digits}}}\()" for digits in range(1, 11))
 _HOST_ASSIGNED = "|".join(rf"(?<={name}=)|(?<={name}=[\"'])" for name in ("HOST", "HOSTNAME"))
+# A secret this long is found inside a longer token too (`tokhf_...`): no word of prose.
+_GLUED_SECRET = 12
 # A host name followed by a port (`buildbox:8080`), not inside a longer name, path or address
 # (`x.buildbox:80`, `/buildbox:80`, `a:buildbox:80`) nor before a decimal (`cache:0.5`).
 _HOST_BEFORE_PORT = r"(?<![\w./:-])"
@@ -1257,7 +1315,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
-            rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w))"
+            rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\)))"
         )
     if known.kind is KnownKind.HOST:
         # A distinctive host name also where it is a label of a longer name (`det0.NAME`,
@@ -1272,6 +1330,10 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
             rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|{_HOST_BEFORE_PORT}{v}{_PORT}{labels})"
         )
+    if known.kind is KnownKind.STRING:
+        return rf"(?i:{v})"
+    if known.kind is KnownKind.SECRET and len(known.value) >= _GLUED_SECRET:
+        return v
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
 
 
@@ -1373,14 +1435,21 @@ def base64_cores(value: bytes) -> list[str]:
 
 
 def _in_base64(known: Known) -> bool:
-    """Whether a known value is looked for in base64: a private path, a secret, a distinctive
-    user or host name (an ordinary word is no leak, in base64 or not), of 6 bytes or more."""
+    """Whether a known value is looked for in base64: a private path, a secret, a named
+    string, an address, a distinctive user or host name (an ordinary word is no leak, in
+    base64 or not), of 6 bytes or more."""
     if known.kind in (KnownKind.USER, KnownKind.HOST):
         if not is_distinctive(known.value):
             return False
-    elif known.kind not in (KnownKind.PATH, KnownKind.SECRET):
+    elif known.kind is KnownKind.OPAQUE:
         return False
     return len(known.value.encode("utf-8", "surrogatepass")) >= _BASE64_MIN_BYTES
+
+
+def _encodings(value: str) -> tuple[bytes, bytes]:
+    """The bytes of a value as a text holds it encoded: UTF-8, and UTF-16LE (what Windows
+    encodes, as PowerShell's -EncodedCommand)."""
+    return value.encode("utf-8", "surrogatepass"), value.encode("utf-16-le", "surrogatepass")
 
 
 def _trie_pattern(words: Sequence[str], depth: int = 0) -> str:
@@ -1408,8 +1477,9 @@ def _trie_pattern(words: Sequence[str], depth: int = 0) -> str:
 
 
 class _Base64Cores:
-    """The cores of the known values looked for in base64, each with the index of the first
-    known value it is a core of, and where they are in a text.
+    """The cores of the known values looked for in base64 (of their UTF-8 and UTF-16LE
+    bytes), and their hex (of the UTF-8 bytes, in any case), each with the index of the
+    first known value it is a core of, and where they are in a text.
 
     In time linear in the text, whatever the number of cores: one trie of them (compiled at
     the first text with a run of base64 characters as long as the shortest core) finds the
@@ -1420,18 +1490,40 @@ class _Base64Cores:
 
     def __init__(self, known: Sequence[Known]) -> None:
         self.cores: dict[str, int] = {}
+        # Hex is found the same way: its digits are base64 characters, and a value's hex is
+        # one string wherever it starts; in lower case, matched in any case.
+        self.hexes: dict[str, int] = {}
         for index, value in enumerate(known):
             if _in_base64(value):
-                data = value.value.encode("utf-8", "surrogatepass")
-                # Hex is found the same way: its digits are base64 characters, and a value's
-                # hex is one string wherever it starts.
-                for core in (*base64_cores(data), data.hex(), data.hex().upper()):
+                utf8, utf16 = _encodings(value.value)
+                for core in (*base64_cores(utf8), *base64_cores(utf16)):
                     self.cores.setdefault(core, index)
-        shortest = min(map(len, self.cores), default=0)
+                self.hexes.setdefault(utf8.hex(), index)
+        shortest = min(map(len, [*self.cores, *self.hexes]), default=0)
         self._long_run = re.compile(rf"{_BASE64_CLASS}{{{shortest}}}", re.ASCII)
-        self._regex: re.Pattern[str] | None = None
+        self._regexes: list[tuple[re.Pattern[str], dict[str, int]]] | None = None
 
-    def hits(self, text: str) -> Iterator[tuple[int, int, int]]:
+    def _first(
+        self, found: list[re.Match[str] | None], texts: tuple[str, str], position: int
+    ) -> tuple[re.Match[str], int] | None:
+        """The first core at or after `position` in a text (the longest there, then the first
+        known value's), and its known value's index: a base64 core in the text, a hex one in
+        the text in lower case (`texts`). `found` holds each regex's last match, kept while
+        it is still ahead (each regex reads its text once)."""
+        assert self._regexes is not None
+        best: tuple[int, int, int, re.Match[str]] | None = None
+        for at, (regex, cores) in enumerate(self._regexes):
+            match = found[at]
+            if match is None or match.start() < position:
+                match = found[at] = regex.search(texts[at], position)
+            if match is not None:
+                index = cores[match.group()]
+                key = (match.start(), match.start() - match.end(), index, match)
+                if best is None or key[:3] < best[:3]:
+                    best = key
+        return None if best is None else (best[3], best[2])
+
+    def hits(self, text: str, low: str) -> Iterator[tuple[int, int, int]]:
         """(start, end, known value's index) of each run of base64 characters (with its
         padding) that holds a core, and of each run of such lines (base64 wrapped at 64 or 76
         columns, as MIME and PEM write it) whose lines joined hold one; the known value is
@@ -1442,19 +1534,23 @@ class _Base64Cores:
         one_line = self._long_run.search(text) is not None
         if not (one_line or lines):
             return
-        if self._regex is None:
-            self._regex = re.compile(_trie_pattern(list(self.cores)))
-        regex = self._regex
+        if self._regexes is None:
+            self._regexes = [
+                (re.compile(_trie_pattern(list(self.cores))), self.cores),
+                (re.compile(_trie_pattern(list(self.hexes))), self.hexes),
+            ]
         if one_line:
             run_end = _BASE64_RUN.regex
             position = 0
-            while (match := regex.search(text, position)) is not None:
+            found: list[re.Match[str] | None] = [None, None]
+            while (first := self._first(found, (text, low), position)) is not None:
+                match, index = first
                 start = match.start()
                 window = text[position:start]
                 start -= len(window) - len(window.rstrip(_BASE64_TEXT))
                 end = run_end.match(text, match.end())
                 assert end is not None
-                yield start, end.end(), self.cores[match.group()]
+                yield start, end.end(), index
                 position = end.end()
         if lines:
             # Each run of lines is read once (its pattern matches at the first base64
@@ -1463,9 +1559,10 @@ class _Base64Cores:
             for run in _BASE64_LINES.regex.finditer(text):
                 body = run.group()
                 if "\n" in body:
-                    match = regex.search(body.replace("\r\n", "").replace("\n", ""))
-                    if match is not None:
-                        yield run.start(), run.end(), self.cores[match.group()]
+                    joined = body.replace("\r\n", "").replace("\n", "")
+                    texts = (joined, joined.lower())
+                    if (first := self._first([None, None], texts, 0)) is not None:
+                        yield run.start(), run.end(), first[1]
 
 
 # The escapes a bounded scan (scan_text's `most`) decodes in one text at most: past them it
@@ -1512,7 +1609,8 @@ _BATCH_CHARS = 1 << 20
 # 4. Each loop over matches (`_matches`) moves one place on after a rejected match, so in a
 #    batch with no accepted match every place of X is tried, with the result of 3.
 # 5. The views: no escape (`_Decoded._ESCAPE`: `\uXXXX`, `\/`, `\\`, `\"`, `\n` and the
-#    other JSON control escapes, `%XX`, `\xXX`, `&#N;`, `&#xX;`) holds \x00,
+#    other JSON control escapes, `%XX`, `\xXX`, `&#N;`, `&#xX;` and those without `;`, a
+#    run of invisible characters and the character after it, never a separator) holds \x00,
 #    so the batch decodes as each text decoded between the same gaps; a text with an
 #    escape makes the batch have one, at each depth. A view of X (which may begin without
 #    a separator, and may hold \x00s decoded from `\u0000` or `%00`) is another text
@@ -1525,11 +1623,47 @@ _BATCH_CHARS = 1 << 20
 _BATCH_GAP = SEP * (_ADDRESS_WINDOW + 8)
 
 
+def spellings(value: str, *, host: bool = False) -> list[str]:
+    """The other spellings of a known value that a text can hold for it: where it has letters
+    past ASCII, composed and decomposed (NFC, NFD: `jöns` as `jo\u0308ns`), and a host name
+    also in its IDNA form (`xn--bro-lab-07-9db` for `büro-lab-07`, label by label)."""
+    if value.isascii():
+        return []
+    found = [unicodedata.normalize(form, value) for form in ("NFC", "NFD")]
+    if host:
+        with contextlib.suppress(UnicodeError):  # a label too long, empty or not allowed
+            found.append(value.encode("idna").decode("ascii"))
+    return [form for form in dict.fromkeys(found) if form != value]
+
+
+def _spelled(known: Sequence[Known]) -> list[Known]:
+    """The known values (the last of each value), then each one's other spellings that is
+    not a known value itself, with its category, placeholder and kind."""
+    values = {k.value: k for k in known}
+    found = list(values.values())
+    for k in list(found):
+        for value in spellings(k.value, host=k.kind is KnownKind.HOST):
+            if value not in values:
+                values[value] = Known(value, k.category, k.placeholder, k.kind)
+                found.append(values[value])
+    return found
+
+
+# ASCII written in fullwidth forms (`ｇｂ１０－ｌａｂ－０７`), and each as its ASCII
+# character: one for one, so a view of a text so read has the text's offsets.
+_FULLWIDTH = _Lazy("[\uff01-\uff5e]")
+_FROM_FULLWIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+
+
 class Detector:
-    """The generic detectors plus the values one raw capture knows to be private."""
+    """The generic detectors plus the values one raw capture knows to be private.
+
+    Each known value is also looked for in its other spellings (`spellings`), and in a text
+    that holds fullwidth forms, in the text with those read as ASCII.
+    """
 
     def __init__(self, known: Sequence[Known] = ()) -> None:
-        self.known = tuple(sorted({k.value: k for k in known}.values(), key=_longest_first))
+        self.known = tuple(sorted(_spelled(known), key=_longest_first))
         # Opaque values apart: a long one must not hide a private path inside it.
         self._regexes: list[_KnownRegex] = []
         for opaque in (False, True):
@@ -1542,7 +1676,18 @@ class Detector:
 
     def _known_hits(self, places: _Places) -> Iterator[_Found]:
         text = places.text
-        names_an_account = _AccountNames(text)
+        yield from self._known_matches(places, text)
+        if self._regexes and not text.isascii() and _FULLWIDTH.search(text) is not None:
+            yield from self._known_matches(_Places(text.translate(_FROM_FULLWIDTH)), text)
+        for start, end, index in self._base64.hits(text, places.low):
+            known = self.known[index]
+            excerpt = _mask(text[start:end])
+            yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
+
+    def _known_matches(self, places: _Places, text: str) -> Iterator[_Found]:
+        """The matches of the known values' patterns in `places.text`: `text`, or a view of
+        it with the same offsets."""
+        names_an_account = _AccountNames(places.text)
         for regex in self._regexes:
             for match in regex.finditer(places):
                 assert match.lastgroup is not None
@@ -1555,21 +1700,19 @@ class Detector:
                     and not names_an_account(match.start())
                 ):
                     continue
-                if known.kind is KnownKind.ADDRESS and after_version_word(text, match.start()):
+                if known.kind is KnownKind.ADDRESS and after_version_word(
+                    places.text, match.start()
+                ):
                     continue
                 yield _Found(
                     known.category,
                     match.start(),
                     match.end(),
-                    _mask(match.group()),
+                    _mask(text[match.start() : match.end()]),
                     known.placeholder,
                     known.kind is not KnownKind.OPAQUE,
                     known.kind not in (KnownKind.USER, KnownKind.HOST),
                 )
-        for start, end, index in self._base64.hits(text):
-            known = self.known[index]
-            excerpt = _mask(text[start:end])
-            yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
 
     def _view_hits(self, text: str) -> Iterator[_Found]:
         places = _Places(text)
@@ -1741,13 +1884,13 @@ class _KnownPlaces:
     """Where a match of known values can start: where the first characters of one are (four,
     or a private path's up to its second slash: `_place_prefix`).
 
-    Those of user and host names (matched in any case) are looked for in the lower-cased
-    text; where the text holds a character that `(?i)` matches with an ASCII letter, or a
-    value is empty or not ASCII, the pattern's own search runs (None).
+    Those of user and host names and named strings (matched in any case) are looked for in
+    the lower-cased text; where the text holds a character that `(?i)` matches with an ASCII
+    letter, or a value is empty or not ASCII, the pattern's own search runs (None).
     """
 
     def __init__(self, known: Sequence[Known]) -> None:
-        any_case = (KnownKind.USER, KnownKind.HOST)
+        any_case = (KnownKind.USER, KnownKind.HOST, KnownKind.STRING)
         exact = [_place_prefix(k) for k in known if k.kind not in any_case]
         folded = [k.value.lower() for k in known if k.kind in any_case]
         self._plain = not all(exact + folded) or not all(v.isascii() for v in folded)
@@ -1875,18 +2018,33 @@ def _utf8_run(escape: str) -> str:
     )
 
 
+# Characters that show nothing, which a text can hold inside a value (`ali\u200bce`).
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+
+
+def _character(digits: str, base: int) -> str:
+    """The character of an HTML numeric reference; U+FFFD past the last code point."""
+    digits = digits.lstrip("0") or "0"
+    number = int(digits, base) if len(digits) <= 7 else sys.maxunicode + 1
+    return chr(number) if number <= sys.maxunicode else "\ufffd"
+
+
 class _Decoded:
     """A text with its escapes decoded once, and the way back to the text's offsets."""
 
     # JSON's escapes (`\\n` too: in `cannot open\\n/home/alice` the `n` would stand
-    # before the path as a letter), URL's, C's and Python's `\\xHH`, HTML's `&#47;`, `&#x2f;`.
-    # A run of `%HH` or `\\xHH` that spells one character in UTF-8 (`%C3%B6`, `ö`) is one
-    # escape of that character; a run that does not is one escape a byte, each its Latin-1
-    # character, as a lone `%HH` is.
+    # before the path as a letter), URL's, C's and Python's `\\xHH`, HTML's `&#47;`, `&#x2f;`
+    # (and without the `;`, its digits read as far as they go, as an HTML parser reads them:
+    # `&#47home`). A run of `%HH` or `\\xHH` that spells one character in UTF-8 (`%C3%B6`,
+    # `ö`) is one escape of that character; a run that does not is one escape a byte, each
+    # its Latin-1 character, as a lone `%HH` is. A run of invisible characters (zero-width
+    # spaces and joiners, word joiner, byte order mark, soft hyphen) and the character after
+    # it is one escape of that character: `ali\u200bce` is read as `alice`.
     _ESCAPE = re.compile(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
-        r"|&#([0-9]{1,7});|&#[xX]([0-9A-Fa-f]{1,6});"
+        r"|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
+        rf"|[{_INVISIBLE}]+([^\x00-\x02])"
     )
     _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 
@@ -1903,9 +2061,12 @@ class _Decoded:
         """The view of `text` with its escapes decoded; None where it holds none (a text
         without `\\`, `%` or `&#` is not searched); with `escapes`, where the text holds
         more escapes than that, the offset of the first one past them instead."""
-        if ("\\" not in text and "%" not in text and "&#" not in text) or (
-            cls._ESCAPE.search(text) is None
-        ):
+        if (
+            "\\" not in text
+            and "%" not in text
+            and "&#" not in text
+            and (text.isascii() or not any(c in text for c in _INVISIBLE))
+        ) or cls._ESCAPE.search(text) is None:
             return None
         return cls._decoded(text, parent, escapes)
 
@@ -1920,7 +2081,7 @@ class _Decoded:
                 return match.start()
             pieces.append(text[last : match.start()])
             length += match.start() - last
-            utf8, code, literal, control, percent, decimal, hexadecimal = match.groups()
+            utf8, code, literal, control, percent, decimal, hexadecimal, shown = match.groups()
             if utf8 is not None:
                 width = 3 if utf8[0] == "%" else 4  # `%HH` or `\\xHH`
                 data = bytes(
@@ -1944,9 +2105,12 @@ class _Decoded:
                 pieces.append(literal)
             elif control is not None:
                 pieces.append(cls._CONTROL[control])
-            elif decimal is not None or hexadecimal is not None:
-                number = int(decimal, 10) if decimal is not None else int(hexadecimal, 16)
-                pieces.append(chr(number) if number <= 0x10FFFF else "\ufffd")
+            elif decimal is not None:
+                pieces.append(_character(decimal, 10))
+            elif hexadecimal is not None:
+                pieces.append(_character(hexadecimal, 16))
+            elif shown is not None:
+                pieces.append(shown)
             else:
                 pieces.append(chr(int(code or percent, 16)))
             positions.append(length)

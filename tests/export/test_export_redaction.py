@@ -6,6 +6,7 @@ import base64
 import gzip
 import hashlib
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -108,13 +109,16 @@ def test_keep_env_publishes_a_named_variable(tmp_path: Path) -> None:
 
 def test_private_path_option_takes_paths_and_plain_strings(tmp_path: Path) -> None:
     f = RawFactory()
-    f.run["notes"] = ["data in /mnt/team-share/run7 for ProjectX (not projectx)"]
+    f.run["notes"] = ["data in /mnt/team-share/run7 for ProjectX (and projectx, ProjectXs)"]
     out = tmp_path / "public"
     summary = export_bundle(
         ExportOptions(f.write(tmp_path / "raw"), out, private_paths=("/mnt/team-share", "ProjectX"))
     )
     notes = json.loads((out / "experiment.json").read_text())["notes"]
-    assert notes == ["data in /path/to/private-1/run7 for <private-2> (not projectx)"]
+    # A named string goes everywhere: in any case, inside longer words too.
+    assert notes == [
+        "data in /path/to/private-1/run7 for <private-2> (and <private-2>, <private-2>s)"
+    ]
     assert summary.redactions["private-path"] >= 2
 
 
@@ -388,3 +392,127 @@ def test_a_user_name_percent_encoded_in_utf8_is_removed(tmp_path: Path) -> None:
     notes = _exported_notes(f, tmp_path)
     assert all("lindqvist" not in note for note in notes[:3]), notes
     assert notes[3] == "price 5%C2%A0%E2%82%AC stays"
+
+
+# --- forms of the capture's own values found since the second audit -------------------------
+
+TOKEN = "hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx"
+
+
+def test_a_non_ascii_name_or_path_in_its_other_normal_form_is_removed(tmp_path: Path) -> None:
+    """A capture with `jöns`, `büro-lab-07` and `modèles` composed (NFC): the same names
+    decomposed (NFD), the host in its IDNA form, go with the same placeholders."""
+    user, host, model = "j\u00f6ns", "b\u00fcro-lab-07", "/srv/ml/mod\u00e8les/Qwen3-1.7B-4bit"
+    f = RawFactory(
+        host=Host(user=user, hostname=host, home="/home/" + user, cwd="/srv/work",
+                  binary="/opt/mlxcel-server", model=model))  # fmt: skip
+    nfd_user, nfd_host, nfd_model = (unicodedata.normalize("NFD", v) for v in (user, host, model))
+    f.run["notes"] = [
+        f"weights in {nfd_model}/model.safetensors",
+        f"ran on {nfd_host} today, http://{nfd_host}:8080/v1",
+        "ran on xn--bro-lab-07-9db.acme-corp.com, http://xn--bro-lab-07-9db:8080/v1",
+        f"ssh root@{nfd_host}; /srv/shared/{nfd_user}/x",
+    ]
+    notes = _exported_notes(f, tmp_path)
+    assert notes == [
+        "weights in /path/to/model/model.safetensors",
+        "ran on <host> today, http://<host>:8080/v1",
+        "ran on <host>, http://<host>:8080/v1",
+        "ssh <user>@<host>; /srv/shared/<user>/x",
+    ]
+
+
+def test_a_name_in_fullwidth_forms_or_with_invisible_characters_is_removed(
+    tmp_path: Path,
+) -> None:
+    f = RawFactory()
+    f.server["env"]["HF_TOKEN"] = TOKEN
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in f.host.hostname)
+    f.run["notes"] = [
+        f"ran on {fullwidth}",
+        "host lab-host\u200b-07 up; al\u200bice@lab-host-07",
+        f"token {TOKEN[:10]}\u200b\u200d{TOKEN[10:]}, soft {TOKEN[:5]}\u00ad{TOKEN[5:]}",
+        "peer 192.168\u2060.40.23",
+        "a zero\u200bwidth space and a soft\u00adhyphen in prose stay",
+    ]
+    notes = _exported_notes(f, tmp_path)
+    assert notes == [
+        "ran on <host>",
+        "host <host> up; <user>@<host>",
+        "token <token>, soft <token>",
+        "peer <ip>",
+        "a zero\u200bwidth space and a soft\u00adhyphen in prose stay",
+    ]
+
+
+def test_a_known_secret_glued_to_letters_is_removed(tmp_path: Path) -> None:
+    f = RawFactory()
+    f.server["env"]["HF_TOKEN"] = TOKEN
+    f.server["env"]["API_SECRET"] = "Zq8vN3kLp2Xw7RtY"  # no token prefix: found as known
+    f.run["notes"] = [f"tok{TOKEN}", "ref xZq8vN3kLp2Xw7RtYz"]
+    notes = _exported_notes(f, tmp_path)
+    assert notes == ["tok<token>", "ref x<token>z"]
+
+
+def test_a_known_value_in_mixed_case_hex_utf16_base64_or_a_padded_address_is_removed(
+    tmp_path: Path,
+) -> None:
+    f = RawFactory()
+    f.server["env"]["HF_TOKEN"] = TOKEN
+    for exchange in f.exchanges():  # the capture sent its requests to a public address
+        exchange["request"]["url"] = "http://81.2.69.142:18128/v1/chat/completions"
+    hexed = "".join(c.upper() if i % 3 == 0 else c for i, c in enumerate(TOKEN.encode().hex()))
+    utf16 = base64.b64encode((f.host.model + "/x").encode("utf-16-le")).decode()
+    f.run["notes"] = [
+        f"hex {hexed}",
+        f"powershell -EncodedCommand {utf16}",
+        f"ps {base64.b64encode(TOKEN.encode('utf-16-le')).decode()}",
+        f"blob {_b64('81.2.69.142')}",
+        "at 81.2.069.142 and 81.002.069.142",
+    ]
+    notes = _exported_notes(f, tmp_path)
+    assert notes == [
+        "hex <token>",
+        "powershell -EncodedCommand /path/to/model",
+        "ps <token>",
+        "blob <ip>",
+        "at <ip> and <ip>",
+    ]
+
+
+def test_generic_forms_the_audit_found_are_removed(tmp_path: Path) -> None:
+    """HTML references without `;`, the Windows home before Vista, an e-mail address with
+    an IDN domain, a public address after a name that ends in `_ip` or `_addr`."""
+    f = RawFactory()
+    f.run["notes"] = [
+        "path &#47home&#47bob&#47x and &#x2fhome&#x2fjoe&#x2fx",
+        r"C:\Documents and Settings\bob\Desktop",
+        "mail bob.smith@b\u00fccher-corp.de",
+        'remote_addr=81.2.69.142 client_ip=81.2.69.142 {"peer_addr": "81.2.69.142"}',
+        "clientIp=81.2.69.142; chip 81.2.69.142 stays",
+    ]
+    notes = _exported_notes(f, tmp_path)
+    assert notes == [
+        "path /path/to/home and /path/to/home",
+        "/path/to/home",
+        "mail <email>",
+        'remote_addr=<ip> client_ip=<ip> {"peer_addr": "<ip>"}',
+        "clientIp=<ip>; chip 81.2.69.142 stays",
+    ]
+
+
+def test_a_plain_user_name_in_account_forms_is_removed(tmp_path: Path) -> None:
+    f = RawFactory()
+    f.run["notes"] = [
+        "uid=1000(alice) gid=1000(alice) groups=1000(alice),27(sudo)",
+        '{"user": "alice", "owner": "alice"}',
+        "user: alice",
+        "alice in wonderland; users: alice",
+    ]
+    notes = _exported_notes(f, tmp_path)
+    assert notes == [
+        "uid=1000(<user>) gid=1000(<user>) groups=1000(<user>),27(sudo)",
+        '{"user": "<user>", "owner": "<user>"}',
+        "user: <user>",
+        "alice in wonderland; users: alice",
+    ]

@@ -522,10 +522,15 @@ class _Collector:
         if value and value.lower() not in GENERIC_NAMES:
             self._add(value, category, placeholder, kind)
 
-    def secret(self, value: str, category: str, placeholder: str, *, any_length: bool) -> None:
-        """A value that identifies someone wherever it appears (a token, a named string)."""
-        if any_length or len(value) >= MIN_OPAQUE:
+    def secret(self, value: str, category: str, placeholder: str) -> None:
+        """A value that identifies someone wherever it appears (a token)."""
+        if len(value) >= MIN_OPAQUE:
             self._add(value, category, placeholder, KnownKind.SECRET)
+
+    def string(self, value: str, placeholder: str) -> None:
+        """A string the user named private (`--private-path NAME`): replaced everywhere, in
+        any case and inside longer words, whatever its length."""
+        self._add(value, "private-path", placeholder, KnownKind.STRING)
 
     def address(self, value: str) -> None:
         """An IPv4 address the capture sent requests to."""
@@ -670,16 +675,16 @@ def collect_private_values(
     for address in sorted({a for a in map(_url_address, filter(None, urls)) if a}):
         c.address(address)
     for secret in secrets:
-        c.secret(secret, "token", "<token>", any_length=False)
+        c.secret(secret, "token", "<token>")
     environment = dict.fromkeys((n, v) for s in servers for n, v in s.env.items())
     for name, value in environment:  # c.secret is idempotent: each pair once, in order
         if leaks.is_secret_name(name) and not _is_path(value):
-            c.secret(value, "token", "<token>", any_length=False)
+            c.secret(value, "token", "<token>")
     for private in private_paths:
         if "/" in private:
             c.path(private, "/path/to/" + c.numbered())
-        else:  # named explicitly: removed whatever its length
-            c.secret(private, "private-path", f"<{c.numbered()}>", any_length=True)
+        else:  # a named string: removed wherever it is, whatever its length
+            c.string(private, f"<{c.numbered()}>")
 
     # The paths the run names, each with its own placeholder.
     if run.binary_path:

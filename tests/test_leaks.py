@@ -504,6 +504,8 @@ def test_a_private_key_with_no_end_line_goes_to_the_end_of_its_string() -> None:
         ("Cookie: session=8f14e45fceea167a5a36", "session=8f14e45fceea167a5a36"),
         ("Set-Cookie: sid=s%3AZ29vZGJ5ZQ.Xy12Ab9; Path=/", "sid=s%3AZ29vZGJ5ZQ.Xy12Ab9; Path=/"),
         ("Cookie: theme=dark; sid=8f14e45fceea", "theme=dark; sid=8f14e45fceea"),
+        ("Cookie: sid=1234567890123456", "sid=1234567890123456"),  # long numbers are ids
+        ("Set-Cookie: sid=9f8e7d6c5b4a; Path=/", "sid=9f8e7d6c5b4a; Path=/"),
         ('{"Cookie": "a=b; sid=8f3a9c2e71b04d5fa6c1e9b2"}', "a=b; sid=8f3a9c2e71b04d5fa6c1e9b2"),
         ("POST https://hooks.slack.com/services/T0123ABCD/B0123ABCD/abcdefghijklmnopqrstuvwx ok",
          "hooks.slack.com/services/T0123ABCD/B0123ABCD/abcdefghijklmnopqrstuvwx"),
@@ -530,7 +532,12 @@ def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
      "Le dossier « /home/\u00a0» ...", "The folder “/Users/” holds them", "see /home/… for files",
      "Set-Cookie: theme=dark-mode-on; Path=/", "Cookie: consent=accepted_all",
      "Cookie: lang=en; theme=dark; tz=UTC", "Set-Cookie: id=a3fWa; Expires=Thu, 21 Oct 2021",
-     "see hooks.slack.com/services/ for how"],
+     "see hooks.slack.com/services/ for how",
+     # Set-Cookie's attributes, and numbers and dates, are no sessions
+     "Set-Cookie: cookie_consent=accepted; Path=/; Max-Age=31536000",
+     "cookie: lang=en; seen_banner=20240101", "Cookie: consent_at=2024-01-01T10:00:00",
+     "Set-Cookie: lang=en-US; Path=/; Domain=example.com; Max-Age=86400",
+     "Set-Cookie: id=a3fWa; Expires=Thu, 21 Oct 2021 07:28:00 GMT; Secure; HttpOnly"],
 )  # fmt: skip
 def test_prose_paths_punctuation_and_preferences_are_not_private(text: str) -> None:
     assert leaks.scan_text(text) == []
@@ -615,6 +622,7 @@ KNOWN_FORMS = Detector(
         Known("hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx", "token", "<token>", KnownKind.SECRET),
         Known("pw4short", "token", "<token>", KnownKind.SECRET),
         Known("Falcon-Prototype", "private-path", "<private-1>", KnownKind.STRING),
+        Known("eli", "private-path", "<private-2>", KnownKind.STRING),
         Known("81.2.69.142", "ip-address", "<ip>", KnownKind.ADDRESS),
     ]
 )
@@ -649,10 +657,15 @@ TOKEN_HEX = b"hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx".hex()
             [("hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx", "<token>")],
         ),
         ("pw4short xpw4shorty", [("pw4short", "<token>")]),
-        # A named string in any case, inside longer words.
+        # A named string in any case, inside longer words where it is long; a short one
+        # beside digits, never inside a word.
         (
             "codename falcon-prototype, FALCON-PROTOTYPES",
             [("falcon-prototype", "<private-1>"), ("FALCON-PROTOTYPE", "<private-1>")],
+        ),
+        (
+            "Elias met eli, Eli's eli2 at the deli",
+            [("eli", "<private-2>"), ("Eli", "<private-2>"), ("eli", "<private-2>")],
         ),
         # Hex in mixed case, base64 of UTF-16LE, an address in base64 or zero-padded.
         (
@@ -677,8 +690,9 @@ TOKEN_HEX = b"hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx".hex()
             "uid=1000(jdoe) gid=1000(jdoe) groups=1000(jdoe),27(sudo)",
             [("jdoe", "<user>"), ("jdoe", "<user>"), ("jdoe", "<user>")],
         ),
-        # ... and where it names nothing.
+        # ... and where it names nothing: a chat transcript's speaker is no account's member.
         ("jdoe wrote: user: jdoe2, users: jdoe", []),
+        ("User: Jdoe asks. Owner: jdoe", []),
         ("(jdoe) 3(jdoe) uid=1000(jdoe2)", []),
     ],
 )

@@ -489,14 +489,29 @@ def test_a_setting_whose_value_is_not_what_it_shows(tmp_path: Path, value: str) 
     _invalid(files, tmp_path, "servers", "other than printable ASCII")
 
 
+def _model_given(*given: str) -> Callable[[list[str]], None]:
+    """An edit of a command line: its `-m PATH` replaced by `given`."""
+
+    def edit(argv: list[str]) -> None:
+        at = argv.index("-m")
+        argv[at : at + 2] = given
+
+    return edit
+
+
 @pytest.mark.parametrize(
     ("edit", "words"),
     [
-        (lambda argv: argv.__setitem__(argv.index("-m") + 1, "/path/to/model/other-7b.gguf"),
-         "loads the model file other-7b.gguf"),
-        (lambda argv: argv.extend(["-m", "/path/to/model/other-7b.gguf"]), "names the model 2"),
-        (lambda argv: argv.extend(["-hf", "someone/other-7b-GGUF"]), "names the model 2"),
-        (lambda argv: argv.append("--model=/path/to/model/other.gguf"), "names the model 2"),
+        (_model_given("-m", "/path/to/model/other-7b.gguf"), "loads the model file other-7b.gguf"),
+        (lambda argv: argv.extend(["-m", "/path/to/model/other-7b.gguf"]), "told 2 times"),
+        (lambda argv: argv.extend(["-hf", "someone/other-7b-GGUF"]), "told 2 times"),
+        (lambda argv: argv.append("--model=/path/to/model/other.gguf"), "told 2 times"),
+        # llama-server's -m names one file, whatever its suffix
+        (_model_given("-m", "/path/to/model/other"), "loads the model file other,"),
+        (_model_given("-m", "/path/to/model/tiny.gguf.1"), "loads the model file tiny.gguf.1"),
+        # a URL's query is not part of the file's name
+        (_model_given("-mu", "https://example.com/other.gguf?download=true"),
+         "loads the model file other.gguf"),
     ],
 )  # fmt: skip
 def test_a_server_that_loads_another_model_than_the_declared_one(
@@ -519,3 +534,97 @@ def test_a_cold_answer_while_mlxcels_other_counter_of_cached_tokens_rose(
 
     files = _records(dict(SEED_FILES), rose)
     _invalid(files, tmp_path, "telemetry", "but its answer says 0 cached tokens")
+
+
+@pytest.mark.parametrize("with_option", [True, False])
+def test_a_model_named_by_the_environment(tmp_path: Path, with_option: bool) -> None:
+    """LLAMA_ARG_MODEL is llama-server's --model: a model named there is one the server
+    is told to load, beside -m or instead of it."""
+
+    def by_environment(experiment: Any) -> None:
+        condition = experiment["conditions"][0]
+        condition["settings"]["LLAMA_ARG_MODEL"] = "/path/to/model/other.gguf"
+        condition.pop("label", None)
+        for server in condition["servers"]:
+            server["environment"]["LLAMA_ARG_MODEL"] = "/path/to/model/other.gguf"
+            if not with_option:
+                at = server["argv"].index("-m")
+                del server["argv"][at : at + 2]
+
+    files = _edited(_archive_files("llama-cpp-real.tar.gz"), layout.EXPERIMENT, by_environment)
+    words = "told 2 times" if with_option else "loads the model file other.gguf"
+    _invalid(files, tmp_path, "consistency", words)
+
+
+def test_a_served_file_the_manifest_lists_beside_another_model_file(tmp_path: Path) -> None:
+    """An earlier capture named the folder's `model.safetensors` while llama-server loaded
+    its GGUF: both are in the manifest, so the served file's hash is known. A warning says
+    which, and the verdict stands."""
+    files = _archive_files("llama-cpp-real.tar.gz")
+    manifest = json.loads(files[layout.MODEL_MANIFEST])
+    (gguf,) = manifest["files"]
+    manifest["files"].append(dict(gguf, path="model.safetensors", sha256="ab" * 32))
+
+    def declared(experiment: Any) -> None:
+        experiment["model"].update(model_file="model.safetensors", model_sha256="ab" * 32)
+
+    files = _edited({**files, layout.MODEL_MANIFEST: _dump(manifest)}, layout.EXPERIMENT, declared)
+    result = verify_path(write(_resum(files), tmp_path / "b"))
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT, [f.message for f in result.findings]
+    warned = [f for f in result.findings if "which the manifest lists" in f.message]
+    assert warned and all(f.severity == "warning" for f in warned)
+
+
+def test_an_answer_without_its_system_fingerprint(tmp_path: Path) -> None:
+    def dropped(name: str, record: Any) -> None:
+        if record["claimed_arm"] == "warm":
+            record["response"].pop("system_fingerprint")
+
+    _invalid(_llama_records(dropped), tmp_path, "consistency", "lack the system_fingerprint")
+
+
+@pytest.mark.parametrize("created", [None, "float"])
+def test_an_answer_without_its_time(tmp_path: Path, created: str | None) -> None:
+    def untimed(name: str, record: Any) -> None:
+        if name.endswith("/005.json"):
+            if created is None:
+                record["response"].pop("created")
+            else:
+                record["response"]["created"] = float(record["response"]["created"] - 3600)
+
+    _invalid(_llama_records(untimed), tmp_path, "consistency", "an answer without its time")
+
+
+@pytest.mark.parametrize(
+    "counter", ["llamacpp:prompt_tokens_total", "llamacpp:tokens_predicted_total"]
+)
+def test_a_work_counter_taken_out_where_it_moved(tmp_path: Path, counter: str) -> None:
+    def hidden(name: str, record: Any) -> None:
+        if name.endswith("/004.json"):
+            del record["telemetry"]["before"]["metrics"][counter]
+
+    _invalid(_llama_records(hidden), tmp_path, "telemetry", f"lack {counter}")
+
+
+def test_mlxcels_other_counter_of_cached_tokens_taken_out(tmp_path: Path) -> None:
+    done = []
+
+    def hidden(record: Any) -> None:
+        if record["claimed_arm"] == "cold" and not done:
+            del record["telemetry"]["after"]["metrics"]["llamacpp:prompt_tokens_cached_total"]
+            done.append(True)
+
+    files = _records(dict(SEED_FILES), hidden)
+    _invalid(files, tmp_path, "telemetry", "lack llamacpp:prompt_tokens_cached_total")
+
+
+def test_a_setting_not_what_it_shows_in_a_condition_without_servers(tmp_path: Path) -> None:
+    """An attached capture declares no server: the setting's value is checked all the same."""
+    files = _archive_files("llama-cpp-real.tar.gz")
+
+    def attached(experiment: Any) -> None:
+        experiment["conditions"][0]["settings"]["LLAMA_ARG_FLASH_ATTN"] = "\uff11"
+        experiment["conditions"][0]["servers"] = []
+
+    files = _edited(files, layout.EXPERIMENT, attached)
+    _invalid(files, tmp_path, "servers", "other than printable ASCII")

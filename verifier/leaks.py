@@ -53,7 +53,8 @@ Export also finds the values it knows in base64 (wrapped in lines or not, of the
 UTF-16LE bytes) and in hex (in any case); in their other spellings (NFC and NFD, a host's
 IDNA form: `spellings`) and in fullwidth forms (`ｇｂ１０`); a user name in account forms
 (`user: al`, `{"login": "al"}`, `uid=1000(al)`), a long secret inside a longer token, a
-string the user named private anywhere and in any case, an address with padded octets.
+string the user named private in any case (inside a longer word too, unless it is a plain
+word: `_unlike_a_word`), an address with padded octets.
 """
 
 from __future__ import annotations
@@ -148,7 +149,8 @@ class KnownKind(enum.Enum):
     # token, or inside a longer one where it is long (`_GLUED_SECRET`)
     OPAQUE = "opaque"  # like SECRET, but not identifying: removed from free text only
     ADDRESS = "address"  # an IPv4 address: where the generic detector would take it for one
-    STRING = "string"  # a string the user named private: everywhere, in any case
+    STRING = "string"  # a string the user named private: in any case, and inside a
+    # longer word unless it is a plain word itself (`eli` is not in `Elias`: `_unlike_a_word`)
 
 
 @dataclass(frozen=True)
@@ -544,13 +546,32 @@ def _accept_token(match: re.Match[str]) -> bool:
     if group in ("auth", "bearer"):
         return _tokenish(value)
     if group == "cookie":  # the whole list goes, where one of its values is a session's
-        return any(_is_session(pair.partition("=")[2]) for pair in value.split(";"))
+        pairs = (pair.strip().partition("=") for pair in value.split(";"))
+        return any(
+            name.lower() not in _COOKIE_ATTRIBUTES and _is_session(cookie)
+            for name, _, cookie in pairs
+        )
     return True
+
+
+# What Set-Cookie says of a cookie, not a cookie (RFC 6265 and its successors' attributes).
+_COOKIE_ATTRIBUTES = frozenset(
+    ("expires", "max-age", "domain", "path", "samesite", "secure", "httponly", "priority",
+     "partitioned", "version", "comment")
+)  # fmt: skip
+
+
+_COOKIE_NUMBER = _Lazy(
+    r"[0-9.]{1,15}|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{2}(?::[0-9]{2}){1,2}(?:\.[0-9]+)?Z?)?"
+)
 
 
 def _is_session(cookie: str) -> bool:
     """A cookie's value is a session's where it has 8 characters or more and a digit, or
-    20 or more: `theme=dark-mode-on` is a preference."""
+    20 or more: `theme=dark-mode-on` is a preference, and so are a number of fewer than 16
+    digits and a date (`seen=20240101`, `consent_at=2024-01-01T10:00:00`)."""
+    if _COOKIE_NUMBER.fullmatch(cookie):
+        return False
     return len(cookie) >= 20 or (len(cookie) >= 8 and any(c.isdigit() for c in cookie))
 
 
@@ -1274,14 +1295,19 @@ def _after_any(prefixes: Iterable[str]) -> str:
 # A name given to a variable that names an account or a machine, in free text or a dump of
 # the environment (`USER=jdoe`, `export LOGNAME='jdoe'`, `HOSTNAME=buildbox`), in any case
 # (`--host=buildbox`, `?user=jdoe`); a user name also as the value of a member so named
-# (`user: jdoe`, `{"login": "jdoe"}`, a document's `"owner": "jdoe"`).
+# (`user: jdoe`, `{"login": "jdoe"}`, a document's `"owner": "jdoe"`); after an unquoted
+# name and a colon, in lower case only (`User: Alice` is a line of a chat transcript).
 _USER_KEYS = ("user", "username", "logname", "login", "owner")
-_USER_ASSIGNED = _after_any(
-    [
-        *(key + sep for key in _USER_KEYS for sep in ("=", '="', "='", KEY_SEP, ":", ": ")),
-        *(key + sep for key in _USER_KEYS for sep in (': "', ": '")),
-        *(q + key + q + sep + q for key in _USER_KEYS for q in "\"'" for sep in (":", ": ")),
-    ]
+_USER_ASSIGNED = (
+    _after_any(
+        [
+            *(key + sep for key in _USER_KEYS for sep in ("=", '="', "='", KEY_SEP)),
+            *(q + key + q + sep + q for key in _USER_KEYS for q in "\"'" for sep in (":", ": ")),
+        ]
+    )
+    + "|(?-i:"
+    + _after_any(key + sep for key in _USER_KEYS for sep in (":", ": ", ': "', ": '"))
+    + ")"
 )
 # What id(1) prints: `uid=1000(jdoe) gid=1000(jdoe) groups=1000(jdoe),27(sudo)`.
 _ID_NAMED = "|".join(rf"(?<=[=,][0-9]{{{digits}}}\()" for digits in range(1, 11))
@@ -1331,10 +1357,20 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|{_HOST_BEFORE_PORT}{v}{_PORT}{labels})"
         )
     if known.kind is KnownKind.STRING:
-        return rf"(?i:{v})"
+        if _unlike_a_word(known.value):
+            return rf"(?i:{v})"  # inside any longer word too (`ProjectXs`)
+        # a word not inside another (`eli` is not in `Elias`), but beside digits (`eli2`)
+        return rf"(?i:(?<![^\W\d_]){v}(?![^\W\d_]))"
     if known.kind is KnownKind.SECRET and len(known.value) >= _GLUED_SECRET:
         return v
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
+
+
+def _unlike_a_word(value: str) -> bool:
+    """Whether a named string is unlike a word of prose, so that, inside a longer one, it is
+    still itself: long (`_GLUED_SECRET`), or with a character other than a letter, or a
+    capital past its first (`Falcon-X`, `ProjectX`, `gb10`; not `eli`, `Eli`, `falcon`)."""
+    return len(value) >= _GLUED_SECRET or not value.isalpha() or any(c.isupper() for c in value[1:])
 
 
 _ACCOUNT_BREAK = _Lazy(r"[/@\s]")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from llama_pipeline import PipelineRun, fixture, run_pipeline
+from make_tiny_model import write_tiny_model
 
 from verifier import schemas, signing
 from verifier.jsonio import loads_strict
@@ -129,9 +130,21 @@ def test_a_split_inside_a_small_token_cap_is_still_a_split(
 def test_stable_prompt_is_cache_state_independent(
     workdir: Path, server_binary: Path, keys: signing.KeyPairPaths
 ) -> None:
-    run = _run(workdir, "stable", server_binary, keys)
+    # A model folder whose GGUF sits beside other weights: the model_file is the file
+    # llama-server loads, not the folder's `model.safetensors`.
+    folder = workdir / "model"
+    folder.mkdir()
+    write_tiny_model(folder / "tiny.gguf", seed=fixture()["model_seed"])
+    (folder / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
+    (folder / "config.json").write_text("{}")
+    run = run_pipeline(
+        workdir, fixture()["stable"]["prompt"], sign_key=keys.private, public_key=keys.public,
+        binary=server_binary, model=folder,
+    )  # fmt: skip
     bundle = _check_report(run, "cache-state-independent")
     assert len(bundle["classification"]["classes"]) == 1
+    assert bundle["experiment"]["model"]["model_file"] == "tiny.gguf"
+    assert not [f for f in bundle["findings"] if f["severity"] != "info"], bundle["findings"]
 
 
 def test_committed_real_sample_verifies(tmp_path: Path) -> None:

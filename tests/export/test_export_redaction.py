@@ -109,15 +109,19 @@ def test_keep_env_publishes_a_named_variable(tmp_path: Path) -> None:
 
 def test_private_path_option_takes_paths_and_plain_strings(tmp_path: Path) -> None:
     f = RawFactory()
-    f.run["notes"] = ["data in /mnt/team-share/run7 for ProjectX (and projectx, ProjectXs)"]
+    f.run["notes"] = [
+        "data in /mnt/team-share/run7 for ProjectX (and projectx, ProjectXs)",
+        "Elias asked eli (Eli's, eli2)",
+    ]
     out = tmp_path / "public"
-    summary = export_bundle(
-        ExportOptions(f.write(tmp_path / "raw"), out, private_paths=("/mnt/team-share", "ProjectX"))
-    )
+    private = ("/mnt/team-share", "ProjectX", "eli")
+    summary = export_bundle(ExportOptions(f.write(tmp_path / "raw"), out, private_paths=private))
     notes = json.loads((out / "experiment.json").read_text())["notes"]
-    # A named string goes everywhere: in any case, inside longer words too.
+    # A named string goes everywhere, in any case, inside longer words too; a plain word is
+    # not taken out of another word (`Elias`).
     assert notes == [
-        "data in /path/to/private-1/run7 for <private-2> (and <private-2>, <private-2>s)"
+        "data in /path/to/private-1/run7 for <private-2> (and <private-2>, <private-2>s)",
+        "Elias asked <private-3> (<private-3>'s, <private-3>2)",
     ]
     assert summary.redactions["private-path"] >= 2
 
@@ -508,6 +512,7 @@ def test_a_plain_user_name_in_account_forms_is_removed(tmp_path: Path) -> None:
         '{"user": "alice", "owner": "alice"}',
         "user: alice",
         "alice in wonderland; users: alice",
+        "User: Alice, can you help? Owner: alice",  # a chat transcript's speakers
     ]
     notes = _exported_notes(f, tmp_path)
     assert notes == [
@@ -515,4 +520,5 @@ def test_a_plain_user_name_in_account_forms_is_removed(tmp_path: Path) -> None:
         '{"user": "<user>", "owner": "<user>"}',
         "user: <user>",
         "alice in wonderland; users: alice",
+        "User: Alice, can you help? Owner: alice",
     ]

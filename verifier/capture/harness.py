@@ -293,7 +293,8 @@ class _Run:
         self.writer.json(layout.RAW_MODEL_MANIFEST, manifest.to_json())
         model = self.run_doc["model"]
         model.update(repo_id=manifest.repo_id, revision=manifest.revision)
-        model.update(model_file=manifest.model_file, config_file=manifest.config_file)
+        served = _served_file(self.profile, self.config.model, {f.path for f in manifest.files})
+        model.update(model_file=served or manifest.model_file, config_file=manifest.config_file)
         if self.config.binary is not None:
             self._identify_binary(self.config.binary)
         self.write_run()
@@ -634,6 +635,20 @@ def _entries_zero(stats: Any, pointer: str | None) -> bool | None:
     if isinstance(entries, bool) or not isinstance(entries, int | float):
         return None
     return entries == 0
+
+
+def _served_file(profile: ServerProfile, model: Path, listed: set[str]) -> str | None:
+    """The manifest's name of the file the server is given, where it is given one file of
+    the model's folder (llama-server's GGUF beside a `model.safetensors`): the model_file
+    is the weights it serves, not the folder's likeliest."""
+    if not model.is_dir():
+        return None
+    try:
+        given = profile.model_argument(model)
+        name = given.relative_to(model).as_posix()
+    except (UsageError, ValueError):  # no one file (an attached server's), or outside
+        return None
+    return name if given.is_file() and name in listed else None
 
 
 def _empty_snapshot() -> dict[str, Any]:

@@ -13,6 +13,7 @@ from verifier import layout
 from verifier.checks.context import BundleContext, occurrences
 from verifier.model import Finding, Severity, json_pointer
 from verifier.profiles import KNOWN_RULES, PROFILES
+from verifier.profiles.base import ServerProfile
 from verifier.profiles.rules import ProfileRules
 from verifier.records import Condition, Experiment, Record, ServerDeclaration
 
@@ -37,7 +38,7 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
     if rules is not None:
         yield from _the_named_server(ctx, experiment, rules)
         yield from _command_lines(experiment, rules)
-        yield from _served_model(experiment, rules)
+        yield from _served_model(ctx, experiment, rules)
     yield from _one_request_per_record(ctx, experiment)
     yield from _one_model(ctx)
     yield from _one_server_at_a_time(experiment)
@@ -156,41 +157,81 @@ def _command_lines(experiment: Experiment, rules: ProfileRules) -> Iterator[Find
 _MODEL_FILE = re.compile(r".+\.(?:gguf|safetensors|bin|pt|pth|onnx|ggml)", re.IGNORECASE)
 
 
-def _served_model(experiment: Experiment, rules: ProfileRules) -> Iterator[Finding]:
-    """The model a command line loads is the declared one: a model file named after the
-    profile's model option is the declared `model_file`, and the option is given once (the
-    last one given is the one a server loads)."""
+def _model_named(server: ServerDeclaration, profile: ServerProfile) -> Iterator[tuple[str, str]]:
+    """Each place the server is told which model to load, as (where, value): the profile's
+    model options on the command line, and the environment variables that set them
+    (`LLAMA_ARG_MODEL` is llama-server's `--model`)."""
+    options = profile.model_options
+    argv = server.argv
+    for index, arg in enumerate(argv):
+        option, eq, value = arg.partition("=")
+        if option in options and eq:
+            yield arg, value
+        elif arg in options and index + 1 < len(argv):
+            yield f"{arg} {argv[index + 1]}", argv[index + 1]
+    for name, value in server.environment.items():
+        if any(o in options for o in profile.toggle_options(name)):
+            yield f"{name}={value}", value
+
+
+def _file_name(value: str) -> str:
+    """The file a path or URL names: its last component, without a URL's query or fragment
+    (`https://host/x.gguf?download=true` names `x.gguf`)."""
+    if "://" in value:
+        value = value.partition("#")[0].partition("?")[0]
+    return value.replace("\\", "/").rstrip("/").rpartition("/")[2]
+
+
+def _served_model(
+    ctx: BundleContext, experiment: Experiment, rules: ProfileRules
+) -> Iterator[Finding]:
+    """The model a server loads is the declared one: a model file named by the profile's
+    model options (or the environment variables that set them) is the declared
+    `model_file`, and the model is named once (of several, the server loads one the others
+    do not say). A server whose option always names one file (`model_is_file`) is held to
+    that name whatever its suffix (`x.gguf.1`, `other`)."""
     profile = PROFILES.get(rules.name)
     model = experiment.document.get("model")
     declared = model.get("model_file") if isinstance(model, dict) else None
     if profile is None or not isinstance(declared, str):
         return
-    options = profile.model_options
+    manifest = ctx.valid(layout.MODEL_MANIFEST)
+    listed = {
+        _file_name(entry["path"])
+        for entry in (manifest["files"] if isinstance(manifest, dict) else ())
+    }
+    declared_name = _file_name(declared)
     for ci, condition in enumerate(experiment.conditions):
         for si, server in enumerate(condition.servers):
-            argv, loaded = server.argv, []
-            for index, arg in enumerate(argv):
-                option, eq, value = arg.partition("=")
-                if option in options and eq:
-                    loaded.append(value)
-                elif arg in options and index + 1 < len(argv):
-                    loaded.append(argv[index + 1])
+            named = list(_model_named(server, profile))
             pointer = json_pointer("conditions", ci, "servers", si, "argv")
-            if len(loaded) > 1:
+            if len(named) > 1:
                 yield _error(
-                    f"the command line names the model {len(loaded)} times: the server loads "
-                    "the last one, whatever the others say",
-                    pointer=pointer, actual=" ".join(loaded),
+                    f"the server is told {len(named)} times which model to load: it loads one "
+                    "of them, whatever the others say",
+                    pointer=pointer, actual="; ".join(where for where, _ in named),
                 )  # fmt: skip
-            for value in loaded:
-                name = value.replace("\\", "/").rstrip("/").rpartition("/")[2]
-                placeholder = "<" in name  # a name export had to redact: not comparable
-                if _MODEL_FILE.fullmatch(name) and name != declared and not placeholder:
-                    yield _error(
-                        f"the server loads the model file {name}, not the declared model_file "
-                        f"{declared}: the manifest's hashes are not of the model it served",
-                        pointer=pointer, expected=declared, actual=value,
+            for where, value in named:
+                name = _file_name(value)
+                if "<" in name or name == declared_name:  # `<`: a name export redacted
+                    continue
+                if not (profile.model_is_file or _MODEL_FILE.fullmatch(name)):
+                    continue  # a folder, or a repository's name
+                if name in listed:
+                    yield Finding(
+                        CHECK, Severity.WARNING,
+                        f"the server loads the model file {name}, which the manifest lists, "
+                        f"but model_file names {declared}: model_sha256 is not the served "
+                        "file's (the manifest's entry for it is)",
+                        layout.EXPERIMENT, pointer, declared, where,
                     )  # fmt: skip
+                    continue
+                yield _error(
+                    f"the server loads the model file {name}, not the declared model_file "
+                    f"{declared}, and the manifest does not list it: the manifest's hashes "
+                    "are not of the model it served",
+                    pointer=pointer, expected=declared, actual=where,
+                )  # fmt: skip
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
@@ -273,9 +314,17 @@ def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
     declared `build_commit`."""
     declared = experiment.document["server"].get("build_commit")
     first: tuple[str, str] | None = None
-    for record in ctx.records:
+    answers = [r for r in ctx.records if r.http_status == 200]
+    lacking = [r for r in answers if not isinstance(r.response_value("/system_fingerprint"), str)]
+    if lacking and len(lacking) < len(answers):  # one build names itself in all or none
+        yield _error(
+            f"{len(lacking)} of {len(answers)} answers lack the system_fingerprint the others "
+            "carry: one server build writes it in every answer or in none",
+            file=lacking[0].file, pointer="/response/system_fingerprint",
+        )  # fmt: skip
+    for record in answers:
         fingerprint = record.response_value("/system_fingerprint")
-        if record.http_status != 200 or not isinstance(fingerprint, str):
+        if not isinstance(fingerprint, str):
             continue
         if first is None:
             first = (fingerprint, record.file)
@@ -316,14 +365,21 @@ def _answers_in_time(ctx: BundleContext) -> Iterator[Finding]:
     low: tuple[float, str] | None = None  # the least offset each answer allows, the largest
     high: tuple[float, str] | None = None  # the most each allows, the least
     for record in ctx.records:
+        if record.http_status != 200:
+            continue
         created = record.response_value("/created")
+        if type(created) is not int or not 10**9 <= created < 10**11:  # seconds, this century
+            yield _error(
+                "an answer without its time: the server writes response.created, whole "
+                "seconds of its clock, in every answer",
+                file=record.file, pointer="/response/created",
+                actual="absent" if created is None else repr(created),
+            )  # fmt: skip
+            continue
         when = _time(record.started_at)
         elapsed = record.elapsed_s
         if (
-            record.http_status != 200
-            or type(created) is not int
-            or not 10**9 <= created < 10**11  # a time of this century, in seconds
-            or when is None
+            when is None
             or isinstance(elapsed, bool)
             or not isinstance(elapsed, int | float)
             or not 0 <= elapsed < 10**7

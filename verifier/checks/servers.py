@@ -41,6 +41,14 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                 file=layout.EXPERIMENT, pointer=json_pointer("conditions", ci, "label"),
                 expected=derived, actual=condition.declared_label,
             )  # fmt: skip
+        for name, value in condition.settings.items():
+            if not _plain(value):
+                yield error(
+                    f"the condition sets {name} to {value!r}: a value with characters "
+                    "other than printable ASCII (a look-alike digit, a space around it) "
+                    "is not what it shows, and what the server reads of it is not known",
+                    "conditions", ci, "settings", name, actual=ascii(value),
+                )  # fmt: skip
         declared = [s.instance for s in condition.servers]
         if len(set(declared)) != len(declared):
             yield error("a server instance is declared twice", "conditions", ci, "servers")
@@ -85,13 +93,6 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                     *where, "argv", expected=" ".join(condition.server_args),
                 )  # fmt: skip
             for name, value in condition.settings.items():
-                if si == 0 and not _plain(value):
-                    yield error(
-                        f"the condition sets {name} to {value!r}: a value with characters "
-                        "other than printable ASCII (a look-alike digit, a space around it) "
-                        "is not what it shows, and what the server reads of it is not known",
-                        "conditions", ci, "settings", name, actual=ascii(value),
-                    )  # fmt: skip
                 ran = server.environment.get(name)
                 if ran != value:
                     yield error(

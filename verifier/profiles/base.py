@@ -108,6 +108,13 @@ class ServerProfile(ABC):
         return ("--model",)
 
     @property
+    def model_is_file(self) -> bool:
+        """Whether the model option's value is always one file (llama-server's GGUF): then
+        its name is the declared `model_file`, whatever its suffix; otherwise only a name
+        with a model file's suffix is compared (a folder's name is not a file's)."""
+        return False
+
+    @property
     def created_when_answered(self) -> bool:
         """Whether the server writes each answer's `created` from its clock as it answers
         (seen for llama-server; not known of the others, whose samples do not show it)."""

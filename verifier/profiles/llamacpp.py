@@ -17,8 +17,12 @@ class LlamaCppProfile(ServerProfile):
     @property
     def model_options(self) -> tuple[str, ...]:
         # and the other sources llama-server loads a model from: a URL, a Hugging Face repo
-        return ("-m", "--model", "-mu", "--model-url", "-hf", "-hfr", "--hf-repo", "-dr",
-                "--docker-repo")  # fmt: skip
+        return ("-m", "--model", "-mu", "--model-url", "-hf", "-hfr", "--hf-repo", "-hff",
+                "--hf-file", "-dr", "--docker-repo")  # fmt: skip
+
+    @property
+    def model_is_file(self) -> bool:
+        return True  # -m names the one GGUF file it loads (model_argument)
 
     def start_argv(self, spec: LaunchSpec) -> list[str]:
         argv = [str(spec.binary), "-m", str(self.model_argument(spec.model))]
@@ -75,6 +79,12 @@ _SHORT = {
     "--cache-type-k": ("-ctk",),
     "--cache-type-v": ("-ctv",),
     "--split-mode": ("-sm",),
+    # the model's sources: LLAMA_ARG_MODEL is -m, and so on (model_options)
+    "--model": ("-m",),
+    "--model-url": ("-mu",),
+    "--hf-repo": ("-hf", "-hfr"),
+    "--hf-file": ("-hff",),
+    "--docker-repo": ("-dr",),
 }
 _LONG = {short: long for long, shorts in _SHORT.items() for short in shorts}
 

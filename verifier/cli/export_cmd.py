@@ -79,7 +79,8 @@ def export(
         typer.Option(
             "--private-path",
             metavar="TEXT",
-            help="Another private path (or string) to replace everywhere; repeat as needed.",
+            help="Another private path, or a string (a name, a codename) to replace in any "
+            "case, inside longer words too unless it is a plain word; repeat as needed.",
         ),
     ] = None,
     allow: Annotated[

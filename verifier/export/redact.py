@@ -528,8 +528,9 @@ class _Collector:
             self._add(value, category, placeholder, KnownKind.SECRET)
 
     def string(self, value: str, placeholder: str) -> None:
-        """A string the user named private (`--private-path NAME`): replaced everywhere, in
-        any case and inside longer words, whatever its length."""
+        """A string the user named private (`--private-path NAME`), whatever its length:
+        replaced in any case, and inside longer words unless it is a plain word itself
+        (`leaks.KnownKind.STRING`)."""
         self._add(value, "private-path", placeholder, KnownKind.STRING)
 
     def address(self, value: str) -> None:

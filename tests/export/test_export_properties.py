@@ -158,7 +158,7 @@ SITES: dict[str, Site] = {
         lambda f, t: _exchange(f)["telemetry"]["after"]["cache_stats"].__setitem__(t, 1)
     ),
     "response-field": Site(
-        lambda f, t: _exchange(f, 2)["response"]["body"].__setitem__("system_fingerprint", t)
+        lambda f, t: _exchange(f, 2)["response"]["body"].__setitem__("service_tier", t)
     ),
     "message-extra": Site(
         lambda f, t: _exchange(f, 0)["response"]["body"]["choices"][0]["message"].__setitem__(

@@ -281,10 +281,7 @@ def _known_pattern(known: Known) -> str:
             rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)){labels})"
         )
     if known.kind is KnownKind.STRING:
-        value = known.value
-        if len(value) >= 12 or not value.isalpha() or any(c.isupper() for c in value[1:]):
-            return rf"(?i:{v})"  # everywhere
-        return rf"(?i:(?<![^\W\d_]){v}(?![^\W\d_]))"  # but inside a word
+        return rf"(?i:{v})"  # everywhere
     if known.kind is KnownKind.SECRET and len(known.value) >= 12:
         return v  # inside a longer token too
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"

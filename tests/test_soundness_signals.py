@@ -453,12 +453,16 @@ def test_answers_whose_times_do_not_follow_their_requests(tmp_path: Path, shift:
 
 @pytest.mark.parametrize(
     ("which", "words"),
-    [("warm", "another server build"), ("all", "not the declared build_commit")],
-)
+    [("warm", "another server build"), ("all", "not the declared build_commit"),
+     ("upper", "not the declared build_commit")],
+)  # fmt: skip
 def test_answers_from_another_server_build(tmp_path: Path, which: str, words: str) -> None:
     def built(name: str, record: Any) -> None:
-        if which == "all" or record["claimed_arm"] == "warm":
-            record["response"]["system_fingerprint"] = "b9999-deadbee"
+        if which in ("all", "upper") or record["claimed_arm"] == "warm":
+            fingerprint = "b9999-deadbee"
+            record["response"]["system_fingerprint"] = (
+                fingerprint.upper().replace("B", "b", 1) if which == "upper" else fingerprint
+            )
 
     _invalid(_llama_records(built), tmp_path, "consistency", words)
 
@@ -509,6 +513,11 @@ def _model_given(*given: str) -> Callable[[list[str]], None]:
         # llama-server's -m names one file, whatever its suffix
         (_model_given("-m", "/path/to/model/other"), "loads the model file other,"),
         (_model_given("-m", "/path/to/model/tiny.gguf.1"), "loads the model file tiny.gguf.1"),
+        # no model at all (router mode), a folder of models, an option spelled with `_`
+        (lambda argv: argv.__delitem__(slice(argv.index("-m"), argv.index("-m") + 2)),
+         "names no model file"),
+        (_model_given("--models-dir", "/path/to/evil"), "loads the model file evil"),
+        (lambda argv: argv.extend(["--hf_repo", "evil/evil-GGUF"]), "told 2 times"),
         # a URL's query is not part of the file's name
         (_model_given("-mu", "https://example.com/other.gguf?download=true"),
          "loads the model file other.gguf"),
@@ -603,7 +612,7 @@ def test_a_work_counter_taken_out_where_it_moved(tmp_path: Path, counter: str) -
         if name.endswith("/004.json"):
             del record["telemetry"]["before"]["metrics"][counter]
 
-    _invalid(_llama_records(hidden), tmp_path, "telemetry", f"lack {counter}")
+    _invalid(_llama_records(hidden), tmp_path, "telemetry", "metrics lack")
 
 
 def test_mlxcels_other_counter_of_cached_tokens_taken_out(tmp_path: Path) -> None:
@@ -615,7 +624,7 @@ def test_mlxcels_other_counter_of_cached_tokens_taken_out(tmp_path: Path) -> Non
             done.append(True)
 
     files = _records(dict(SEED_FILES), hidden)
-    _invalid(files, tmp_path, "telemetry", "lack llamacpp:prompt_tokens_cached_total")
+    _invalid(files, tmp_path, "telemetry", "metrics lack llamacpp:prompt_tokens_cached_total")
 
 
 def test_a_setting_not_what_it_shows_in_a_condition_without_servers(tmp_path: Path) -> None:
@@ -628,3 +637,24 @@ def test_a_setting_not_what_it_shows_in_a_condition_without_servers(tmp_path: Pa
 
     files = _edited(files, layout.EXPERIMENT, attached)
     _invalid(files, tmp_path, "servers", "other than printable ASCII")
+
+
+def test_a_counter_taken_out_of_every_snapshot_of_a_server(tmp_path: Path) -> None:
+    def hidden(name: str, record: Any) -> None:
+        if record["server_instance"] == 4:
+            for side in ("before", "after"):
+                del record["telemetry"][side]["metrics"]["llamacpp:tokens_predicted_total"]
+
+    _invalid(_llama_records(hidden), tmp_path, "telemetry", "metrics lack")
+
+
+def test_a_failed_metrics_read_leaves_its_request_unproven_not_the_bundle_invalid(
+    tmp_path: Path,
+) -> None:
+    def failed(name: str, record: Any) -> None:
+        if name.endswith("/006.json"):
+            record["telemetry"]["after"]["metrics"] = None
+
+    result = verify_path(write(_resum(_llama_records(failed)), tmp_path / "b"))
+    assert result.verdict is Verdict.INCONCLUSIVE, [f.message for f in result.findings]
+    assert not [f for f in result.findings if f.is_error]

@@ -53,8 +53,7 @@ Export also finds the values it knows in base64 (wrapped in lines or not, of the
 UTF-16LE bytes) and in hex (in any case); in their other spellings (NFC and NFD, a host's
 IDNA form: `spellings`) and in fullwidth forms (`ｇｂ１０`); a user name in account forms
 (`user: al`, `{"login": "al"}`, `uid=1000(al)`), a long secret inside a longer token, a
-string the user named private in any case (inside a longer word too, unless it is a plain
-word: `_unlike_a_word`), an address with padded octets.
+string the user named private anywhere and in any case, an address with padded octets.
 """
 
 from __future__ import annotations
@@ -149,8 +148,7 @@ class KnownKind(enum.Enum):
     # token, or inside a longer one where it is long (`_GLUED_SECRET`)
     OPAQUE = "opaque"  # like SECRET, but not identifying: removed from free text only
     ADDRESS = "address"  # an IPv4 address: where the generic detector would take it for one
-    STRING = "string"  # a string the user named private: in any case, and inside a
-    # longer word unless it is a plain word itself (`eli` is not in `Elias`: `_unlike_a_word`)
+    STRING = "string"  # a string the user named private: everywhere, in any case
 
 
 @dataclass(frozen=True)
@@ -546,10 +544,12 @@ def _accept_token(match: re.Match[str]) -> bool:
     if group in ("auth", "bearer"):
         return _tokenish(value)
     if group == "cookie":  # the whole list goes, where one of its values is a session's
-        pairs = (pair.strip().partition("=") for pair in value.split(";"))
+        # (Set-Cookie's attributes only after its first pair: a Cookie header has none)
+        attributes = _COOKIE_ATTRIBUTES if match.group(0)[:3].lower() == "set" else frozenset()
+        pairs = [pair.strip().partition("=") for pair in value.split(";")]
         return any(
-            name.lower() not in _COOKIE_ATTRIBUTES and _is_session(cookie)
-            for name, _, cookie in pairs
+            (i == 0 or name.lower() not in attributes) and _is_session(cookie)
+            for i, (name, _, cookie) in enumerate(pairs)
         )
     return True
 
@@ -562,14 +562,15 @@ _COOKIE_ATTRIBUTES = frozenset(
 
 
 _COOKIE_NUMBER = _Lazy(
-    r"[0-9.]{1,15}|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{2}(?::[0-9]{2}){1,2}(?:\.[0-9]+)?Z?)?"
+    r"[0-9]{1,8}|[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{2}(?::[0-9]{2}){1,2}(?:\.[0-9]+)?Z?)?"
 )
 
 
 def _is_session(cookie: str) -> bool:
     """A cookie's value is a session's where it has 8 characters or more and a digit, or
-    20 or more: `theme=dark-mode-on` is a preference, and so are a number of fewer than 16
-    digits and a date (`seen=20240101`, `consent_at=2024-01-01T10:00:00`)."""
+    20 or more: `theme=dark-mode-on` is a preference, and so are a number of 8 digits or
+    fewer and a date (`seen=20240101`, `consent_at=2024-01-01T10:00:00`); a longer number is
+    an id (`c_user=100012345678901`)."""
     if _COOKIE_NUMBER.fullmatch(cookie):
         return False
     return len(cookie) >= 20 or (len(cookie) >= 8 and any(c.isdigit() for c in cookie))
@@ -1295,18 +1296,19 @@ def _after_any(prefixes: Iterable[str]) -> str:
 # A name given to a variable that names an account or a machine, in free text or a dump of
 # the environment (`USER=jdoe`, `export LOGNAME='jdoe'`, `HOSTNAME=buildbox`), in any case
 # (`--host=buildbox`, `?user=jdoe`); a user name also as the value of a member so named
-# (`user: jdoe`, `{"login": "jdoe"}`, a document's `"owner": "jdoe"`); after an unquoted
-# name and a colon, in lower case only (`User: Alice` is a line of a chat transcript).
+# (`user: jdoe`, `{"login": "jdoe"}`, a document's `"owner": "jdoe"`, `Username: jdoe` as
+# docker info prints it), but after `User:` as written (a chat transcript's speaker).
 _USER_KEYS = ("user", "username", "logname", "login", "owner")
 _USER_ASSIGNED = (
     _after_any(
         [
             *(key + sep for key in _USER_KEYS for sep in ("=", '="', "='", KEY_SEP)),
             *(q + key + q + sep + q for key in _USER_KEYS for q in "\"'" for sep in (":", ": ")),
+            *(key + sep for key in _USER_KEYS[1:] for sep in (":", ": ", ': "', ": '")),
         ]
     )
     + "|(?-i:"
-    + _after_any(key + sep for key in _USER_KEYS for sep in (":", ": ", ': "', ": '"))
+    + _after_any(key + sep for key in ("user", "USER") for sep in (":", ": ", ': "', ": '"))
     + ")"
 )
 # What id(1) prints: `uid=1000(jdoe) gid=1000(jdoe) groups=1000(jdoe),27(sudo)`.
@@ -1357,20 +1359,12 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|{_HOST_BEFORE_PORT}{v}{_PORT}{labels})"
         )
     if known.kind is KnownKind.STRING:
-        if _unlike_a_word(known.value):
-            return rf"(?i:{v})"  # inside any longer word too (`ProjectXs`)
-        # a word not inside another (`eli` is not in `Elias`), but beside digits (`eli2`)
-        return rf"(?i:(?<![^\W\d_]){v}(?![^\W\d_]))"
+        # inside any longer word too (`falconbox`, `myfalcon`): a code name glued into a
+        # host or repository name is the common case (`eli` in `Elias` goes as well)
+        return rf"(?i:{v})"
     if known.kind is KnownKind.SECRET and len(known.value) >= _GLUED_SECRET:
         return v
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
-
-
-def _unlike_a_word(value: str) -> bool:
-    """Whether a named string is unlike a word of prose, so that, inside a longer one, it is
-    still itself: long (`_GLUED_SECRET`), or with a character other than a letter, or a
-    capital past its first (`Falcon-X`, `ProjectX`, `gb10`; not `eli`, `Eli`, `falcon`)."""
-    return len(value) >= _GLUED_SECRET or not value.isalpha() or any(c.isupper() for c in value[1:])
 
 
 _ACCOUNT_BREAK = _Lazy(r"[/@\s]")

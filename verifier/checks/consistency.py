@@ -165,9 +165,11 @@ def _model_named(server: ServerDeclaration, profile: ServerProfile) -> Iterator[
     argv = server.argv
     for index, arg in enumerate(argv):
         option, eq, value = arg.partition("=")
+        if option.startswith("--"):  # `--model_url` is `--model-url` (llama-server, vLLM)
+            option = option.replace("_", "-")
         if option in options and eq:
             yield arg, value
-        elif arg in options and index + 1 < len(argv):
+        elif option in options and not eq and index + 1 < len(argv):
             yield f"{arg} {argv[index + 1]}", argv[index + 1]
     for name, value in server.environment.items():
         if any(o in options for o in profile.toggle_options(name)):
@@ -205,6 +207,12 @@ def _served_model(
         for si, server in enumerate(condition.servers):
             named = list(_model_named(server, profile))
             pointer = json_pointer("conditions", ci, "servers", si, "argv")
+            if not named and profile.model_is_file and server.argv:
+                yield _error(
+                    "the command line names no model file: the server was not told to load "
+                    "the declared one (llama-server without -m serves models on demand)",
+                    pointer=pointer, expected=f"-m .../{declared}",
+                )  # fmt: skip
             if len(named) > 1:
                 yield _error(
                     f"the server is told {len(named)} times which model to load: it loads one "
@@ -305,7 +313,7 @@ def _overridden(
             )  # fmt: skip
 
 
-_FINGERPRINT_COMMIT = re.compile(r"b[0-9]+-([0-9a-f]{7,40})")
+_FINGERPRINT_COMMIT = re.compile(r"b[0-9]+-([0-9a-f]{7,40})", re.IGNORECASE)
 
 
 def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
@@ -330,8 +338,8 @@ def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
             first = (fingerprint, record.file)
             named = _FINGERPRINT_COMMIT.fullmatch(fingerprint)
             if named is not None and isinstance(declared, str) and declared:
-                commit = named.group(1)
-                if not (commit.startswith(declared) or declared.startswith(commit)):
+                commit, built = named.group(1).lower(), declared.lower()
+                if not (commit.startswith(built) or built.startswith(commit)):
                     yield _error(
                         f"the answers come from commit {commit} (system_fingerprint), not the "
                         f"declared build_commit {declared}",

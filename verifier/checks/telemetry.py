@@ -139,36 +139,32 @@ def _carries_completion(response: object) -> bool:
 
 def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     """The counters the profile's rules read beyond its signals (`work_counters`,
-    `cached_tokens_counter`) are in every snapshot of a server, or in none: a server's
-    /metrics names the same families each time, so a snapshot without one that the server's
-    others carry is one a rule could not read (a counter taken out where it moved)."""
+    `cached_tokens_counter`) are in every snapshot that holds the server's metrics: the
+    server writes them in each /metrics answer, so a snapshot without one is one a rule
+    could not read (a counter taken out where it moved, in one snapshot or in all). A
+    snapshot without metrics (a read that failed) leaves its request unproven instead."""
     profile = PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
     if profile is None:
         return
     refs = (*profile.work_counters, *filter(None, (profile.cached_tokens_counter,)))
     if not refs:
         return
-    by_server: dict[tuple[str, int], list[tuple[Record, str, list[float | None]]]] = {}
     for record in ctx.records:
         for side, snapshot in (("before", record.before), ("after", record.after)):
-            values = snapshot.counters(refs)
-            key = (record.condition, record.server_instance)
-            by_server.setdefault(key, []).append((record, side, values))
-    for (_, instance), shots in by_server.items():
-        for index, ref in enumerate(refs):
-            lacking = [(r, side) for r, side, values in shots if values[index] is None]
-            if not lacking or len(lacking) == len(shots):
+            if snapshot.metrics is None:
                 continue
-            record, side = lacking[0]
-            yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"{len(lacking)} of server {instance}'s {len(shots)} telemetry snapshots lack "
-                f"{ref.removeprefix('metric:')}, which its others carry: what it counted "
-                "there cannot be read",
-                file=record.file,
-                pointer=f"/telemetry/{side}",
-            )
+            lacking = [r for r, v in zip(refs, snapshot.counters(refs), strict=True) if v is None]
+            if lacking:
+                names = ", ".join(r.removeprefix("metric:") for r in lacking)
+                yield Finding(
+                    CHECK,
+                    Severity.ERROR,
+                    f"the server's metrics lack {names}, which it writes in every /metrics "
+                    "answer: what it counted here cannot be read",
+                    file=record.file,
+                    pointer=f"/telemetry/{side}/metrics",
+                )
+                return  # once: the rest is the same edit
 
 
 def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:

@@ -18,7 +18,7 @@ class LlamaCppProfile(ServerProfile):
     def model_options(self) -> tuple[str, ...]:
         # and the other sources llama-server loads a model from: a URL, a Hugging Face repo
         return ("-m", "--model", "-mu", "--model-url", "-hf", "-hfr", "--hf-repo", "-hff",
-                "--hf-file", "-dr", "--docker-repo")  # fmt: skip
+                "--hf-file", "-dr", "--docker-repo", "--models-dir")  # fmt: skip
 
     @property
     def model_is_file(self) -> bool:

@@ -80,7 +80,7 @@ def export(
             "--private-path",
             metavar="TEXT",
             help="Another private path, or a string (a name, a codename) to replace in any "
-            "case, inside longer words too unless it is a plain word; repeat as needed.",
+            "case, inside longer words too; repeat as needed.",
         ),
     ] = None,
     allow: Annotated[

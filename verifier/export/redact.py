@@ -529,8 +529,7 @@ class _Collector:
 
     def string(self, value: str, placeholder: str) -> None:
         """A string the user named private (`--private-path NAME`), whatever its length:
-        replaced in any case, and inside longer words unless it is a plain word itself
-        (`leaks.KnownKind.STRING`)."""
+        replaced in any case, inside longer words too (`leaks.KnownKind.STRING`)."""
         self._add(value, "private-path", placeholder, KnownKind.STRING)
 
     def address(self, value: str) -> None:

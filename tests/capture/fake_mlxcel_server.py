@@ -114,6 +114,7 @@ def metrics(state: State) -> str:
         'mlxcel_paged_decode_launches_total{path="fused_v2"} 0\n'
         'mlxcel_paged_decode_launches_total{path="cascade"} 0\n'
         f"llamacpp:prompt_tokens_total {state.misses * PROMPT_TOKENS}\n"
+        f"llamacpp:prompt_tokens_cached_total {state.reused}\n"  # (SERVERS.md)
     )
 
 

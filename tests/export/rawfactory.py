@@ -66,6 +66,7 @@ def _snapshot(entries: int, hits: int, reused: int, cache: _Cache | None = None)
         "mlxcel_prompt_cache_hits_total": float(hits),
         "mlxcel_prompt_cache_prefix_tokens_reused_total": float(reused),
         GATHER: float(hits * 100),
+        "llamacpp:prompt_tokens_cached_total": float(reused),  # mlxcel writes it (SERVERS.md)
     }
     stats = {
         "enabled": cache.enabled,

@@ -518,6 +518,8 @@ def _model_given(*given: str) -> Callable[[list[str]], None]:
          "names no model file"),
         (_model_given("--models-dir", "/path/to/evil"), "loads the model file evil"),
         (lambda argv: argv.extend(["--hf_repo", "evil/evil-GGUF"]), "told 2 times"),
+        # a name that looks redacted is compared all the same
+        (_model_given("-m", "/path/to/model/evil<1>.gguf"), "loads the model file evil<1>"),
         # a URL's query is not part of the file's name
         (_model_given("-mu", "https://example.com/other.gguf?download=true"),
          "loads the model file other.gguf"),

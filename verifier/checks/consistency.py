@@ -221,7 +221,8 @@ def _served_model(
                 )  # fmt: skip
             for where, value in named:
                 name = _file_name(value)
-                if "<" in name or name == declared_name:  # `<`: a name export redacted
+                # (a name export redacted, `<private-1>-7b.gguf`, is redacted alike in both)
+                if name == declared_name:
                     continue
                 if not (profile.model_is_file or _MODEL_FILE.fullmatch(name)):
                     continue  # a folder, or a repository's name

@@ -415,14 +415,20 @@ def _numbered_files(directory: Path, where: str) -> list[tuple[int, str]]:
     """(number, file name) of every <n>.json in a directory; anything else but logs is refused."""
     if not directory.is_dir():
         return []
-    found = []
+    found: dict[int, str] = {}
     for entry in sorted(directory.iterdir()):
         match = _NUMBERED_JSON.fullmatch(entry.name)
         if match:
-            found.append((int(match["n"]), entry.name))
+            number = int(match["n"])
+            if number in found:  # 1.json beside 001.json: one would silently replace the other
+                raise ExportError(
+                    f"{where}: {found[number]} and {entry.name} are both number {number}; "
+                    "keep the one the capture wrote"
+                )
+            found[number] = entry.name
         elif not entry.name.endswith(".log"):
             raise ExportError(f"{where}/{entry.name}: unexpected file in the raw directory")
-    return found
+    return list(found.items())
 
 
 def _read_log(root: Path, relative: str, tree: _Tree | None = None) -> RawLog | None:

@@ -97,6 +97,22 @@ def test_duplicate_keys_in_raw_are_refused(factory_raw: Path, tmp_path: Path) ->
         export_bundle(ExportOptions(factory_raw, tmp_path / "public"))
 
 
+@pytest.mark.parametrize("folder", ["exchanges", "servers"])
+def test_two_files_of_one_number_are_refused(
+    factory_raw: Path, tmp_path: Path, folder: str
+) -> None:
+    """1.json beside 001.json: one would replace the other, and a record (or a server)
+    would be dropped without a word while the summary still counted it (audit 11)."""
+    [first] = sorted((factory_raw / "conditions/c1" / folder).glob("*.json"))[:1]
+    twin = first.with_name(str(int(first.stem)).zfill(len(first.stem) + 1) + ".json")
+    twin.write_bytes(first.read_bytes())
+    out = tmp_path / "public"
+    refused = rf"{folder}: {twin.name} and {first.name} are both number"
+    with pytest.raises(ExportError, match=refused):
+        export_bundle(ExportOptions(factory_raw, out))
+    assert not out.exists()
+
+
 def test_unknown_schema_major_is_refused(factory_raw: Path, tmp_path: Path) -> None:
     manifest = factory_raw / "model-manifest.json"
     document = json.loads(manifest.read_text())

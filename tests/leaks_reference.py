@@ -144,6 +144,8 @@ def _names_an_account(text: str, start: int) -> bool:
     `org/model` (a repository) or a URL path."""
     if start == 0 or text[start - 1] not in "/\\":
         return True  # ~name, name@, or a distinctive name: the pattern decided
+    if text[max(0, start - 3) : start] == "://":
+        return True  # a URL's user: scheme://name@host
     begin = start
     while begin > max(0, start - 4096) and text[begin - 1] not in _TOKEN_STOP:
         begin -= 1
@@ -273,7 +275,9 @@ def _known_pattern(known: Known) -> str:
         labels = (
             rf"|(?<!(?-i:[A-Za-z0-9])){v}(?:\.[A-Za-z0-9-]+)*(?!(?-i:[A-Za-z0-9]))"
             if distinctive
-            else ""
+            else rf"|(?<![\w./:-]){v}(?:\.[A-Za-z0-9-]+)*"
+            rf"(?:\.(?:lan|local|localdomain|internal|intranet|corp|home|private)"
+            rf"|\.[A-Za-z0-9-]+\.[A-Za-z]{{2,}})(?![\w-]|\.\w)"
         )
         return (
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"

@@ -445,6 +445,15 @@ def named(text: str) -> list[str]:
         ("/buildbox:80", []),
         ("my-buildbox:80", []),
         ("x:buildbox:80", []),
+        # A plain host name as the first label of its full name (audit 11), not of code.
+        ("ran on buildbox.lan", ["buildbox.lan"]),
+        ("buildbox.cluster.local:22", ["buildbox.cluster.local"]),
+        ("ssh buildbox.acme-corp.io.", ["buildbox.acme-corp.io"]),
+        ("buildbox.py, buildbox.run(), x.buildbox.lan, buildbox.lanx", []),
+        # A plain user name as a URL's user (audit 11): `_AccountNames` took it for a path.
+        ("http://jdoe@127.0.0.1:8080/v1", ["jdoe"]),
+        ("ftp://jdoe:hunter2@localhost/", ["jdoe", "hunter2"]),  # (and the password)
+        ("https://example.org/jdoe/x", []),
     ],
 )
 def test_the_captures_names_are_found_where_they_name_someone(text: str, found: list[str]) -> None:
@@ -679,6 +688,11 @@ TOKEN_HEX = b"hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx".hex()
         (
             "at 81.2.069.142 and 81.002.69.142",
             [("81.2.069.142", "<ip>"), ("81.002.69.142", "<ip>")],
+        ),
+        # ... and joined by dashes or underscores, as in a cloud machine's name (audit 11).
+        (
+            "ip-81-2-69-142.ec2.internal, 81_2_069_142; not 81-2-69-1420 or 981-2-69-142",
+            [("81-2-69-142", "<ip>"), ("81_2_069_142", "<ip>")],
         ),
         # A plain user name as the value of an account's member, and in id(1)'s output.
         ("user: jdoe", [("jdoe", "<user>")]),

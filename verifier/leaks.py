@@ -1248,19 +1248,22 @@ def _known_path(path: str) -> str:
 
 def _known_address(address: str) -> str:
     """An IPv4 address the capture sent requests to, within the generic detector's bounds
-    (`_IPV4`), its octets but the first also zero-padded (`192.168.040.023`). After a
-    version word it is a version (`after_version_word`), as there."""
+    (`_IPV4`), its octets but the first also zero-padded (`192.168.040.023`); also joined
+    by dashes or underscores, as in a cloud machine's name (`ip-192-168-40-23.internal`).
+    After a version word it is a version (`after_version_word`), as there."""
     first, *rest = address.split(".")
     padded = [f"0{{0,{3 - len(octet)}}}{octet}" if len(octet) < 3 else octet for octet in rest]
     octets = r"\.".join([re.escape(first), *padded])
-    return rf"{_IPV4_BEFORE}{octets}{_IPV4_AFTER}"
+    joined = "[-_]".join([re.escape(first), *padded])
+    return rf"{_IPV4_BEFORE}{octets}{_IPV4_AFTER}|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
 
 
 def _place_prefix(known: Known) -> str:
     """The first characters of every match of the known value (up to four): of a path's
     spelling with single slashes, and not past its second slash, whose spelling varies."""
-    if known.kind is KnownKind.ADDRESS:  # the first octet and its dot: the rest may be padded
-        return known.value[: known.value.find(".") + 1] or known.value[:4]
+    if known.kind is KnownKind.ADDRESS:  # the first octet: the rest may be padded or dashed
+        dot = known.value.find(".")
+        return known.value[:dot] if dot > 0 else known.value[:4]
     if known.kind is not KnownKind.PATH:
         return known.value[:4]
     first = normal_path(known.value)[:4]
@@ -1319,6 +1322,15 @@ _GLUED_SECRET = 12
 # A host name followed by a port (`buildbox:8080`), not inside a longer name, path or address
 # (`x.buildbox:80`, `/buildbox:80`, `a:buildbox:80`) nor before a decimal (`cache:0.5`).
 _HOST_BEFORE_PORT = r"(?<![\w./:-])"
+# A plain host name as the first label of its full name, which goes with it: before a
+# private suffix (`NAME.lan`, `NAME.cluster.local`) or two labels or more that end in
+# letters (`NAME.acme-corp.io`); before one other label it is taken for code or a file
+# (`NAME.py`, `NAME.run()`). The labels backtrack one at a time, each tried once.
+_PRIVATE_SUFFIXES = "lan|local|localdomain|internal|intranet|corp|home|private"
+_HOST_DOMAIN = (
+    rf"(?:\.[A-Za-z0-9-]+)*(?:\.(?:{_PRIVATE_SUFFIXES})|\.[A-Za-z0-9-]+\.[A-Za-z]{{2,}})"
+    r"(?![\w-]|\.\w)"
+)
 _PORT = r"(?=:\d{1,5}(?!\w|\.\d))"
 
 
@@ -1352,7 +1364,9 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
         # a label's class holds every character the bound after them refuses, so the
         # greedy labels are the match.
         labels = (
-            rf"|{_NOT_ALNUM_BEFORE}{v}(?:\.[A-Za-z0-9-]+)*{_NOT_ALNUM_AFTER}" if distinctive else ""
+            rf"|{_NOT_ALNUM_BEFORE}{v}(?:\.[A-Za-z0-9-]+)*{_NOT_ALNUM_AFTER}"
+            if distinctive
+            else rf"|(?<![\w./:-]){v}{_HOST_DOMAIN}"
         )
         return (
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
@@ -2001,6 +2015,8 @@ class _AccountNames:
                 begin = max(self._begin, low)
                 break
         self._at, self._begin = start, begin
+        if text.startswith("://", start - 3):  # a URL's user (`http://al@127.0.0.1/`)
+            return True
         if text.startswith("/path/to/", begin):
             return False
         if text.startswith("file://", begin, start):

@@ -26,12 +26,19 @@ def run(*args: str) -> tuple[int, str]:
 def fixed_build(tmp_path: Path) -> Path:
     """The seed bundle as a later build would give it: warm replies equal the cold ones."""
     files = read_tree(SEED)
-    cold = json.loads(files["records/sdpa-det-0/001.json"])["response"]["choices"][0]["message"]
+    cold_response = json.loads(files["records/sdpa-det-0/001.json"])["response"]
+    cold, cold_tokens = (
+        cold_response["choices"][0]["message"],
+        cold_response["usage"]["completion_tokens"],
+    )
     for name in [p for p in files if p.startswith(layout.RECORDS_DIR + "/")]:
         document = json.loads(files[name])
         if document["claimed_arm"] == "warm":
             document["response"]["choices"][0]["message"]["content"] = cold["content"]
             document["output_hash"] = output_hash(document["response"])
+            for usage in (document["response"]["usage"], document["usage"]):  # its length too
+                usage["total_tokens"] += cold_tokens - usage["completion_tokens"]
+                usage["completion_tokens"] = cold_tokens
             files[name] = _dump(document)
     experiment = json.loads(files[layout.EXPERIMENT])
     experiment["server"]["build_commit"] = "f" * 40

@@ -339,6 +339,9 @@ def test_independent_within_each_condition_says_so_when_conditions_differ(
         message = record["response"]["choices"][0]["message"]
         message["content"] = "one" if record["condition"] == "sdpa-det-0" else "two"
         record["output_hash"] = output_hash(record["response"])
+        for usage in (record["response"]["usage"], record["usage"]):  # one token each
+            usage["total_tokens"] -= usage["completion_tokens"] - 1
+            usage["completion_tokens"] = 1
 
     bundle = write(_resum(_records(dict(SEED_FILES), by_condition)), tmp_path / "b")
     result = CliRunner().invoke(app, ["verify", str(bundle)], env={"COLUMNS": "200"})
@@ -660,3 +663,48 @@ def test_a_failed_metrics_read_leaves_its_request_unproven_not_the_bundle_invali
     result = verify_path(write(_resum(_llama_records(failed)), tmp_path / "b"))
     assert result.verdict is Verdict.INCONCLUSIVE, [f.message for f in result.findings]
     assert not [f for f in result.findings if f.is_error]
+
+
+def test_an_answer_that_counts_other_tokens_than_its_server_generated(tmp_path: Path) -> None:
+    """An output swapped for one two tokens longer, its usage and timings edited to match:
+    llama-server's own counter of generated tokens still moved by the old count (audit 11)."""
+
+    def longer(name: str, record: Any) -> None:
+        if name.endswith("/002.json"):
+            record["response"]["usage"]["completion_tokens"] += 2
+            record["response"]["usage"]["total_tokens"] += 2
+            record["response"]["timings"]["predicted_n"] += 2
+
+    _invalid(_llama_records(longer), tmp_path, "telemetry", "tokens_predicted_total moved by")
+
+
+def test_a_warm_answer_whose_server_computed_more_of_the_prompt(tmp_path: Path) -> None:
+    """Each warm answer claims one more cached token (its timings kept in step): the server's
+    counter of computed prompt tokens says it computed that one (audit 11)."""
+
+    def warmer(_name: str, record: Any) -> None:
+        response = record["response"]
+        if response["usage"]["prompt_tokens_details"]["cached_tokens"] > 0:
+            response["usage"]["prompt_tokens_details"]["cached_tokens"] += 1
+            response["timings"]["cache_n"] += 1
+            response["timings"]["prompt_n"] -= 1
+
+    _invalid(_llama_records(warmer), tmp_path, "telemetry", "prompt_tokens_total moved by")
+
+
+def test_one_output_whose_requests_count_it_differently_is_not_compared(tmp_path: Path) -> None:
+    """A warm reply put in place of another keeps its own completion_tokens (mlxcel keeps no
+    counter of generated tokens): the same text told as two generations (audit 11)."""
+    name = next(n for n in RECORDS if json.loads(SEED_FILES[n])["claimed_arm"] == "warm")
+
+    def recount(record: Any) -> None:
+        for usage in (record["response"]["usage"], record["usage"]):  # and the record's copy
+            usage["completion_tokens"] += 1
+            usage["total_tokens"] += 1
+
+    files = _edited(dict(SEED_FILES), name, recount)
+    result = verify_path(write(_resum(files), tmp_path / "b"))
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.classification is not None
+    reasons = [r for c in result.classification.conditions for r in c.reasons]
+    assert any("count its completion tokens differently" in r for r in reasons), reasons

@@ -16,7 +16,7 @@ from verifier.canonical import (
 )
 from verifier.model import Arm, Verdict
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import RequestProof, miss_reason_refs
+from verifier.proofs import RequestProof, as_count, miss_reason_refs
 from verifier.protocol import Phase
 from verifier.records import Condition, Record
 
@@ -279,6 +279,28 @@ def _class_telemetry(
     return tuple(result)
 
 
+def _one_output_counted_twice(
+    comparable: Sequence[RequestProof], labels: dict[str, str]
+) -> str | None:
+    """Requests that gave one output but count its tokens differently: either an output was
+    put in place of another (its count left as it was), or the same text came from other
+    tokens, a difference the output hash cannot see. Either way their outputs are not
+    compared."""
+    counts: dict[str, set[int]] = {}
+    for proof in comparable:
+        count = as_count(proof.record.response_value("/usage/completion_tokens"))
+        if count is not None:
+            counts.setdefault(proof.record.output_hash or "", set()).add(count)
+    for output, told in counts.items():
+        if len(told) > 1:
+            return (
+                f"requests that gave {labels[output]} count its completion tokens "
+                f"differently ({', '.join(map(str, sorted(told)))}): one text, not one "
+                "generation, so nothing is concluded from it"
+            )
+    return None
+
+
 def classify_condition(
     condition: Condition,
     proofs: Sequence[RequestProof],
@@ -319,6 +341,9 @@ def classify_condition(
             f"the requests do not ask for greedy replies ({context.sampled}): nothing is "
             "concluded from them"
         )
+    elif (split := _one_output_counted_twice(comparable, labels)) is not None:
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append(split)
     elif uneven:
         verdict = Verdict.INCONCLUSIVE
         reasons.append(uneven)
@@ -385,11 +410,14 @@ def classify_condition(
                     f"{capped} compared requests hit the token cap: the outputs already differ "
                     "within it (truncated, so the full replies differ too)"
                 )
-        elif capped == len(comparable):
+        elif capped:
+            # One output, cut at the cap in one request: the same text in all of them, so
+            # all are cut there (one that says it stopped short with it contradicts that).
             verdict = Verdict.INCONCLUSIVE
             cap = f"first {context.max_tokens} tokens" if context.max_tokens else "token cap"
+            which = "every one" if capped == len(comparable) else f"{capped} of them"
             reasons.append(
-                f"every proven request gave {a}, but every one hit the token cap: they agree "
+                f"every proven request gave {a}, but {which} hit the token cap: they agree "
                 f"in the {cap}, which proves nothing past it"
             )
         else:

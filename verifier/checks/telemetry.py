@@ -77,6 +77,7 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
             )
     yield from _counters_kept(ctx)
     yield from _undisclosed_work(ctx)
+    yield from _work_counted(ctx)
     yield from _cached_tokens_counted(ctx)
     prompt_tokens: dict[int, list[str]] = {}
     for proof in proofs:
@@ -206,6 +207,41 @@ def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
                 "moved): requests outside the record could have filled the cache",
                 file=record.file,
                 pointer="/telemetry/before",
+            )
+
+
+def _work_counted(ctx: BundleContext) -> Iterator[Finding]:
+    """The profile's counted work (`ServerProfile.counted_work`) moves across each answered
+    request by what its answer counts: an output swapped for another of a different length
+    (its usage edited to match), or a warm answer whose server computed the whole prompt,
+    leaves the server's own count behind."""
+    profile = PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
+    counted = profile.counted_work if profile is not None else ()
+    if not counted:
+        return
+    for proof in ctx.proofs:
+        if proof.failed is not None:
+            continue  # a failed request's work is its own: it is not compared
+        record = proof.record
+        prompt, cached = proof.prompt_tokens, proof.cached_tokens
+        answer = {
+            "computed": None if prompt is None or cached is None else prompt - cached,
+            "completion": as_count(record.response_value("/usage/completion_tokens")),
+        }
+        for ref, what in counted:
+            expected = answer.get(what)
+            before, after = record.before.counter(ref), record.after.counter(ref)
+            if expected is None or before is None or after is None or after - before == expected:
+                continue
+            said = "prompt tokens computed" if what == "computed" else "completion tokens"
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"{ref.removeprefix('metric:')} moved by {after - before:g} across this "
+                f"request, but its answer counts {expected} {said}: the answer is not what "
+                "the server did",
+                file=record.file,
+                pointer="/telemetry",
             )
 
 

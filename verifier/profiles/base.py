@@ -135,6 +135,13 @@ class ServerProfile(ABC):
         bundles carry stay valid."""
         return ()
 
+    @property
+    def counted_work(self) -> tuple[tuple[str, str], ...]:
+        """Work counters that move across one request by exactly what its answer counts:
+        (counter, `computed` for the prompt tokens computed, prompt_tokens - cached_tokens,
+        or `completion` for usage.completion_tokens). None known by default."""
+        return ()
+
 
 def single_file_in(model: Path, suffix: str) -> Path:
     """A file model as is; a directory holding exactly one `*suffix` file, that file."""

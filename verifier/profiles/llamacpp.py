@@ -45,6 +45,17 @@ class LlamaCppProfile(ServerProfile):
     def work_counters(self) -> tuple[str, ...]:
         return ("metric:llamacpp:prompt_tokens_total", "metric:llamacpp:tokens_predicted_total")
 
+    @property
+    def counted_work(self) -> tuple[tuple[str, str], ...]:
+        # llama-server adds each request's timings.prompt_n (its prompt tokens less those
+        # from the cache) and its decoded tokens when the request ends (SERVERS.md: the
+        # prompt counter excludes cached tokens); every request of the four llama.cpp
+        # samples moves them by exactly that
+        return (
+            ("metric:llamacpp:prompt_tokens_total", "computed"),
+            ("metric:llamacpp:tokens_predicted_total", "completion"),
+        )
+
     def model_argument(self, model: Path) -> Path:
         return single_file_in(model, ".gguf")
 

@@ -708,3 +708,16 @@ def test_one_output_whose_requests_count_it_differently_is_not_compared(tmp_path
     assert result.classification is not None
     reasons = [r for c in result.classification.conditions for r in c.reasons]
     assert any("count its completion tokens differently" in r for r in reasons), reasons
+
+
+def test_a_served_model_file_where_no_model_file_is_declared(tmp_path: Path) -> None:
+    """model_file null, and every server loads a file the manifest does not list: the
+    served-model rule was skipped, and model_sha256 stood for any file (audit 11)."""
+
+    def undeclared(experiment: Any) -> None:
+        experiment["model"]["model_file"] = None
+        for server in _servers(experiment):
+            server["argv"] = [a.replace("tiny.gguf", "other-7b.gguf") for a in server["argv"]]
+
+    files = _edited(_archive_files("llama-cpp-cuda-flip.tar.gz"), layout.EXPERIMENT, undeclared)
+    _invalid(files, tmp_path, "consistency", "model_file is not declared")

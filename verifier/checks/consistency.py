@@ -195,7 +195,11 @@ def _served_model(
     profile = PROFILES.get(rules.name)
     model = experiment.document.get("model")
     declared = model.get("model_file") if isinstance(model, dict) else None
-    if profile is None or not isinstance(declared, str):
+    if profile is None:
+        return
+    if not isinstance(declared, str):
+        # (export always names it: a null leaves model_sha256 any digest of the manifest)
+        yield from _served_undeclared(experiment, profile)
         return
     manifest = ctx.valid(layout.MODEL_MANIFEST)
     listed = {
@@ -241,6 +245,23 @@ def _served_model(
                     "are not of the model it served",
                     pointer=pointer, expected=declared, actual=where,
                 )  # fmt: skip
+
+
+def _served_undeclared(experiment: Experiment, profile: ServerProfile) -> Iterator[Finding]:
+    """A server told which model file to load, where the experiment declares no model_file:
+    nothing ties the file it served to a hash of the manifest."""
+    for ci, condition in enumerate(experiment.conditions):
+        for si, server in enumerate(condition.servers):
+            for where, value in _model_named(server, profile):
+                name = _file_name(value)
+                if profile.model_is_file or _MODEL_FILE.fullmatch(name):
+                    yield _error(
+                        f"the server loads the model file {name}, but model_file is not "
+                        "declared: model_sha256 is not known to be the served file's",
+                        pointer=json_pointer("conditions", ci, "servers", si, "argv"),
+                        actual=where,
+                    )  # fmt: skip
+                    return  # once: every server is the same question
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")

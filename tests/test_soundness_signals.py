@@ -721,3 +721,29 @@ def test_a_served_model_file_where_no_model_file_is_declared(tmp_path: Path) -> 
 
     files = _edited(_archive_files("llama-cpp-cuda-flip.tar.gz"), layout.EXPERIMENT, undeclared)
     _invalid(files, tmp_path, "consistency", "model_file is not declared")
+
+
+def test_swapped_outputs_without_their_counts_agree_only_within_the_cap(tmp_path: Path) -> None:
+    """The flip's warm replies swapped for the cold one, their token counts taken out (so no
+    count rule reads them): a reply without its count counts as capped, and one output
+    cut at the cap in some requests is cut in all, so nothing is concluded (audit 11;
+    before, five capped of 28 left the verdict `cache-state-independent`)."""
+    from verifier.canonical import output_hash
+
+    files = _archive_files("llama-cpp-cuda-flip.tar.gz")
+    cold = json.loads(files["records/fa-on/001.json"])["response"]["choices"][0]["message"]
+
+    def swapped(record: Any) -> None:
+        record["response"]["choices"][0]["message"]["content"] = cold["content"]
+        record["output_hash"] = output_hash(record["response"])
+        for usage in (record["response"]["usage"], record["usage"]):
+            del usage["completion_tokens"], usage["total_tokens"]
+        del record["response"]["timings"]["predicted_n"]
+
+    for number in ("002", "003", "005", "006", "011"):  # every warm reply of fa-on
+        files = _edited(files, f"records/fa-on/{number}.json", swapped)
+    result = verify_path(write(_resum(files), tmp_path / "b"))
+    assert result.verdict is Verdict.INCONCLUSIVE, [f.message for f in result.findings]
+    assert result.classification is not None
+    reasons = [r for c in result.classification.conditions for r in c.reasons]
+    assert any("5 of them hit the token cap: they agree" in r for r in reasons), reasons

@@ -191,27 +191,27 @@ def _served_model(
     model options (or the environment variables that set them) is the declared
     `model_file`, and the model is named once (of several, the server loads one the others
     do not say). A server whose option always names one file (`model_is_file`) is held to
-    that name whatever its suffix (`x.gguf.1`, `other`)."""
+    that name whatever its suffix (`x.gguf.1`, `other`). A model file served where no
+    model_file is declared is an error too: export always names it, and without it
+    model_sha256 would stand for any digest of the manifest."""
     profile = PROFILES.get(rules.name)
     model = experiment.document.get("model")
     declared = model.get("model_file") if isinstance(model, dict) else None
     if profile is None:
         return
     if not isinstance(declared, str):
-        # (export always names it: a null leaves model_sha256 any digest of the manifest)
-        yield from _served_undeclared(experiment, profile)
-        return
+        declared = None
     manifest = ctx.valid(layout.MODEL_MANIFEST)
     listed = {
         _file_name(entry["path"])
         for entry in (manifest["files"] if isinstance(manifest, dict) else ())
     }
-    declared_name = _file_name(declared)
+    declared_name = _file_name(declared) if declared is not None else None
     for ci, condition in enumerate(experiment.conditions):
         for si, server in enumerate(condition.servers):
             named = list(_model_named(server, profile))
             pointer = json_pointer("conditions", ci, "servers", si, "argv")
-            if not named and profile.model_is_file and server.argv:
+            if not named and profile.model_is_file and server.argv and declared is not None:
                 yield _error(
                     "the command line names no model file: the server was not told to load "
                     "the declared one (llama-server without -m serves models on demand)",
@@ -230,6 +230,13 @@ def _served_model(
                     continue
                 if not (profile.model_is_file or _MODEL_FILE.fullmatch(name)):
                     continue  # a folder, or a repository's name
+                if declared is None:
+                    yield _error(
+                        f"the server loads the model file {name}, but model_file is not "
+                        "declared: model_sha256 is not known to be the served file's",
+                        pointer=pointer, actual=where,
+                    )  # fmt: skip
+                    continue
                 if name in listed:
                     yield Finding(
                         CHECK, Severity.WARNING,
@@ -245,23 +252,6 @@ def _served_model(
                     "are not of the model it served",
                     pointer=pointer, expected=declared, actual=where,
                 )  # fmt: skip
-
-
-def _served_undeclared(experiment: Experiment, profile: ServerProfile) -> Iterator[Finding]:
-    """A server told which model file to load, where the experiment declares no model_file:
-    nothing ties the file it served to a hash of the manifest."""
-    for ci, condition in enumerate(experiment.conditions):
-        for si, server in enumerate(condition.servers):
-            for where, value in _model_named(server, profile):
-                name = _file_name(value)
-                if profile.model_is_file or _MODEL_FILE.fullmatch(name):
-                    yield _error(
-                        f"the server loads the model file {name}, but model_file is not "
-                        "declared: model_sha256 is not known to be the served file's",
-                        pointer=json_pointer("conditions", ci, "servers", si, "argv"),
-                        actual=where,
-                    )  # fmt: skip
-                    return  # once: every server is the same question
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")

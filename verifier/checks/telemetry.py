@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from verifier.checks.context import BundleContext
 from verifier.model import Finding, Severity
 from verifier.profiles import PROFILES
+from verifier.profiles.base import ServerProfile
 from verifier.proofs import as_count
 from verifier.records import Record
 
@@ -138,13 +139,22 @@ def _carries_completion(response: object) -> bool:
     return isinstance(choices, list) and bool(choices)
 
 
+def _profile(ctx: BundleContext) -> ServerProfile | None:
+    """The profile of the rules the bundle is judged by (the tool's, never the bundle's)."""
+    return PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
+
+
+def _names(refs: list[str]) -> str:
+    return ", ".join(ref.removeprefix("metric:") for ref in refs)
+
+
 def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     """The counters the profile's rules read beyond its signals (`work_counters`,
     `cached_tokens_counter`) are in every snapshot that holds the server's metrics: the
     server writes them in each /metrics answer, so a snapshot without one is one a rule
     could not read (a counter taken out where it moved, in one snapshot or in all). A
     snapshot without metrics (a read that failed) leaves its request unproven instead."""
-    profile = PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
+    profile = _profile(ctx)
     if profile is None:
         return
     refs = (*profile.work_counters, *filter(None, (profile.cached_tokens_counter,)))
@@ -156,7 +166,7 @@ def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
                 continue
             lacking = [r for r, v in zip(refs, snapshot.counters(refs), strict=True) if v is None]
             if lacking:
-                names = ", ".join(r.removeprefix("metric:") for r in lacking)
+                names = _names(lacking)
                 yield Finding(
                     CHECK,
                     Severity.ERROR,
@@ -174,8 +184,7 @@ def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
     and nothing between two of them. Work nobody recorded could have filled the cache (a
     "fresh" server that served a prompt before, a warm-up hidden between a reset and a
     cold request)."""
-    experiment, rules = ctx.experiment, ctx.rules
-    profile = PROFILES.get(rules.name) if rules is not None else None
+    experiment, profile = ctx.experiment, _profile(ctx)
     if experiment is None or profile is None or not profile.work_counters:
         return
     refs = profile.work_counters
@@ -199,7 +208,7 @@ def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
             ]
             what = f"between {previous.file} and this request"
         if moved:
-            names = ", ".join(r.removeprefix("metric:") for r in moved)
+            names = _names(moved)
             yield Finding(
                 CHECK,
                 Severity.ERROR,
@@ -215,7 +224,7 @@ def _work_counted(ctx: BundleContext) -> Iterator[Finding]:
     request by what its answer counts: an output swapped for another of a different length
     (its usage edited to match), or a warm answer whose server computed the whole prompt,
     leaves the server's own count behind."""
-    profile = PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
+    profile = _profile(ctx)
     counted = profile.counted_work if profile is not None else ()
     if not counted:
         return
@@ -250,7 +259,7 @@ def _cached_tokens_counted(ctx: BundleContext) -> Iterator[Finding]:
     does not rise across an answer that says 0 cached tokens: a cold answer while it rose by
     32 was served from the cache after all. (Only that way round: how it counts a hit is
     seen in the samples, not documented.)"""
-    profile = PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
+    profile = _profile(ctx)
     ref = profile.cached_tokens_counter if profile is not None else None
     if ref is None:
         return

@@ -723,6 +723,20 @@ def test_a_served_model_file_where_no_model_file_is_declared(tmp_path: Path) -> 
     _invalid(files, tmp_path, "consistency", "model_file is not declared")
 
 
+def test_no_model_file_declared_and_none_named(tmp_path: Path) -> None:
+    """model_file null and no -m: the server loads models on demand, and model_sha256 binds
+    nothing (audit 12)."""
+
+    def on_demand(experiment: Any) -> None:
+        experiment["model"]["model_file"] = None
+        for server in _servers(experiment):
+            at = server["argv"].index("-m")
+            del server["argv"][at : at + 2]
+
+    files = _edited(_archive_files("llama-cpp-cuda-stable.tar.gz"), layout.EXPERIMENT, on_demand)
+    _invalid(files, tmp_path, "consistency", "names no model file")
+
+
 def test_swapped_outputs_without_their_counts_agree_only_within_the_cap(tmp_path: Path) -> None:
     """The flip's warm replies swapped for the cold one, their token counts taken out (so no
     count rule reads them): a reply without its count counts as capped, and one output

@@ -211,11 +211,11 @@ def _served_model(
         for si, server in enumerate(condition.servers):
             named = list(_model_named(server, profile))
             pointer = json_pointer("conditions", ci, "servers", si, "argv")
-            if not named and profile.model_is_file and server.argv and declared is not None:
+            if not named and profile.model_is_file and server.argv:
                 yield _error(
                     "the command line names no model file: the server was not told to load "
                     "the declared one (llama-server without -m serves models on demand)",
-                    pointer=pointer, expected=f"-m .../{declared}",
+                    pointer=pointer, expected=f"-m .../{declared or 'MODEL_FILE'}",
                 )  # fmt: skip
             if len(named) > 1:
                 yield _error(

@@ -620,7 +620,10 @@ _TOKEN_DASH = re.compile(r"-(?:(?<=sk-)|(?<=xox[abposr]-)|(?<=glpat-))(?=[\w-]{1
 _TOKEN_A = re.compile(r"A(?=Iza|KIA|SIA)")
 _TOKEN_JWT = re.compile("eyJ")  # a JSON Web Token: header and payload are base64url of `{"`
 # Stripe's secret and restricted keys, PyPI's and npm's tokens.
-_TOKEN_UNDERSCORE = re.compile(r"(?:[sr]k_(?:live|test)|npm)_(?=[0-9A-Za-z]{16})")
+# Each starts with a literal (`k_`, `npm_`), which `re` looks for at C speed; an alternation
+# first (`(?:[sr]k_...|npm)_`) made it try every place of the text (0.3 s of 10,000 records).
+_TOKEN_STRIPE = re.compile(r"k_(?=(?:live|test)_[0-9A-Za-z]{16})")  # one after the s or r
+_TOKEN_NPM = re.compile(r"npm_(?=[0-9A-Za-z]{16})")
 _TOKEN_PYPI = re.compile(r"pypi-(?=AgE)")
 _SLACK_HOOKS = "hooks.slack.com/"  # a webhook's URL: its path is the secret
 _TOKEN_SLACK_HOOK = re.compile(re.escape(_SLACK_HOOKS))
@@ -833,7 +836,8 @@ class _Places:
             self._found(_TOKEN_DASH, "-", 2, 4, 5),
             self._found(_TOKEN_A, "A", 0),
             self._found(_TOKEN_JWT, "J", 0),
-            self._found(_TOKEN_UNDERSCORE, "_", 0),
+            self._found(_TOKEN_STRIPE, "k_", 1),
+            self._found(_TOKEN_NPM, "npm_", 0),
             self._found(_TOKEN_PYPI, "-", 0),
             self._found(_TOKEN_SLACK_HOOK, _SLACK_HOOKS, 0),
         )

@@ -63,6 +63,7 @@ from verifier.leaks import (  # noqa: F401 - the reference shares what did not c
     _ADDRESS_BEFORE,
     _AUTH_TOKENS,
     _AWS_SECRET,
+    _DASHED_IPV4,
     _EMAIL,
     _HOME,
     _IPV4,
@@ -117,11 +118,12 @@ from verifier.leaks import (  # noqa: F401 - the reference shares what did not c
     USER_NAME,
     DocumentHit,
     LeakHit,
+    _accept_mac,
     _accept_token,
     _after_boundary,
     _Found,
     _found,
-    _is_identifying_mac,
+    _is_dashed_address,
     _is_machine_name,
     _is_public_ipv4,
     _is_public_ipv6,
@@ -211,7 +213,8 @@ def _generic(text: str) -> Iterator[_Found]:
             lambda m: not _RESERVED_DOMAIN.search(m.group().rsplit("@", 1)[1]),
             has["@"],
         ),
-        (MAC_ADDRESS, _MAC, lambda m: _is_identifying_mac(m.group()), has[":"] or has["-"]),
+        (MAC_ADDRESS, _MAC, _accept_mac, has[":"] or has["-"] or has["."]),
+        (IP_ADDRESS, _DASHED_IPV4, lambda m: _is_dashed_address(m.group()), has["-"]),
         (
             IP_ADDRESS,
             _IPV4,
@@ -303,6 +306,17 @@ def _cores(value: bytes) -> set[str]:
     return found
 
 
+def _b32_cores(value: bytes) -> set[str]:
+    """Every base32 character that depends on `value`'s bytes alone, after 0 to 4 bytes."""
+    found = set()
+    for k in range(5):
+        encoded = base64.b32encode(b"\x00" * k + value).decode()
+        bits = range(8 * k, 8 * (k + len(value)))
+        core = "".join(c for i, c in enumerate(encoded) if 5 * i in bits and 5 * i + 4 in bits)
+        found |= {core, core.lower()}
+    return found
+
+
 def _ascii_lower(text: str) -> str:
     """The text with its ASCII letters in lower case, one character for one."""
     return text.encode("ascii", "replace").decode("ascii").lower()
@@ -322,8 +336,8 @@ def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, 
     """(start, end, known index) of each run of base64 characters, with up to two `=`, that
     holds a core (of the value's UTF-8 or UTF-16LE bytes) or the hex (in any case) of a
     private path, a secret, a named string, an address, or a distinctive user or host name
-    (6 bytes or more): the known value of the core that starts first, the longest, the
-    first known."""
+    (6 bytes or more), or a core of its UTF-8 bytes in base32: the known value of the core
+    that starts first, the longest, the first known."""
     occurrences = []
     eligible: list[tuple[int, set[str], set[str]]] = []
     for index, value in enumerate(known):
@@ -337,11 +351,16 @@ def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, 
         ):
             continue
         utf8 = value.value.encode("utf-8", "surrogatepass")
-        cores = _cores(utf8) | _cores(value.value.encode("utf-16-le", "surrogatepass"))
-        eligible.append((index, cores, utf8.hex()))
+        utf16 = value.value.encode("utf-16-le", "surrogatepass")
+        cores = _cores(utf8) | _cores(utf16) | _b32_cores(utf8)
+        if b"/" in utf8:  # as JSON may escape it
+            cores |= _cores(utf8.replace(b"/", b"\\/"))
+        hexes = {utf8.hex(), utf16.hex()}
+        eligible.append((index, cores, hexes))
         for core in cores:
             occurrences += _occurrences(text, core, index)
-        occurrences += _occurrences(_ascii_lower(text), utf8.hex(), index)  # in any case
+        for hexed in hexes:
+            occurrences += _occurrences(_ascii_lower(text), hexed, index)  # in any case
     for run in re.finditer(r"[A-Za-z0-9+/_-]+={0,2}", text):
         inside = [o for o in occurrences if run.start() <= o[0] < run.end()]
         if inside:
@@ -358,7 +377,8 @@ def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, 
             if core in joined
         ] + [
             (_ascii_lower(joined).find(hexed), -len(hexed), index)
-            for index, _, hexed in eligible
+            for index, _, hexes in eligible
+            for hexed in hexes
             if hexed in _ascii_lower(joined)
         ]
         if inside:
@@ -370,9 +390,11 @@ class Detector:
 
     def __init__(self, known: Sequence[Known] = ()) -> None:
         values = {k.value: k for k in known}
-        # Each value's other spellings (NFC, NFD, a host's IDNA form), with its placeholder.
+        # Each value's other spellings (NFC, NFD, a host's IDNA form, an address's numbers),
+        # with its placeholder.
         for k in list(values.values()):
-            for value in leaks.spellings(k.value, host=k.kind is KnownKind.HOST):
+            host, address = k.kind is KnownKind.HOST, k.kind is KnownKind.ADDRESS
+            for value in leaks.spellings(k.value, host=host, address=address):
                 values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
         self.known = tuple(sorted(values.values(), key=_longest_first))
         # Opaque values apart: a long one must not hide a private path inside it.

@@ -386,6 +386,79 @@ def test_a_path_in_c_or_html_escapes_is_found(text: str) -> None:
     assert scan_text("&#1114112; &#x110000; &#9999999;") == []  # past Unicode: decoded as U+FFFD
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("https://acct.blob.core.windows.net/m/q.bin?sv=2022-11-02&sp=r&sig=Qm9ndXNTYXNTaWdu%3D",
+         "Qm9ndXNTYXNTaWdu%3D"),
+        ("?X-Amz-Credential=AKID%2F20261201&X-Amz-Signature=9f86d081884c7d659a2feaa0c55ad015",
+         "9f86d081884c7d659a2feaa0c55ad015"),
+        ("login pass=Tr0ub4dor3xyz", "Tr0ub4dor3xyz"),
+        ("DB_PWD: Tr0ub4dor3xyz", "Tr0ub4dor3xyz"),
+        ('{"signature": "MEUCIQDx9f86d081884c7d"}', "MEUCIQDx9f86d081884c7d"),
+        ("&Signature=/vjbyPxybdZaNmGa+yT272YEAiv4=", "/vjbyPxybdZaNmGa+yT272YEAiv4="),
+    ],
+)  # fmt: skip
+def test_a_signature_or_password_under_a_short_name_is_found(text: str, secret: str) -> None:
+    """audit 11: `sig`, `Signature`, `pass` and `pwd` name secrets too, where what they name
+    looks like one (`_tokenish`) and is no path."""
+    at = text.index(secret)
+    assert any(
+        h.category == "token" and h.start <= at and at + len(secret) <= h.end
+        for h in scan_text(text)
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["PWD=/path/to/home/work", "pwd: ./build", '{"signature": "unsigned"}',
+     "signature: verified", "design=Tr0ub4dor3xyz", "bypass=Tr0ub4dor3xyz", "pass=ok",
+     "signal: abcdef123456", "sig=100",
+     # the fresh-eyed audit's: test results, compiler passes, code and algorithms' signatures
+     "PASS: test-tokenizer-0", "ok 1 - pass: test_cache_hit", "Compiler pass: LoopVectorize",
+     "pass=GGML_TYPE_F16", "render_pass: ShadowMap2", '{"compile_pass": "O3_fast"}',
+     "The method signature: foo_bar(x) is deprecated.", "sig: SIGUSR1", "sig: RSA-SHA256",
+     "signature: HMAC-SHA256", "signature=Ed25519Verified", '{"sig": "v1.2.3"}',
+     '{"signature": "sha256:ab12cd"}', "PWD: app_v2", "pwd=src/main", "PWD=D:\\work\\x-2128",
+     "--pass 2", "--pass-through Tr0ub4dor3xyz"],
+)  # fmt: skip
+def test_the_short_names_spare_paths_words_and_longer_names(text: str) -> None:
+    assert [h for h in scan_text(text) if h.category == "token"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("eth0 hwaddr 3c22.fb12.3456 up", "3c22.fb12.3456"),
+        ("mac 3C22.FB12.3456.", "3C22.FB12.3456"),
+        ('{"mac":"3c22.fb12.3456"}', "3c22.fb12.3456"),
+        ("client ip-192-168-40-23.ec2.internal", "ip-192-168-40-23"),
+        ("node ip-10-0-3-17", "ip-10-0-3-17"),
+    ],
+)
+def test_cisco_macs_and_addresses_in_machine_names_are_found(text: str, found: str) -> None:
+    (hit,) = scan_text(text)
+    assert text[hit.start : hit.end] == found
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["build 2024.1203.0001", "ip-127-0-0-1", "ip-300-1-1-1", "zip-10-0-0-1", "ip-10-0-0-1-2",
+     "mac 0000.0000.0000", "mac ffff.ffff.ffff", "hash e3b0.c442.98fc", "cafe.babe.dead",
+     "model version 2024.1203.abcd"],
+)  # fmt: skip
+def test_dotted_numbers_loopback_and_longer_names_are_not_addresses(text: str) -> None:
+    assert scan_text(text) == []
+
+
+def test_a_path_in_octal_escapes_is_found() -> None:
+    """audit 11: bash's `$'\\057home...'` and git's quoted paths write bytes in octal."""
+    text = "printf $'\\057home\\057alice\\057.cache' and /home/\\303\\266d\\303\\266n/src"
+    assert [h.category for h in scan_text(text)] == ["home-path", "home-path"]
+    view = leaks._Decoded.of("\\057x\\400\\08")
+    assert isinstance(view, leaks._Decoded) and view.text == "/x\\400\\08"
+
+
 def test_a_password_without_a_user_in_a_url_is_found() -> None:
     text = "cache backend down: redis://:Hunter2SecretXYZ@localhost:6379/0 refused"
     hits = [h for h in scan_text(text) if h.category == "token"]
@@ -524,6 +597,19 @@ def test_a_private_key_with_no_end_line_goes_to_the_end_of_its_string() -> None:
         ("key sk_live_4eC39HqLyjWDarjtT1zdp7dc here", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
         ("rk_test_abcdefghij0123456789", "rk_test_abcdefghij0123456789"),
         ("npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+        # audit 11: webhooks and bot tokens with no prefix of their own
+        ("POST https://discord.com/api/webhooks/112233445566778899/Zm9vYmFyYmF6cXV4Zm9vYmFy ok",
+         "discord.com/api/webhooks/112233445566778899/Zm9vYmFyYmF6cXV4Zm9vYmFy"),
+        ("https://discordapp.com/api/webhooks/1122334455/abcdefghijklmnopqrstuvwx",
+         "discordapp.com/api/webhooks/1122334455/abcdefghijklmnopqrstuvwx"),
+        ("https://discord.com/api/v10/webhooks/1122334455/abcdefghijklmnopqrstuvwx",
+         "discord.com/api/v10/webhooks/1122334455/abcdefghijklmnopqrstuvwx"),
+        ("TG 12345678901:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq",
+         "12345678901:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"),
+        ("https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq/sendMessage",
+         "bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"),
+        ("TG 1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq.",
+         "1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"),
     ],
 )  # fmt: skip
 def test_cookies_webhooks_and_the_tokens_of_stripe_pypi_and_npm(text: str, secret: str) -> None:
@@ -532,8 +618,11 @@ def test_cookies_webhooks_and_the_tokens_of_stripe_pypi_and_npm(text: str, secre
 
 
 @pytest.mark.parametrize(
-    "text", ["cookie: lang=en", "the cookie: yum", "sk_learn_model", "npm_config_cache"]
-)
+    "text",
+    ["cookie: lang=en", "the cookie: yum", "sk_learn_model", "npm_config_cache",
+     "see discord.com/api/webhooks/ for how", "at 12:30 the 123456789:AA line",
+     "x1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"],
+)  # fmt: skip
 def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
     assert leaks.scan_text(text) == []
 
@@ -644,6 +733,7 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
+ESCAPED_CWD = b'{"cwd":"\\/home\\/jdoe\\/work"}'
 TOKEN_HEX = b"hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx".hex()
 
 
@@ -692,8 +782,33 @@ TOKEN_HEX = b"hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx".hex()
         # ... and joined by dashes or underscores, as in a cloud machine's name (audit 11).
         (
             "ip-81-2-69-142.ec2.internal, 81_2_069_142; not 81-2-69-1420 or 981-2-69-142",
-            [("81-2-69-142", "<ip>"), ("81_2_069_142", "<ip>")],
+            [("ip-81-2-69-142", "<ip>"), ("81_2_069_142", "<ip>")],  # (the generic's span)
         ),
+        # audit 11: base32 and the hex of UTF-16LE; an address as one number or in octal;
+        # base64 of a JSON document that escapes a path's slashes.
+        ("x " + _b64(ESCAPED_CWD), [(_b64(ESCAPED_CWD), "/path/to/home")]),
+        (
+            f"b32 {base64.b32encode(b'in /home/jdoe/x').decode()}",
+            [(base64.b32encode(b"in /home/jdoe/x").decode().rstrip("="), "/path/to/home")],
+        ),
+        (
+            f"b32 {base64.b32encode(b'in /home/jdoe/x').decode().lower()}",
+            [(base64.b32encode(b"in /home/jdoe/x").decode().rstrip("=").lower(), "/path/to/home")],
+        ),
+        (
+            f"w {'/home/jdoe/x'.encode('utf-16-le').hex()}",
+            [("/home/jdoe/x".encode("utf-16-le").hex(), "/path/to/home")],
+        ),
+        (
+            "http://1359103374:22/ http://0x5102458e/ http://0x5102458E/ 0121.02.0105.0216",
+            [
+                ("1359103374", "<ip>"),
+                ("0x5102458e", "<ip>"),
+                ("0x5102458E", "<ip>"),
+                ("0121.02.0105.0216", "<ip>"),
+            ],
+        ),
+        ("not 13591033740 or 0x5102458e0", []),
         # A plain user name as the value of an account's member, and in id(1)'s output.
         ("user: jdoe", [("jdoe", "<user>")]),
         ('{"user": "jdoe", "Login":"jdoe"}', [("jdoe", "<user>"), ("jdoe", "<user>")]),

@@ -16,6 +16,7 @@ from test_soundness import RECORDS, SEED_FILES, _archive_files, write
 
 from verifier import layout
 from verifier.model import Verdict
+from verifier.profiles import PROFILES
 from verifier.verify import VerificationResult, verify_path
 
 Files = dict[str, bytes]
@@ -595,6 +596,41 @@ def test_an_answer_without_its_system_fingerprint(tmp_path: Path) -> None:
             record["response"].pop("system_fingerprint")
 
     _invalid(_llama_records(dropped), tmp_path, "consistency", "lack the system_fingerprint")
+
+
+@pytest.mark.parametrize("fingerprints", ["kept", "dropped"])
+def test_a_build_commit_the_servers_version_does_not_name(
+    tmp_path: Path, fingerprints: str
+) -> None:
+    """audit 11 F5: with the answers' fingerprints dropped, build_commit was compared with
+    nothing; llama-server's `--version` text names its commit too."""
+
+    def misattributed(server: Any) -> None:
+        server["build_commit"] = "deadbee"
+
+    def dropped(_name: str, record: Any) -> None:
+        record["response"].pop("system_fingerprint")
+
+    files = _llama_records(dropped) if fingerprints == "dropped" else None
+    files = _edited(
+        files or _archive_files("llama-cpp-real.tar.gz"),
+        layout.EXPERIMENT,
+        lambda document: misattributed(document["server"]),
+    )
+    _invalid(files, tmp_path, "consistency", "version names commit 0c1e570, not the declared")
+
+
+@pytest.mark.parametrize(
+    ("version", "commit"),
+    [
+        ("version: 5890 (0c1e570)\nbuilt with GNU 13.3.0 for Linux x86_64", "0c1e570"),
+        ("version: 0.5.0-dev (build 1, commit 0C1E570)", "0c1e570"),
+        ("llama-server, built from a tarball", None),
+        ("version: 5890 (unknown)", None),
+    ],
+)
+def test_the_commit_a_llama_server_version_names(version: str, commit: str | None) -> None:
+    assert PROFILES["llama.cpp"].version_commit(version) == commit
 
 
 @pytest.mark.parametrize("created", [None, "float"])

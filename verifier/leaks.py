@@ -270,10 +270,20 @@ _IPV6 = _Lazy(
     (?![\w:]|\.\w)""",
     re.VERBOSE | re.ASCII,
 )
+# Six bytes by colons or dashes, or three groups of four digits by dots (Cisco's notation,
+# which a hash or a version can look like: only after a word that says it is an address).
 _MAC = _Lazy(
-    r"(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])",
+    r"(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])"
+    r"|(?<![\w.-])(?P<cisco>[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})(?![\w:-]|\.\w)",
     re.ASCII,
 )
+# The words before a MAC address in Cisco's notation: `mac`, `hwaddr`, `ether`, `lladdr`...
+# then at most four characters that are not letters or digits, up to the address.
+_MAC_WORD_BEFORE = _Lazy(
+    r"(?i:mac|hwaddr|ether|lladdr|bssid|address|addr|hw)[^A-Za-z0-9]{0,4}\Z", re.ASCII
+)
+# A cloud machine's name that spells its address (`ip-10-0-3-17`, EC2's private names).
+_DASHED_IPV4 = _Lazy(r"(?<![\w.-])ip-(?:[0-9]{1,3}-){3}[0-9]{1,3}(?![\w]|-[0-9])", re.ASCII)
 # Its local part and domain may hold letters past ASCII (`jöns@bücher.de`): the whole address
 # goes, not the ASCII part before a letter (which `_ACCOUNT` would take for `user@host`).
 _EMAIL = _Lazy(
@@ -317,6 +327,8 @@ _PREFIXED_TOKENS = _Lazy(
     | pypi-(?P<pypi>AgE[A-Za-z0-9_-]{40,})
     | npm_(?P<npm>[A-Za-z0-9]{36})(?![A-Za-z0-9])
     | eyJ(?P<jwt>[A-Za-z0-9_-]{10,}+\.eyJ[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_-]*+)
+    | discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/(?P<discordhook>[0-9]+/[A-Za-z0-9_-]{20,})
+    | (?:bot)?(?P<telegram>[0-9]{8,12}:AA[A-Za-z0-9_-]{33})(?![A-Za-z0-9_-])
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -338,7 +350,10 @@ _AUTH_TOKENS = _Lazy(
     """,
     re.VERBOSE | re.ASCII,
 )
-_SECRET_WORD = r"(?:key|token(?!s|iz)|secret|passw(?:or)?d|passphrase|credential|auth)"  # noqa: S105
+_SECRET_WORD = (  # a regular expression, not a password
+    r"(?:key|token(?!s|iz)|secret|pass(?:w(?:or)?d|phrase)?|pwd|sig(?:nature)?"  # noqa: S105
+    r"|credential|auth)"
+)
 # --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP).
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
@@ -362,10 +377,21 @@ _KEY_END = _Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCI
 _KEY_MAX_CHARS = 65536
 _STRING_END = _Lazy(r"[^\x00-\x02]*")  # from a place to the end of its string in a text
 
+# Names that are also other things (a test's `PASS:`, a compiler pass, `PWD` the working
+# directory, a function's or an algorithm's `signature`): the name alone (`pass`, `pwd`,
+# `sig`, `signature`, `x-amz-signature`, `x-goog-signature`, in any case) or an environment
+# variable's (`DB_PASS`, `SMTP_PWD`); what they name is a secret only where it has the
+# shape of one (`_secret_value`).
+_WEAK_SECRET_NAMES = (  # a regular expression, not a password
+    r"(?i:^(?:pass|pwd|sig|signature|x-amz-signature|x-goog-signature)$)"  # noqa: S105
+    r"|^[A-Z0-9_]*_(?:PASS|PWD)$"
+)
+_WEAK_SECRET_NAME = _Lazy(_WEAK_SECRET_NAMES, re.ASCII)
 # A name is key-like when it names a secret: `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`...
 _SECRET_NAME = _Lazy(
     r"(?i:(?:^|[_.-])(?:api)?key$|^apikey$|token(?!s|iz)|secret|passw(?:or)?d|passphrase"
-    r"|credential|auth(?!or)(?:[_-]?(?:key|token|header))?$)",
+    r"|credential|auth(?!or)(?:[_-]?(?:key|token|header))?$)"
+    rf"|{_WEAK_SECRET_NAMES}",
     re.ASCII,
 )
 # ... unless what it names is not the secret itself, or is a tokenizer's special token.
@@ -469,8 +495,28 @@ def _is_public_ipv6(address: str) -> bool:
 
 
 def _is_identifying_mac(address: str) -> bool:
-    digits = address.replace(":", "").replace("-", "").lower()
+    digits = address.replace(":", "").replace("-", "").replace(".", "").lower()
     return digits not in ("000000000000", "ffffffffffff")
+
+
+def _accept_mac(match: re.Match[str]) -> bool:
+    """An identifying MAC address; in Cisco's notation only after a word that says so (the
+    `_ADDRESS_WINDOW` characters before it: within a batch's gap)."""
+    if match.group("cisco") is not None:
+        start = match.start()
+        window = match.string[max(0, start - _ADDRESS_WINDOW) : start]
+        if _MAC_WORD_BEFORE.search(window) is None:
+            return False
+    return _is_identifying_mac(match.group())
+
+
+def _is_dashed_address(name: str) -> bool:
+    """`ip-a-b-c-d` where a.b.c.d is an address other than loopback or unspecified."""
+    octets = [int(octet) for octet in name[3:].split("-")]
+    if any(octet > 255 for octet in octets):
+        return False
+    address = ipaddress.IPv4Address(bytes(octets))
+    return not (address.is_loopback or address.is_unspecified)
 
 
 def _is_machine_name(host: str) -> bool:
@@ -492,9 +538,36 @@ def _tokenish(value: str) -> bool:
     return upper >= 2 and len(value) - upper >= 2
 
 
+def _secret_value(name: str, value: str) -> bool:
+    """Whether the value after a secret name (`_is_secret_name`) can be its secret: not a
+    number (llama.cpp's `prompt_per_token_ms`); after a weak name (`_WEAK_SECRET_NAMES`), a
+    signature of 16 characters or more of base64, URL-escaped base64 or hex with a digit
+    (`sig=Qm9n...%3D`, `X-Amz-Signature=9f86...`), or a password of 8 or more with letters
+    in both cases and a digit (`pass=Tr0ub4dor3`), no path (`PWD=D:\\work\\x`)."""
+    if _NUMBER.fullmatch(value):
+        return False
+    if _WEAK_SECRET_NAME.search(name):
+        if "sig" in name.lower():
+            return len(value) >= 16 and _SIGNATURE_VALUE.fullmatch(value) is not None
+        return (
+            len(value) >= 8
+            and not any(c in value for c in "/\\:")
+            and any(c.isdigit() for c in value)
+            and any(c.islower() for c in value)
+            and any(c.isupper() for c in value)
+        )
+    return True
+
+
+_SIGNATURE_VALUE = _Lazy(r"(?=[^0-9]*[0-9])(?:[A-Za-z0-9+/=_-]|%[0-9A-Fa-f]{2})+", re.ASCII)
+
+
 def _is_secret_name(name: str, *, flag: bool = False) -> bool:
-    """`--token` is a secret flag; a member named `token` is a model's token (logprobs)."""
+    """`--token` is a secret flag; a member named `token` is a model's token (logprobs); a
+    weak name (`_WEAK_SECRET_NAMES`) is no flag's (`--pass 2`)."""
     if not flag and name == "token":
+        return False
+    if flag and _WEAK_SECRET_NAME.search(name):
         return False
     return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
 
@@ -523,7 +596,10 @@ def _accept_token(match: re.Match[str]) -> bool:
     if group == "sk":  # a key, not a word in kebab case (`sk-learn-compatible-estimators`)
         key = any(c.isdigit() for c in value) or not value.islower() or value.isalpha()
         return key and _after_boundary(match, "_-")
-    if group in ("hf", "gh", "gl", "google", "slack", "slackhook", "jwt", "stripe", "pypi", "npm"):
+    if group in (
+        "hf", "gh", "gl", "google", "slack", "slackhook", "jwt", "stripe", "pypi", "npm",
+        "discordhook", "telegram",
+    ):  # fmt: skip
         return _after_boundary(match, "_-")
     if group == "aws":
         return _after_boundary(match, "")
@@ -540,7 +616,8 @@ def _accept_token(match: re.Match[str]) -> bool:
         )
     if group == "keyvalue":
         # A number after a key-like name is a measurement (llama.cpp's prompt_per_token_ms).
-        return _is_secret_name(_name_before(match)[1]) and not _NUMBER.fullmatch(value)
+        name = _name_before(match)[1]
+        return _is_secret_name(name) and _secret_value(name, value)
     if group in ("auth", "bearer"):
         return _tokenish(value)
     if group == "cookie":  # the whole list goes, where one of its values is a session's
@@ -612,6 +689,8 @@ _HOME_OR_TEMP = re.compile(r"/(?:home|[Uu][Ss][Ee][Rr][Ss]|root|tmp|var|folders|
 _IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the first number
 _IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
 _MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")  # the first separator
+_MAC_DOT = re.compile(r"\.(?=[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})")  # the first of Cisco's dots
+_IP_DASH = re.compile(r"ip-(?=[0-9]{1,3}-)")
 # The prefixed tokens: hf_, gh?_ and github_pat_; the `-` of sk-, xox?-, glpat-; AIza...;
 # eyJ (found where the text holds a J).
 _TOKEN_HF = re.compile(r"hf_(?=[A-Za-z0-9]{20})")
@@ -627,6 +706,10 @@ _TOKEN_NPM = re.compile(r"npm_(?=[0-9A-Za-z]{16})")
 _TOKEN_PYPI = re.compile(r"pypi-(?=AgE)")
 _SLACK_HOOKS = "hooks.slack.com/"  # a webhook's URL: its path is the secret
 _TOKEN_SLACK_HOOK = re.compile(re.escape(_SLACK_HOOKS))
+_DISCORD_HOOKS = "webhooks/"  # after discord(app).com/api/ and perhaps a version (v10/)
+_TOKEN_DISCORD_HOOK = re.compile(re.escape(_DISCORD_HOOKS))
+# A Telegram bot's token: its id (8 to 12 digits, after `bot` in its API's URLs), `:AA`...
+_TOKEN_TELEGRAM = re.compile(r":AA(?=[A-Za-z0-9_-]{33})")
 # Where `_SECRET_WORD` can match, in the text with its letters in lower case: each finder
 # starts with a letter (rare in prose: k, cre...), and `_WORD_BACK` is the way back from what
 # it matches to the word's start.
@@ -635,8 +718,12 @@ _SECRET_WORDS = (
     re.compile(r"cre(?:(?<=secre)t|dential)"),
     re.compile(r"pass"),
     re.compile(r"auth"),
+    re.compile(r"pwd"),
+    re.compile(r"sig"),
 )
-_WORD_BACK = {"key": 0, "ken": 2, "cret": 2, "credential": 0, "pass": 0, "auth": 0}
+_WORD_BACK = {
+    "key": 0, "ken": 2, "cret": 2, "credential": 0, "pass": 0, "auth": 0, "pwd": 0, "sig": 0
+}  # fmt: skip
 # The characters of the run that ends at a pattern's anchor (`@`, `://`) or holds its word.
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _EMAIL_LOCAL = frozenset(_LETTERS + "._%+-") | _LETTER_CHARS
@@ -819,8 +906,13 @@ class _Places:
         # A MAC address with colons has the first colon of an IPv6 address.
         colons = self.colons
         return _ascending(
-            None if colons is None else [at - 2 for at in colons], self._found(_MAC_DASH, "-", 2)
+            None if colons is None else [at - 2 for at in colons],
+            self._found(_MAC_DASH, "-", 2),
+            self._found(_MAC_DOT, ".", 4),
         )
+
+    def _dashed_ipv4(self) -> list[int] | None:
+        return self._found(_IP_DASH, "ip-", 0)
 
     def _ipv4(self) -> list[int] | None:
         return _ascending(self._found(_IPV4_DOT, ".", 1, 2, 3))
@@ -840,6 +932,8 @@ class _Places:
             self._found(_TOKEN_NPM, "npm_", 0),
             self._found(_TOKEN_PYPI, "-", 0),
             self._found(_TOKEN_SLACK_HOOK, _SLACK_HOOKS, 0),
+            self._found(_TOKEN_DISCORD_HOOK, _DISCORD_HOOKS, 16, 19, 20, 22, 23),
+            self._found(_TOKEN_TELEGRAM, ":AA", *range(8, 16)),
         )
 
     def _aws_secret(self) -> list[int] | None:
@@ -895,6 +989,7 @@ _STARTS: dict[_Lazy, Callable[[_Places], list[int] | None]] = {
     _URL_HOST: _Places._url_host,
     _URL_CREDENTIALS: _Places._url_host,
     _MAC: _Places._mac,
+    _DASHED_IPV4: _Places._dashed_ipv4,
     _IPV4: _Places._ipv4,
     _IPV6: _Places._ipv6,
     _PREFIXED_TOKENS: _Places._prefixed_tokens,
@@ -952,7 +1047,8 @@ _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
 _FLAG_BLANKS = _Lazy(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
 _TOKEN_PREFIX = _Lazy(
     r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ"
-    r"|[sr]k_(?:live|test)_|pypi-AgE|npm_"
+    r"|[sr]k_(?:live|test)_|pypi-AgE|npm_|discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/"
+    r"|(?:bot)?[0-9]{8,12}:AA"
 )
 
 
@@ -1033,9 +1129,8 @@ def _secret_members(text: str, starts: list[int] | None) -> Iterator[re.Match[st
         value_end = values(value_start)
         if value_end - value_start < 6:  # the value's first character and five more
             continue
-        if not _is_secret_name(_name_at(text, start, end)):
-            continue
-        if _NUMBER.fullmatch(text, value_start, value_end):
+        name = _name_at(text, start, end)
+        if not _is_secret_name(name) or not _secret_value(name, text[value_start:value_end]):
             continue
         match = _SECRET_MEMBER.regex.match(text, start)
         if match is not None:
@@ -1166,7 +1261,8 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
             lambda m: not _RESERVED_DOMAIN.search(m.group().rsplit("@", 1)[1]),
             at,
         ),
-        (MAC_ADDRESS, _MAC, lambda m: _is_identifying_mac(m.group()), colon or dash),
+        (MAC_ADDRESS, _MAC, _accept_mac, colon or dash or dot),
+        (IP_ADDRESS, _DASHED_IPV4, lambda m: _is_dashed_address(m.group()), dash),
         (
             IP_ADDRESS,
             _IPV4,
@@ -1482,6 +1578,18 @@ def base64_cores(value: bytes) -> list[str]:
     return list(dict.fromkeys(cores))
 
 
+def base32_cores(value: bytes) -> list[str]:
+    """The base32 characters (RFC 4648's alphabet, in upper and in lower case) that depend on
+    `value`'s bytes alone, after 0 to 4 bytes of anything."""
+    cores: list[str] = []
+    for k in range(5):
+        encoded = base64.b32encode(bytes(k) + value).decode("ascii")
+        # Character i holds bits 5i to 5i+4; the value's are bits 8k to 8(k + len) - 1.
+        core = encoded[-(-8 * k // 5) : 8 * (k + len(value)) // 5]
+        cores += [core, core.lower()]
+    return list(dict.fromkeys(cores))
+
+
 def _in_base64(known: Known) -> bool:
     """Whether a known value is looked for in base64: a private path, a secret, a named
     string, an address, a distinctive user or host name (an ordinary word is no leak, in
@@ -1526,8 +1634,9 @@ def _trie_pattern(words: Sequence[str], depth: int = 0) -> str:
 
 class _Base64Cores:
     """The cores of the known values looked for in base64 (of their UTF-8 and UTF-16LE
-    bytes), and their hex (of the UTF-8 bytes, in any case), each with the index of the
-    first known value it is a core of, and where they are in a text.
+    bytes) and in base32 (of their UTF-8 bytes), and their hex (of the UTF-8 and UTF-16LE
+    bytes, in any case), each with the index of the first known value it is a core of, and
+    where they are in a text.
 
     In time linear in the text, whatever the number of cores: one trie of them (compiled at
     the first text with a run of base64 characters as long as the shortest core) finds the
@@ -1544,9 +1653,18 @@ class _Base64Cores:
         for index, value in enumerate(known):
             if _in_base64(value):
                 utf8, utf16 = _encodings(value.value)
-                for core in (*base64_cores(utf8), *base64_cores(utf16)):
+                # (base32's alphabet is base64's upper-case letters and 2-7); and a path as
+                # JSON may escape it (`\/home\/alice`), base64 of a JSON document
+                escaped = utf8.replace(b"/", b"\\/") if b"/" in utf8 else b""
+                for core in (
+                    *base64_cores(utf8),
+                    *base64_cores(utf16),
+                    *base32_cores(utf8),
+                    *(base64_cores(escaped) if escaped else ()),
+                ):
                     self.cores.setdefault(core, index)
                 self.hexes.setdefault(utf8.hex(), index)
+                self.hexes.setdefault(utf16.hex(), index)
         shortest = min(map(len, [*self.cores, *self.hexes]), default=0)
         self._long_run = re.compile(rf"{_BASE64_CLASS}{{{shortest}}}", re.ASCII)
         self._regexes: list[tuple[re.Pattern[str], dict[str, int]]] | None = None
@@ -1657,7 +1775,7 @@ _BATCH_CHARS = 1 << 20
 # 4. Each loop over matches (`_matches`) moves one place on after a rejected match, so in a
 #    batch with no accepted match every place of X is tried, with the result of 3.
 # 5. The views: no escape (`_Decoded._ESCAPE`: `\uXXXX`, `\/`, `\\`, `\"`, `\n` and the
-#    other JSON control escapes, `%XX`, `\xXX`, `&#N;`, `&#xX;` and those without `;`, a
+#    other JSON control escapes, `%XX`, `\xXX`, `\NNN`, `&#N;`, `&#xX;` and those without `;`, a
 #    run of invisible characters and the character after it, never a separator) holds \x00,
 #    so the batch decodes as each text decoded between the same gaps; a text with an
 #    escape makes the batch have one, at each depth. A view of X (which may begin without
@@ -1671,10 +1789,20 @@ _BATCH_CHARS = 1 << 20
 _BATCH_GAP = SEP * (_ADDRESS_WINDOW + 8)
 
 
-def spellings(value: str, *, host: bool = False) -> list[str]:
+def spellings(value: str, *, host: bool = False, address: bool = False) -> list[str]:
     """The other spellings of a known value that a text can hold for it: where it has letters
     past ASCII, composed and decomposed (NFC, NFD: `jöns` as `jo\u0308ns`), and a host name
-    also in its IDNA form (`xn--bro-lab-07-9db` for `büro-lab-07`, label by label)."""
+    also in its IDNA form (`xn--bro-lab-07-9db` for `büro-lab-07`, label by label); an IPv4
+    address as one number, in decimal and in hex, and with its octets in octal, as URLs and
+    `inet_aton` read them (`3232245783`, `0xC0A82817`, `0300.0250.050.027`)."""
+    if address:
+        try:
+            packed = ipaddress.IPv4Address(value).packed
+        except ValueError:
+            return []
+        number = int.from_bytes(packed, "big")
+        octal = ".".join(f"0{octet:o}" if octet else "0" for octet in packed)
+        return [str(number), f"0x{number:08x}", f"0x{number:08X}", f"0X{number:08X}", octal]
     if value.isascii():
         return []
     found = [unicodedata.normalize(form, value) for form in ("NFC", "NFD")]
@@ -1690,7 +1818,10 @@ def _spelled(known: Sequence[Known]) -> list[Known]:
     values = {k.value: k for k in known}
     found = list(values.values())
     for k in list(found):
-        for value in spellings(k.value, host=k.kind is KnownKind.HOST):
+        kind = k.kind
+        for value in spellings(
+            k.value, host=kind is KnownKind.HOST, address=kind is KnownKind.ADDRESS
+        ):
             if value not in values:
                 values[value] = Known(value, k.category, k.placeholder, k.kind)
                 found.append(values[value])
@@ -2083,7 +2214,8 @@ class _Decoded:
     """A text with its escapes decoded once, and the way back to the text's offsets."""
 
     # JSON's escapes (`\\n` too: in `cannot open\\n/home/alice` the `n` would stand
-    # before the path as a letter), URL's, C's and Python's `\\xHH`, HTML's `&#47;`, `&#x2f;`
+    # before the path as a letter), URL's, C's and Python's `\\xHH` and octal `\\057` (a
+    # byte each: bash's `$'...'`, git's quoted paths), HTML's `&#47;`, `&#x2f;`
     # (and without the `;`, its digits read as far as they go, as an HTML parser reads them:
     # `&#47home`). A run of `%HH` or `\\xHH` that spells one character in UTF-8 (`%C3%B6`,
     # `ö`) is one escape of that character; a run that does not is one escape a byte, each
@@ -2093,7 +2225,7 @@ class _Decoded:
     _ESCAPE = re.compile(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
-        r"|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
+        r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
         rf"|[{_INVISIBLE}]+([^\x00-\x02])"
     )
     _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
@@ -2131,7 +2263,9 @@ class _Decoded:
                 return match.start()
             pieces.append(text[last : match.start()])
             length += match.start() - last
-            utf8, code, literal, control, percent, decimal, hexadecimal, shown = match.groups()
+            utf8, code, literal, control, percent, octal, decimal, hexadecimal, shown = (
+                match.groups()
+            )
             if utf8 is not None:
                 width = 3 if utf8[0] == "%" else 4  # `%HH` or `\\xHH`
                 data = bytes(
@@ -2161,6 +2295,8 @@ class _Decoded:
                 pieces.append(_character(hexadecimal, 16))
             elif shown is not None:
                 pieces.append(shown)
+            elif octal is not None:
+                pieces.append(chr(int(octal, 8)))
             else:
                 pieces.append(chr(int(code or percent, 16)))
             positions.append(length)

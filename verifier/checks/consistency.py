@@ -328,11 +328,33 @@ def _overridden(
 _FINGERPRINT_COMMIT = re.compile(r"b[0-9]+-([0-9a-f]{7,40})", re.IGNORECASE)
 
 
+def _same_commit(named: str, declared: str) -> bool:
+    """Whether two spellings of a git commit name the same one: one a prefix of the other,
+    of 7 hex digits at least (git's shortest abbreviation; `0` would be any commit's)."""
+    a, b = named.lower(), declared.lower()
+    return min(len(a), len(b)) >= 7 and (a.startswith(b) or b.startswith(a))
+
+
 def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
     """One experiment runs one server build: every answer's `system_fingerprint` is the
     same, and where it names a commit (llama-server's `b<build>-<commit>`), it is the
-    declared `build_commit`."""
-    declared = experiment.document["server"].get("build_commit")
+    declared `build_commit`; so is the commit the server's version text names (the
+    profile's `version_commit`), which stands where the answers carry no fingerprint."""
+    server = experiment.document["server"]
+    declared = server.get("build_commit")
+    profile = PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
+    version = server.get("version")
+    named_commit = None
+    if profile is not None and isinstance(version, str):
+        named_commit = profile.version_commit(version)
+    declares = isinstance(declared, str) and bool(declared)
+    if named_commit and declares and not _same_commit(named_commit, declared):
+        yield _error(
+            f"the server's version names commit {named_commit}, not the declared "
+            f"build_commit {declared}",
+            file=layout.EXPERIMENT, pointer="/server/version",
+            expected=declared, actual=named_commit,
+        )  # fmt: skip
     first: tuple[str, str] | None = None
     answers = [r for r in ctx.records if r.http_status == 200]
     lacking = [r for r in answers if not isinstance(r.response_value("/system_fingerprint"), str)]
@@ -350,8 +372,8 @@ def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
             first = (fingerprint, record.file)
             named = _FINGERPRINT_COMMIT.fullmatch(fingerprint)
             if named is not None and isinstance(declared, str) and declared:
-                commit, built = named.group(1).lower(), declared.lower()
-                if not (commit.startswith(built) or built.startswith(commit)):
+                commit = named.group(1).lower()
+                if not _same_commit(commit, declared):
                     yield _error(
                         f"the answers come from commit {commit} (system_fingerprint), not the "
                         f"declared build_commit {declared}",

@@ -135,6 +135,11 @@ class ServerProfile(ABC):
         bundles carry stay valid."""
         return ()
 
+    def version_commit(self, version: str) -> str | None:
+        """The commit the server's own version text (`--version`) names, if it names one
+        (none known, by default)."""
+        return None
+
     @property
     def counted_work(self) -> tuple[tuple[str, str], ...]:
         """Work counters that move across one request by exactly what its answer counts:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from verifier.profiles.base import (
@@ -56,6 +57,12 @@ class LlamaCppProfile(ServerProfile):
             ("metric:llamacpp:tokens_predicted_total", "completion"),
         )
 
+    def version_commit(self, version: str) -> str | None:
+        # `llama-server --version`: "version: 5890 (0c1e570)" or, in builds that know no
+        # tag, "version: 0.5.0-dev (build 1, commit 0c1e570)"
+        named = _VERSION_COMMIT.search(version)
+        return named.group(1).lower() if named is not None else None
+
     def model_argument(self, model: Path) -> Path:
         return single_file_in(model, ".gguf")
 
@@ -74,6 +81,9 @@ class LlamaCppProfile(ServerProfile):
 
 
 CACHE_OFF_FLAG = "--no-cache-prompt"
+_VERSION_COMMIT = re.compile(
+    r"^version: [^\n]*\((?:build [0-9]+, commit )?([0-9a-f]{7,40})\)", re.IGNORECASE | re.MULTILINE
+)
 
 _ARG_PREFIX = "LLAMA_ARG_"
 # Options whose environment variable is not their own long name, and the short spellings of

@@ -526,6 +526,10 @@ class _Decoded(leaks._Decoded):
     ) -> leaks._Decoded | int | None:
         return None if cls._ESCAPE.search(text) is None else cls._decoded(text, parent, escapes)
 
+    @classmethod
+    def _escapes(cls, text: str) -> Iterator[re.Match[str]]:
+        return cls._ESCAPE.finditer(text)  # every place tried, not only those of a first character
+
 
 class _Flat:
     """A JSON document's strings joined into one text, and where each string starts.

@@ -176,6 +176,16 @@ FRAGMENTS = (
     "--token",
     "-p",
     "--hf-token=",
+    # audit 11's: webhooks, bot tokens, short secret names, Cisco MACs, machine names
+    "discord.com/api/webhooks/123456/",
+    "bot123456789:AA",
+    "Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4",
+    "sig=",
+    "pass: ",
+    "X-Amz-Signature=",
+    "hwaddr 3c22.fb12.",
+    "3456",
+    "ip-10-0-",
     "_path",
     "prompt_tokens",
     "%2F",
@@ -184,6 +194,8 @@ FRAGMENTS = (
     "\\/",
     "\\u002f",
     "\\u002F",
+    "\\057",
+    "\\303\\266",
     "\\\\",
     "\\",
     "/",
@@ -459,6 +471,8 @@ def always(match: re.Match[str]) -> bool:
 
 
 def same_matches(text: str) -> None:
+    escapes = [(m.span(), m.groups()) for m in leaks._Decoded._escapes(text)]
+    assert escapes == [(m.span(), m.groups()) for m in leaks._Decoded._ESCAPE.finditer(text)]
     places = leaks._Places(text)
     for pattern in leaks._STARTS:
         starts = places.starts(pattern)

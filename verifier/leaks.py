@@ -2228,6 +2228,12 @@ class _Decoded:
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
         rf"|[{_INVISIBLE}]+([^\x00-\x02])"
     )
+    # The characters an escape starts with. `_ESCAPE` starts with a group, so `re` finds no
+    # set of first characters in it and tries it at every place of a text (some 40 ns a
+    # character); a class is searched for in C, and `_ESCAPE` is tried only there
+    # (`_escapes`). A text of replies with a `%` and a `\\` in each: 10,000 records'
+    # leak scan 3.7 s before, without the two full searches.
+    _ESCAPE_START = re.compile(f"[%\\\\&{_INVISIBLE}]")
     _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 
     def __init__(self, text: str, positions: list[int], spans: list[tuple[int, int]]) -> None:
@@ -2248,9 +2254,25 @@ class _Decoded:
             and "%" not in text
             and "&#" not in text
             and (text.isascii() or not any(c in text for c in _INVISIBLE))
-        ) or cls._ESCAPE.search(text) is None:
+        ) or next(cls._escapes(text), None) is None:
             return None
         return cls._decoded(text, parent, escapes)
+
+    @classmethod
+    def _escapes(cls, text: str) -> Iterator[re.Match[str]]:
+        """`_ESCAPE.finditer(text)`: each match starts with a character of `_ESCAPE_START`
+        (every alternative does), so trying the pattern at each such place, from the end of
+        the last match, finds the same matches."""
+        start, escape = cls._ESCAPE_START.search, cls._ESCAPE.match
+        position = 0
+        while (found := start(text, position)) is not None:
+            at = found.start()
+            match = escape(text, at)
+            if match is None:
+                position = at + 1
+            else:
+                yield match
+                position = match.end()
 
     @classmethod
     def _decoded(cls, text: str, parent: _Decoded | None, escapes: int | None) -> _Decoded | int:
@@ -2258,7 +2280,7 @@ class _Decoded:
         positions: list[int] = []
         spans: list[tuple[int, int]] = []
         last = length = 0
-        for match in cls._ESCAPE.finditer(text):
+        for match in cls._escapes(text):
             if escapes is not None and len(spans) >= escapes:
                 return match.start()
             pieces.append(text[last : match.start()])

@@ -485,6 +485,11 @@ def _is_public_ipv6(address: str) -> bool:
     has_digit = any(c.isdigit() for c in bare)
     if not has_digit and len(groups) < 3 and not all(len(g) == 4 for g in groups):
         return False
+    # Without `::`, an address has 8 groups, or 6 and an IPv4 address: anything else is
+    # what IPv6Address refuses, known without its parser (a time, `12:30:45`, most often).
+    parts = bare.count(":") + 1
+    if "::" not in bare and parts != 8 and not (parts == 7 and "." in bare):
+        return False
     try:
         ip = ipaddress.IPv6Address(bare)
     except ValueError:

@@ -335,6 +335,18 @@ def _same_commit(named: str, declared: str) -> bool:
     return min(len(a), len(b)) >= 7 and (a.startswith(b) or b.startswith(a))
 
 
+def _not_declared(
+    said: str, commit: str, declared: object, file: str, pointer: str, actual: str
+) -> Iterator[Finding]:
+    """An error where a commit something names (`said`) is not the declared build_commit
+    (none where the experiment declares none)."""
+    if isinstance(declared, str) and declared and not _same_commit(commit, declared):
+        yield _error(
+            f"{said}, not the declared build_commit {declared}",
+            file=file, pointer=pointer, expected=declared, actual=actual,
+        )  # fmt: skip
+
+
 def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
     """One experiment runs one server build: every answer's `system_fingerprint` is the
     same, and where it names a commit (llama-server's `b<build>-<commit>`), it is the
@@ -347,13 +359,10 @@ def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
     named_commit = None
     if profile is not None and isinstance(version, str):
         named_commit = profile.version_commit(version)
-    declares = isinstance(declared, str) and bool(declared)
-    if named_commit and declares and not _same_commit(named_commit, declared):
-        yield _error(
-            f"the server's version names commit {named_commit}, not the declared "
-            f"build_commit {declared}",
-            file=layout.EXPERIMENT, pointer="/server/version",
-            expected=declared, actual=named_commit,
+    if named_commit:
+        yield from _not_declared(
+            f"the server's version names commit {named_commit}", named_commit, declared,
+            layout.EXPERIMENT, "/server/version", named_commit,
         )  # fmt: skip
     first: tuple[str, str] | None = None
     answers = [r for r in ctx.records if r.http_status == 200]
@@ -371,15 +380,12 @@ def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
         if first is None:
             first = (fingerprint, record.file)
             named = _FINGERPRINT_COMMIT.fullmatch(fingerprint)
-            if named is not None and isinstance(declared, str) and declared:
+            if named is not None:
                 commit = named.group(1).lower()
-                if not _same_commit(commit, declared):
-                    yield _error(
-                        f"the answers come from commit {commit} (system_fingerprint), not the "
-                        f"declared build_commit {declared}",
-                        file=record.file, pointer="/response/system_fingerprint",
-                        expected=declared, actual=fingerprint,
-                    )  # fmt: skip
+                yield from _not_declared(
+                    f"the answers come from commit {commit} (system_fingerprint)", commit,
+                    declared, record.file, "/response/system_fingerprint", fingerprint,
+                )  # fmt: skip
         elif fingerprint != first[0]:
             yield _error(
                 f"this answer names another server build than {first[1]} "

@@ -2265,9 +2265,9 @@ class _Decoded:
 
     @classmethod
     def _escapes(cls, text: str) -> Iterator[re.Match[str]]:
-        """`_ESCAPE.finditer(text)`: each match starts with a character of `_ESCAPE_START`
-        (every alternative does), so trying the pattern at each such place, from the end of
-        the last match, finds the same matches."""
+        """`_ESCAPE.finditer(text)`: every match of `_ESCAPE` starts where `_ESCAPE_START`
+        matches (each of its alternatives begins as one of that pattern's), so trying it at
+        each such place, from the end of the last match, finds the same matches."""
         start, escape = cls._ESCAPE_START.search, cls._ESCAPE.match
         position = 0
         while (found := start(text, position)) is not None:

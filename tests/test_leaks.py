@@ -397,6 +397,8 @@ def test_a_path_in_c_or_html_escapes_is_found(text: str) -> None:
         ("DB_PWD: Tr0ub4dor3xyz", "Tr0ub4dor3xyz"),
         ('{"signature": "MEUCIQDx9f86d081884c7d"}', "MEUCIQDx9f86d081884c7d"),
         ("&Signature=/vjbyPxybdZaNmGa+yT272YEAiv4=", "/vjbyPxybdZaNmGa+yT272YEAiv4="),
+        ("X-Hub-Signature-256: sha256=757107ea0eb2509fc211221cce984b8a37570b6d",
+         "sha256=757107ea0eb2509fc211221cce984b8a37570b6d"),
     ],
 )  # fmt: skip
 def test_a_signature_or_password_under_a_short_name_is_found(text: str, secret: str) -> None:
@@ -434,6 +436,8 @@ def test_the_short_names_spare_paths_words_and_longer_names(text: str) -> None:
         ('{"mac":"3c22.fb12.3456"}', "3c22.fb12.3456"),
         ("client ip-192-168-40-23.ec2.internal", "ip-192-168-40-23"),
         ("node ip-10-0-3-17", "ip-10-0-3-17"),
+        ("pod k8s-ip-10-0-3-17 and", "ip-10-0-3-17"),
+        ("NODE_IP-10-0-3-17", "IP-10-0-3-17"),
     ],
 )
 def test_cisco_macs_and_addresses_in_machine_names_are_found(text: str, found: str) -> None:

@@ -283,7 +283,10 @@ _MAC_WORD_BEFORE = _Lazy(
     r"(?i:mac|hwaddr|ether|lladdr|bssid|address|addr|hw)[^A-Za-z0-9]{0,4}\Z", re.ASCII
 )
 # A cloud machine's name that spells its address (`ip-10-0-3-17`, EC2's private names).
-_DASHED_IPV4 = _Lazy(r"(?<![\w.-])ip-(?:[0-9]{1,3}-){3}[0-9]{1,3}(?![\w]|-[0-9])", re.ASCII)
+# (in any case, and as a label of a longer name: `k8s-ip-10-0-3-17`, `node_ip-...`)
+_DASHED_IPV4 = _Lazy(
+    r"(?<![A-Za-z0-9.])(?i:ip)-(?:[0-9]{1,3}-){3}[0-9]{1,3}(?![\w]|-[0-9])", re.ASCII
+)
 # Its local part and domain may hold letters past ASCII (`jöns@bücher.de`): the whole address
 # goes, not the ASCII part before a letter (which `_ACCOUNT` would take for `user@host`).
 _EMAIL = _Lazy(
@@ -383,7 +386,7 @@ _STRING_END = _Lazy(r"[^\x00-\x02]*")  # from a place to the end of its string i
 # variable's (`DB_PASS`, `SMTP_PWD`); what they name is a secret only where it has the
 # shape of one (`_secret_value`).
 _WEAK_SECRET_NAMES = (  # a regular expression, not a password
-    r"(?i:^(?:pass|pwd|sig|signature|x-amz-signature|x-goog-signature)$)"  # noqa: S105
+    r"(?i:^(?:pass|pwd|sig|signature|x-(?:amz|goog)-signature|x-hub-signature(?:-256)?)$)"  # noqa: S105
     r"|^[A-Z0-9_]*_(?:PASS|PWD)$"
 )
 _WEAK_SECRET_NAME = _Lazy(_WEAK_SECRET_NAMES, re.ASCII)
@@ -695,7 +698,7 @@ _IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the fir
 _IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
 _MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")  # the first separator
 _MAC_DOT = re.compile(r"\.(?=[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})")  # the first of Cisco's dots
-_IP_DASH = re.compile(r"ip-(?=[0-9]{1,3}-)")
+_IP_DASH = re.compile(r"[iI][pP]-(?=[0-9]{1,3}-)")
 # The prefixed tokens: hf_, gh?_ and github_pat_; the `-` of sk-, xox?-, glpat-; AIza...;
 # eyJ (found where the text holds a J).
 _TOKEN_HF = re.compile(r"hf_(?=[A-Za-z0-9]{20})")
@@ -917,7 +920,7 @@ class _Places:
         )
 
     def _dashed_ipv4(self) -> list[int] | None:
-        return self._found(_IP_DASH, "ip-", 0)
+        return self._found(_IP_DASH, "-", 0)
 
     def _ipv4(self) -> list[int] | None:
         return _ascending(self._found(_IPV4_DOT, ".", 1, 2, 3))

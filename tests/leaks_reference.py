@@ -40,8 +40,8 @@ What is private, by kind:
 - private key blocks.
 
 The known values are looked for in their other spellings too (`leaks.spellings`: NFC, NFD,
-a host's IDNA form), in the text with its fullwidth forms read as ASCII, and in base64 of
-their UTF-8 and UTF-16LE bytes and in hex of any case.
+a host's IDNA form, an address's numbers), in the text with its fullwidth forms read as ASCII,
+and in base64 of their UTF-8 and UTF-16LE bytes, in base32, and in hex of any case.
 """
 
 from __future__ import annotations
@@ -334,7 +334,8 @@ def _occurrences(text: str, core: str, index: int) -> list[tuple[int, int, int]]
 
 def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, int]]:
     """(start, end, known index) of each run of base64 characters, with up to two `=`, that
-    holds a core (of the value's UTF-8 or UTF-16LE bytes) or the hex (in any case) of a
+    holds a core (of the value's UTF-8 or UTF-16LE bytes, or of a path's JSON-escaped
+    slashes) or the hex (of UTF-8 or UTF-16LE, in any case) of a
     private path, a secret, a named string, an address, or a distinctive user or host name
     (6 bytes or more), or a core of its UTF-8 bytes in base32: the known value of the core
     that starts first, the longest, the first known."""

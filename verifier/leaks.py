@@ -50,10 +50,12 @@ What is private, by kind:
 - private key blocks (one with no END line: to the end of its string).
 
 Export also finds the values it knows in base64 (wrapped in lines or not, of their UTF-8 or
-UTF-16LE bytes) and in hex (in any case); in their other spellings (NFC and NFD, a host's
-IDNA form: `spellings`) and in fullwidth forms (`ｇｂ１０`); a user name in account forms
-(`user: al`, `{"login": "al"}`, `uid=1000(al)`), a long secret inside a longer token, a
-string the user named private anywhere and in any case, an address with padded octets.
+UTF-16LE bytes, and of a path with JSON's escaped slashes), in base32 and in hex (of UTF-8
+or UTF-16LE, in any case); in their other spellings (NFC and NFD, a host's IDNA form, an
+address as one number or in dotted octal: `spellings`) and in fullwidth forms (`ｇｂ１０`);
+a user name in account forms (`user: al`, `{"login": "al"}`, `uid=1000(al)`), a long
+secret inside a longer token, a string the user named private anywhere and in any case, an
+address with padded octets.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from verifier.canonical import (
 )
 from verifier.model import Arm, Verdict
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import RequestProof, as_count, miss_reason_refs
+from verifier.proofs import RequestProof, completion_count, miss_reason_refs
 from verifier.protocol import Phase
 from verifier.records import Condition, Record
 
@@ -288,7 +288,7 @@ def _one_output_counted_twice(
     compared."""
     counts: dict[str, set[int]] = {}
     for proof in comparable:
-        count = as_count(proof.record.response_value("/usage/completion_tokens"))
+        count = completion_count(proof.record)
         if count is not None:
             counts.setdefault(proof.record.output_hash or "", set()).add(count)
     for output, told in counts.items():

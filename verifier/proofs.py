@@ -106,10 +106,15 @@ def _at_cap(record: Record) -> bool:
             least = cap
     if not some:
         return False
-    used = as_count(record.response_value("/usage/completion_tokens"))
+    used = completion_count(record)
     if used is None or uncounted or least is None:
         return True
     return used >= least
+
+
+def completion_count(record: Record) -> int | None:
+    """The completion tokens the answer counts (`usage.completion_tokens`), as a count."""
+    return as_count(record.response_value("/usage/completion_tokens"))
 
 
 def request_failed(record: Record) -> str | None:

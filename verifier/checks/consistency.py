@@ -354,7 +354,7 @@ def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
     profile's `version_commit`), which stands where the answers carry no fingerprint."""
     server = experiment.document["server"]
     declared = server.get("build_commit")
-    profile = PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
+    profile = ctx.profile
     version = server.get("version")
     named_commit = None
     if profile is not None and isinstance(version, str):
@@ -407,7 +407,7 @@ def _answers_in_time(ctx: BundleContext) -> Iterator[Finding]:
     the same for every answer. No such offset means an answer was not given to its request
     when the record says (an answer of another run, or one moved in time). Only for a
     server known to write `created` so (`ServerProfile.created_when_answered`)."""
-    profile = PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
+    profile = ctx.profile
     if profile is None or not profile.created_when_answered:
         return
     low: tuple[float, str] | None = None  # the least offset each answer allows, the largest

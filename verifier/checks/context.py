@@ -16,7 +16,8 @@ from verifier.bundle.reader import Limits, LoadedBundle
 from verifier.errors import InvalidDocument, SchemaVersionError, UnsafeInput
 from verifier.jsonio import ValueBudget, ints_bounded, loads_strict
 from verifier.model import Arm
-from verifier.profiles import current_rules, known_rules
+from verifier.profiles import PROFILES, current_rules, known_rules
+from verifier.profiles.base import ServerProfile
 from verifier.profiles.rules import ProfileRules
 from verifier.proofs import RequestProof, prove_all
 from verifier.protocol import (
@@ -274,6 +275,13 @@ class BundleContext:
     @property
     def rules(self) -> ProfileRules | None:
         return self.rules_choice.rules
+
+    @property
+    def profile(self) -> ServerProfile | None:
+        """The server profile of the rules the bundle is judged by (the tool's, never the
+        bundle's): the facts of the server beyond its rules."""
+        rules = self.rules
+        return PROFILES.get(rules.name) if rules is not None else None
 
     @cached_property
     def cache_off_instances(self) -> dict[str, frozenset[int]]:

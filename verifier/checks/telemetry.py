@@ -6,9 +6,7 @@ from collections.abc import Iterator
 
 from verifier.checks.context import BundleContext
 from verifier.model import Finding, Severity
-from verifier.profiles import PROFILES
-from verifier.profiles.base import ServerProfile
-from verifier.proofs import as_count
+from verifier.proofs import as_count, completion_count
 from verifier.records import Record
 
 CHECK = "telemetry"
@@ -139,11 +137,6 @@ def _carries_completion(response: object) -> bool:
     return isinstance(choices, list) and bool(choices)
 
 
-def _profile(ctx: BundleContext) -> ServerProfile | None:
-    """The profile of the rules the bundle is judged by (the tool's, never the bundle's)."""
-    return PROFILES.get(ctx.rules.name) if ctx.rules is not None else None
-
-
 def _names(refs: list[str]) -> str:
     return ", ".join(ref.removeprefix("metric:") for ref in refs)
 
@@ -154,7 +147,7 @@ def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     server writes them in each /metrics answer, so a snapshot without one is one a rule
     could not read (a counter taken out where it moved, in one snapshot or in all). A
     snapshot without metrics (a read that failed) leaves its request unproven instead."""
-    profile = _profile(ctx)
+    profile = ctx.profile
     if profile is None:
         return
     refs = (*profile.work_counters, *filter(None, (profile.cached_tokens_counter,)))
@@ -184,7 +177,7 @@ def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
     and nothing between two of them. Work nobody recorded could have filled the cache (a
     "fresh" server that served a prompt before, a warm-up hidden between a reset and a
     cold request)."""
-    experiment, profile = ctx.experiment, _profile(ctx)
+    experiment, profile = ctx.experiment, ctx.profile
     if experiment is None or profile is None or not profile.work_counters:
         return
     refs = profile.work_counters
@@ -224,7 +217,7 @@ def _work_counted(ctx: BundleContext) -> Iterator[Finding]:
     request by what its answer counts: an output swapped for another of a different length
     (its usage edited to match), or a warm answer whose server computed the whole prompt,
     leaves the server's own count behind."""
-    profile = _profile(ctx)
+    profile = ctx.profile
     counted = profile.counted_work if profile is not None else ()
     if not counted:
         return
@@ -235,7 +228,7 @@ def _work_counted(ctx: BundleContext) -> Iterator[Finding]:
         prompt, cached = proof.prompt_tokens, proof.cached_tokens
         answer = {
             "computed": None if prompt is None or cached is None else prompt - cached,
-            "completion": as_count(record.response_value("/usage/completion_tokens")),
+            "completion": completion_count(record),
         }
         for ref, what in counted:
             expected = answer.get(what)
@@ -259,7 +252,7 @@ def _cached_tokens_counted(ctx: BundleContext) -> Iterator[Finding]:
     does not rise across an answer that says 0 cached tokens: a cold answer while it rose by
     32 was served from the cache after all. (Only that way round: how it counts a hit is
     seen in the samples, not documented.)"""
-    profile = _profile(ctx)
+    profile = ctx.profile
     ref = profile.cached_tokens_counter if profile is not None else None
     if ref is None:
         return

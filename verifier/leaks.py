@@ -700,7 +700,9 @@ _IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the fir
 _IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
 _MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")  # the first separator
 _MAC_DOT = re.compile(r"\.(?=[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})")  # the first of Cisco's dots
-_IP_DASH = re.compile(r"[iI][pP]-(?=[0-9]{1,3}-)")
+# (found at its dash, two characters on: a pattern that starts with a set of characters is
+# tried at every place of every text, one that starts with a literal is searched for in C)
+_IP_DASH = re.compile(r"-(?<=[iI][pP]-)(?=[0-9]{1,3}-)")
 # The prefixed tokens: hf_, gh?_ and github_pat_; the `-` of sk-, xox?-, glpat-; AIza...;
 # eyJ (found where the text holds a J).
 _TOKEN_HF = re.compile(r"hf_(?=[A-Za-z0-9]{20})")
@@ -922,7 +924,7 @@ class _Places:
         )
 
     def _dashed_ipv4(self) -> list[int] | None:
-        return self._found(_IP_DASH, "-", 0)
+        return self._found(_IP_DASH, "-", 2)
 
     def _ipv4(self) -> list[int] | None:
         return _ascending(self._found(_IPV4_DOT, ".", 1, 2, 3))

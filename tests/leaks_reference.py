@@ -51,6 +51,7 @@ import bisect
 import enum
 import re
 import unicodedata
+import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -317,6 +318,23 @@ def _b32_cores(value: bytes) -> set[str]:
     return found
 
 
+def _b32hex_cores(value: bytes) -> set[str]:
+    """_b32_cores in base32's extended hex alphabet (0-9A-V)."""
+    found = set()
+    for k in range(5):
+        encoded = base64.b32hexencode(b"\x00" * k + value).decode()
+        bits = range(8 * k, 8 * (k + len(value)))
+        core = "".join(c for i, c in enumerate(encoded) if 5 * i in bits and 5 * i + 4 in bits)
+        found |= {core, core.lower()}
+    return found
+
+
+def _separated_hex(value: bytes) -> set[str]:
+    """The value's hex, a pair a byte, with a separator between pairs or `=` before each."""
+    pairs = [f"{b:02x}" for b in value]
+    return {sep.join(pairs) for sep in (" ", ":", "-", ",", ", ")} | {"=" + "=".join(pairs)}
+
+
 def _ascii_lower(text: str) -> str:
     """The text with its ASCII letters in lower case, one character for one."""
     return text.encode("ascii", "replace").decode("ascii").lower()
@@ -332,6 +350,16 @@ def _occurrences(text: str, core: str, index: int) -> list[tuple[int, int, int]]
     return found
 
 
+def _in_base64(value: Known) -> bool:
+    """A private path, a secret, a named string, an address, or a distinctive user or host
+    name, of 6 bytes or more: looked for encoded."""
+    name = value.kind in (KnownKind.USER, KnownKind.HOST)
+    return (
+        value.kind not in (KnownKind.OPAQUE, KnownKind.USER, KnownKind.HOST)
+        or (name and _distinctive(value.value))
+    ) and len(value.value.encode("utf-8", "surrogatepass")) >= 6
+
+
 def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, int]]:
     """(start, end, known index) of each run of base64 characters, with up to two `=`, that
     holds a core (of the value's UTF-8 or UTF-16LE bytes, or of a path's JSON-escaped
@@ -342,32 +370,31 @@ def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, 
     occurrences = []
     eligible: list[tuple[int, set[str], set[str]]] = []
     for index, value in enumerate(known):
-        name = value.kind in (KnownKind.USER, KnownKind.HOST)
-        if not (
-            (
-                value.kind not in (KnownKind.OPAQUE, KnownKind.USER, KnownKind.HOST)
-                or (name and _distinctive(value.value))
-            )
-            and len(value.value.encode("utf-8", "surrogatepass")) >= 6
-        ):
+        if not _in_base64(value):
             continue
         utf8 = value.value.encode("utf-8", "surrogatepass")
         utf16 = value.value.encode("utf-16-le", "surrogatepass")
-        cores = _cores(utf8) | _cores(utf16) | _b32_cores(utf8)
+        cores = _cores(utf8) | _cores(utf16) | _b32_cores(utf8) | _b32hex_cores(utf8)
         if b"/" in utf8:  # as JSON may escape it
             cores |= _cores(utf8.replace(b"/", b"\\/"))
+        for core in _cores(utf8):  # base64 of base64
+            cores |= _cores(core.encode())
         hexes = {utf8.hex(), utf16.hex()}
         eligible.append((index, cores, hexes))
         for core in cores:
             occurrences += _occurrences(text, core, index)
         for hexed in hexes:
             occurrences += _occurrences(_ascii_lower(text), hexed, index)  # in any case
-    for run in re.finditer(r"[A-Za-z0-9+/_-]+={0,2}", text):
+        # separated hex, in any case: each occurrence alone
+        for spelled in sorted(_separated_hex(utf8)):
+            for at, _, _ in _occurrences(_ascii_lower(text), spelled, index):
+                yield at, at + len(spelled), index
+    for run in re.finditer(r"[A-Za-z0-9+/_-]+={0,6}", text):
         inside = [o for o in occurrences if run.start() <= o[0] < run.end()]
         if inside:
             yield run.start(), run.end(), min(inside)[2]
     # Base64 wrapped in lines (MIME, PEM): each run of lines, its line breaks taken out.
-    for run in re.finditer(r"[A-Za-z0-9+/_-]+(?:\r?\n[A-Za-z0-9+/_-]+)*={0,2}", text):
+    for run in re.finditer(r"[A-Za-z0-9+/_-]+(?:\r?\n[A-Za-z0-9+/_-]+)*={0,6}", text):
         if "\n" not in run.group():
             continue
         joined = run.group().replace("\r\n", "").replace("\n", "")
@@ -395,9 +422,11 @@ class Detector:
         # with its placeholder.
         for k in list(values.values()):
             host, address = k.kind is KnownKind.HOST, k.kind is KnownKind.ADDRESS
-            for value in leaks.spellings(k.value, host=host, address=address):
+            rot13 = not address and _in_base64(k)
+            for value in leaks.spellings(k.value, host=host, address=address, rot13=rot13):
                 values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
         self.known = tuple(sorted(values.values(), key=_longest_first))
+        self._inflating = False
         # Opaque values apart: a long one must not hide a private path inside it.
         self._regexes = []
         for opaque in (False, True):
@@ -419,6 +448,61 @@ class Detector:
             known = self.known[index]
             excerpt = _mask(text[start:end])
             yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
+        # a run of characters with a NUL after each, read without its NULs (UTF-16LE)
+        for run in re.finditer("[^\x00-\x02](?:\x00[^\x00-\x02]){3,}\x00?", text):
+            joined = run.group().replace("\x00", "")
+            inside = list(self._known_matches(joined, joined)) if self._regexes else []
+            if inside:
+                first = min(inside, key=lambda h: h.start)
+                yield _Found(
+                    first.category, run.start(), run.end(), _mask(run.group()),
+                    first.placeholder, True, True,
+                )  # fmt: skip
+        # gzip or zlib data in base64 (a run that starts there), read as text: the whole run
+        # where what it holds has a private string (not for compressed data again)
+        if self._inflating or not any(_in_base64(k) for k in self.known):
+            return
+        left = 1 << 20  # bytes inflated in all, for one text: gzip's runs first, then zlib's
+        for match in sorted(
+            re.finditer(r"(?<![A-Za-z0-9+/_-])(?:H4sI|e[AFJN])[A-Za-z0-9+/_-]{12,}={0,2}", text),
+            key=lambda m: (not m.group().startswith("H4sI"), m.start()),
+        ):
+            if left <= 0:
+                break
+            data = match.group().rstrip("=").replace("-", "+").replace("_", "/")
+            try:
+                raw = base64.b64decode(data + "=" * (-len(data) % 4))
+                if not (
+                    raw[:3] == b"\x1f\x8b\x08"
+                    or (
+                        len(raw) > 2 and raw[0] == 0x78 and int.from_bytes(raw[:2], "big") % 31 == 0
+                    )
+                ):
+                    continue
+                inflated = (
+                    zlib.decompressobj(wbits=47).decompress(raw, left).decode("utf-8", "replace")
+                )
+            except (ValueError, zlib.error):
+                continue
+            if not inflated:
+                continue
+            left -= len(inflated)
+            self._inflating = True
+            try:
+                inside = self.scan_text(inflated)
+            finally:
+                self._inflating = False
+            if inside:
+                first = min(inside, key=lambda h: (not h.identifying, h.start))
+                yield _Found(
+                    first.category,
+                    match.start(),
+                    match.end(),
+                    _mask(match.group()),
+                    first.placeholder,
+                    True,
+                    True,
+                )
 
     def _known_matches(self, text: str, original: str) -> Iterator[_Found]:
         for match in (m for regex in self._regexes for m in regex.finditer(text)):

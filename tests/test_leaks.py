@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import itertools
 import time
+import zlib
 
 import pytest
 from hypothesis import given, settings
@@ -835,3 +837,63 @@ def test_a_known_value_in_a_form_the_audit_found_is_found(
 ) -> None:
     hits = KNOWN_FORMS.scan_text(text)
     assert [(text[h.start : h.end], h.placeholder) for h in hits] == found
+
+
+_HOME = b"in /home/jdoe/x"
+_GZIP = _b64(gzip.compress(_HOME, mtime=0))
+_ZLIB = base64.urlsafe_b64encode(zlib.compress(b"on gb10-lab-07", 9)).decode().rstrip("=")
+_B32HEX = base64.b32hexencode(b"xy /home/jdoe/x").decode()
+_TWICE = _b64(_b64(_HOME).encode())
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # gzip or zlib data in base64 (the URL-safe alphabet too), whatever else it holds
+        (f"blob {_GZIP} end", [(_GZIP, "/path/to/home")]),
+        (f"z={_ZLIB};", [(_ZLIB, "<host>")]),
+        (f"{_b64(gzip.compress(b'/home/bob/y', mtime=0))}", [("", "/path/to/home")]),
+        # base64 of base64; base32 in its hex alphabet, with its padding
+        (f"b {_TWICE}", [(_TWICE, "/path/to/home")]),
+        (f"b {_B32HEX} x", [(_B32HEX, "/path/to/home")]),
+        (f"b {_B32HEX.lower()}", [(_B32HEX.lower(), "/path/to/home")]),
+        # hex a pair a byte, separated, in any case; quoted-printable
+        ("h 2f 68 6f 6d 65 2f 6a 64 6f 65 x", [("2f 68 6f 6d 65 2f 6a 64 6f 65", "/path/to/home")]),
+        ("h 67:62:31:30:2D:6C:61:62:2D:30:37", [("67:62:31:30:2D:6C:61:62:2D:30:37", "<host>")]),
+        ("h =2F=68=6F=6D=65=2F=6A=64=6F=65", [("=2F=68=6F=6D=65=2F=6A=64=6F=65", "/path/to/home")]),
+        ("h 0x67, 0x62", []),
+        # ROT13 of a path or a distinctive name; an address's octets in hex or of 4 digits
+        ("cd /ubzr/wqbr/k", [("/ubzr/wqbr", "/path/to/home")]),
+        ("on to10-yno-07.", [("to10-yno-07", "<host>")]),
+        (
+            "http://0x51.0x02.0x45.0x8e/ 0121.0002.0105.0216",
+            [("0x51.0x02.0x45.0x8e", "<ip>"), ("0121.0002.0105.0216", "<ip>")],
+        ),
+        # not compressed data, or holding nothing private; ROT13 of a plain user name
+        ("H4sIAAAAAAAAAAAAAAAAAAAA eJzzSM3JyVcozy/KSQEAGKsEPQ== wqbr", []),
+    ],
+)
+def test_a_known_value_encoded_again_is_found(text: str, found: list[tuple[str, str]]) -> None:
+    hits = KNOWN_FORMS.scan_text(text)
+    got = [(text[h.start : h.end], h.placeholder) for h in hits]
+    # a generic leak inside compressed data: the whole run, named by what it holds
+    expected = [(what or text.strip(), placeholder) for what, placeholder in found]
+    assert got == expected
+
+
+def test_a_known_value_in_utf16_read_as_latin1_is_found() -> None:
+    spread = "gb10-lab-07".encode("utf-16-le").decode("latin-1")  # JSON: g\u0000b\u0000...
+    hits = KNOWN_FORMS.scan_document({"log": f"on {spread}.", "keys": ["g", "b", "1"]})
+    # (the character after the last NUL goes with the run: it could be UTF-16's too)
+    assert [(h.pointer, h.start, h.end, h.hit.placeholder) for h in hits] == [
+        ("/log", 3, 3 + len(spread) + 1, "<host>")
+    ]
+    # one-letter strings one after another are no such run: their letters spell nothing known
+    assert KNOWN_FORMS.scan_document({"a": "j", "b": "d", "c": "o", "d": "e"}) == []
+
+
+def test_compressed_data_is_read_only_by_export_and_only_so_far() -> None:
+    blob = _b64(gzip.compress(b"at /home/bob/y", mtime=0))
+    assert scan_text(f"x {blob}") == []  # verify: the generic detectors, on the text alone
+    bomb = _b64(gzip.compress(b"\0" * (8 << 20) + b" /home/jdoe/x", mtime=0))
+    assert KNOWN_FORMS.scan_text(bomb) == []  # past _MOST_INFLATED bytes, nothing is read

@@ -17,6 +17,7 @@ import re
 import sys
 import tarfile
 import time
+import zlib
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -285,6 +286,22 @@ FRAGMENTS = (
     ),
     "\n",
     "\r\n",
+    # ... in base64 of base64, in base32's hex alphabet, as separated hex or
+    # quoted-printable (in parts too), in ROT13, and as gzip or zlib data in base64
+    base64.b64encode(base64.b64encode(b"x/home/alice/x?")).decode(),
+    base64.b32hexencode(b"xy/home/alice/x").decode(),
+    "2f 68 6f 6d 65 2f 61 6c 69 63 65",
+    "2F:68:6F:6D:65:2F:61:6C:69:63:65",
+    "=2F=68=6F=6D=65",
+    "=2F=61=6C=69=63=65",
+    "/ubzr/nyvpr",
+    "tch-obk-01",
+    base64.b64encode(gzip.compress(b"at /home/alice/x", mtime=0)).decode(),
+    base64.urlsafe_b64encode(zlib.compress(b"gpu-box-01 and /home/bob/y")).decode(),
+    "H4sIAAAAAAAAA",
+    "eJzLSM3",
+    "gpu-box-01".encode("utf-16-le").decode("latin-1"),  # a NUL after each character
+    "/\x00h\x00o\x00m\x00e\x00/",
 )
 texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=30).map(
     "".join

@@ -50,9 +50,12 @@ What is private, by kind:
 - private key blocks (one with no END line: to the end of its string).
 
 Export also finds the values it knows in base64 (wrapped in lines or not, of their UTF-8 or
-UTF-16LE bytes, and of a path with JSON's escaped slashes), in base32 and in hex (of UTF-8
-or UTF-16LE, in any case); in their other spellings (NFC and NFD, a host's IDNA form, an
-address as one number or in dotted octal: `spellings`) and in fullwidth forms (`ｇｂ１０`);
+UTF-16LE bytes, of a path with JSON's escaped slashes, and base64 of that base64), in base32
+(both alphabets) and in hex (of UTF-8 or UTF-16LE, in any case; a pair a byte with
+separators, quoted-printable), in UTF-16LE read as Latin-1 (`_spread_hits`), in gzip or zlib
+data in base64 (`_compressed_hits`); in their
+other spellings (NFC and NFD, a host's IDNA form, ROT13, an address as one number or in
+dotted octal or hex: `spellings`) and in fullwidth forms (`ｇｂ１０`);
 a user name in account forms (`user: al`, `{"login": "al"}`, `uid=1000(al)`), a long
 secret inside a longer token, a string the user named private anywhere and in any case, an
 address with padded octets.
@@ -62,6 +65,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import codecs
 import contextlib
 import enum
 import ipaddress
@@ -69,6 +73,7 @@ import itertools
 import re
 import sys
 import unicodedata
+import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -1568,9 +1573,15 @@ class _KnownRegex:
 # A shorter value's cores are of 6 characters or less, found in base64 by chance.
 _BASE64_MIN_BYTES = 6
 _BASE64_CLASS = "[A-Za-z0-9+/_-]"  # both alphabets: standard (+/) and URL-safe (-_)
-_BASE64_RUN = _Lazy(rf"{_BASE64_CLASS}*={{0,2}}", re.ASCII)  # from a place to the run's end
+# from a place to the run's end, with its padding (base32's too: up to six `=`)
+_BASE64_RUN = _Lazy(rf"{_BASE64_CLASS}*={{0,6}}", re.ASCII)
 # A run of base64 characters over line breaks (`\n` or `\r\n`, each between two of them).
-_BASE64_LINES = _Lazy(rf"{_BASE64_CLASS}+(?:\r?\n{_BASE64_CLASS}+)*={{0,2}}", re.ASCII)
+# (Only runs of two lines or more, each from where a run starts: inside one, the lookbehind
+# fails at once, and its characters are taken without backtracking, so each is read twice
+# at most.)
+_BASE64_LINES = _Lazy(
+    rf"(?<!{_BASE64_CLASS}){_BASE64_CLASS}++(?:\r?\n{_BASE64_CLASS}++)+={{0,6}}", re.ASCII
+)
 _BASE64_TEXT = "".join(sorted(set(_LETTERS + "+/_-")))
 _URL_SAFE = str.maketrans("+/", "-_")
 # Branches nested deeper than this in the cores' trie are written as one alternation (the
@@ -1600,6 +1611,27 @@ def base32_cores(value: bytes) -> list[str]:
         core = encoded[-(-8 * k // 5) : 8 * (k + len(value)) // 5]
         cores += [core, core.lower()]
     return list(dict.fromkeys(cores))
+
+
+def base32hex_cores(value: bytes) -> list[str]:
+    """base32_cores in RFC 4648's extended hex alphabet (`0-9A-V`: Python's `b32hexencode`)."""
+    cores: list[str] = []
+    for k in range(5):
+        encoded = base64.b32hexencode(bytes(k) + value).decode("ascii")
+        core = encoded[-(-8 * k // 5) : 8 * (k + len(value)) // 5]
+        cores += [core, core.lower()]
+    return list(dict.fromkeys(cores))
+
+
+def separated_hex(value: bytes) -> list[str]:
+    """The hex of `value`'s bytes, in lower case, a pair a byte, with a separator between
+    them (`2f 68 6f`, `2f:68:6f`, `2f-68-6f`, `2f,68,6f`, `2f, 68, 6f`) or each after an
+    `=` (quoted-printable: `=2F=68=6F`)."""
+    pairs = [f"{byte:02x}" for byte in value]
+    return [*(sep.join(pairs) for sep in _HEX_SEPARATORS), "=" + "=".join(pairs)]
+
+
+_HEX_SEPARATORS = (" ", ":", "-", ",", ", ")
 
 
 def _in_base64(known: Known) -> bool:
@@ -1662,24 +1694,37 @@ class _Base64Cores:
         # Hex is found the same way: its digits are base64 characters, and a value's hex is
         # one string wherever it starts; in lower case, matched in any case.
         self.hexes: dict[str, int] = {}
+        # And hex a pair a byte with separators, or quoted-printable (`separated_hex`): not
+        # base64 characters, so a hit is the spelling alone, not the run around it.
+        self.separated: dict[str, int] = {}
         for index, value in enumerate(known):
             if _in_base64(value):
                 utf8, utf16 = _encodings(value.value)
                 # (base32's alphabet is base64's upper-case letters and 2-7); and a path as
                 # JSON may escape it (`\/home\/alice`), base64 of a JSON document
                 escaped = utf8.replace(b"/", b"\\/") if b"/" in utf8 else b""
+                once = base64_cores(utf8)
                 for core in (
-                    *base64_cores(utf8),
+                    *once,
                     *base64_cores(utf16),
                     *base32_cores(utf8),
+                    *base32hex_cores(utf8),
                     *(base64_cores(escaped) if escaped else ()),
+                    # base64 of base64: the cores of each core (found in base64 of any
+                    # text that holds it, as the cores of a value are)
+                    *(again for inner in once for again in base64_cores(inner.encode("ascii"))),
                 ):
                     self.cores.setdefault(core, index)
                 self.hexes.setdefault(utf8.hex(), index)
                 self.hexes.setdefault(utf16.hex(), index)
+                for spelled in separated_hex(utf8):
+                    self.separated.setdefault(spelled, index)
         shortest = min(map(len, [*self.cores, *self.hexes]), default=0)
         self._long_run = re.compile(rf"{_BASE64_CLASS}{{{shortest}}}", re.ASCII)
+        # each run of base64 characters that can hold a core, with its padding
+        self._runs = re.compile(rf"{_BASE64_CLASS}{{{shortest},}}={{0,6}}", re.ASCII)
         self._regexes: list[tuple[re.Pattern[str], dict[str, int]]] | None = None
+        self._separated: re.Pattern[str] | None = None
 
     def _first(
         self, found: list[re.Match[str] | None], texts: tuple[str, str], position: int
@@ -1705,9 +1750,15 @@ class _Base64Cores:
         """(start, end, known value's index) of each run of base64 characters (with its
         padding) that holds a core, and of each run of such lines (base64 wrapped at 64 or 76
         columns, as MIME and PEM write it) whose lines joined hold one; the known value is
-        that of the core that starts first in the run, the longest there."""
+        that of the core that starts first in the run, the longest there; and each separated
+        hex spelling (`separated_hex`), in any case, alone (the longest at its place)."""
         if not self.cores:
             return
+        if self.separated:
+            if self._separated is None:
+                self._separated = re.compile(_trie_pattern(list(self.separated)))
+            for match in self._separated.finditer(low):
+                yield match.start(), match.end(), self.separated[match.group()]
         lines = "\n" in text
         one_line = self._long_run.search(text) is not None
         if not (one_line or lines):
@@ -1718,29 +1769,30 @@ class _Base64Cores:
                 (re.compile(_trie_pattern(list(self.hexes))), self.hexes),
             ]
         if one_line:
-            run_end = _BASE64_RUN.regex
-            position = 0
-            found: list[re.Match[str] | None] = [None, None]
-            while (first := self._first(found, (text, low), position)) is not None:
-                match, index = first
-                start = match.start()
-                window = text[position:start]
-                start -= len(window) - len(window.rstrip(_BASE64_TEXT))
-                end = run_end.match(text, match.end())
-                assert end is not None
-                yield start, end.end(), index
-                position = end.end()
+            # A core is base64 characters only: each lies inside one run of them, as long as
+            # the core or longer. Only such runs are searched, each on its own (about half
+            # of a record's text, read once by a pattern that starts with a set of
+            # characters, which `re` skips through in C: the tries' many first characters
+            # cost it some 80 ns a character wherever they are tried).
+            (cores, in_text), (hexes, in_low) = self._regexes
+            for run in self._runs.finditer(text):
+                start, end = run.span()
+                best: tuple[int, int, int] | None = None
+                if (core := cores.search(text, start, end)) is not None:
+                    best = (core.start(), core.start() - core.end(), in_text[core.group()])
+                if (hexed := hexes.search(low, start, end)) is not None:
+                    key = (hexed.start(), hexed.start() - hexed.end(), in_low[hexed.group()])
+                    if best is None or key < best:
+                        best = key
+                if best is not None:
+                    yield start, end, best[2]
         if lines:
-            # Each run of lines is read once (its pattern matches at the first base64
-            # character it tries and stops where a line does not go on: no backtracking),
-            # then once more joined.
+            # Each run of lines is read once (`_BASE64_LINES`), then once more joined.
             for run in _BASE64_LINES.regex.finditer(text):
-                body = run.group()
-                if "\n" in body:
-                    joined = body.replace("\r\n", "").replace("\n", "")
-                    texts = (joined, joined.lower())
-                    if (first := self._first([None, None], texts, 0)) is not None:
-                        yield run.start(), run.end(), first[1]
+                joined = run.group().replace("\r\n", "").replace("\n", "")
+                texts = (joined, joined.lower())
+                if (first := self._first([None, None], texts, 0)) is not None:
+                    yield run.start(), run.end(), first[1]
 
 
 # The escapes a bounded scan (scan_text's `most`) decodes in one text at most: past them it
@@ -1801,12 +1853,16 @@ _BATCH_CHARS = 1 << 20
 _BATCH_GAP = SEP * (_ADDRESS_WINDOW + 8)
 
 
-def spellings(value: str, *, host: bool = False, address: bool = False) -> list[str]:
+def spellings(
+    value: str, *, host: bool = False, address: bool = False, rot13: bool = False
+) -> list[str]:
     """The other spellings of a known value that a text can hold for it: where it has letters
     past ASCII, composed and decomposed (NFC, NFD: `jöns` as `jo\u0308ns`), and a host name
-    also in its IDNA form (`xn--bro-lab-07-9db` for `büro-lab-07`, label by label); an IPv4
-    address as one number, in decimal and in hex, and with its octets in octal, as URLs and
-    `inet_aton` read them (`3232245783`, `0xC0A82817`, `0300.0250.050.027`)."""
+    also in its IDNA form (`xn--bro-lab-07-9db` for `büro-lab-07`, label by label); with
+    `rot13`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`); an IPv4 address as one number, in
+    decimal and in hex, and with its octets in octal (as they are, or of 4 digits) or in hex,
+    as URLs and `inet_aton` read them (`3232245783`, `0xC0A82817`, `0300.0250.050.027`,
+    `0300.0250.0050.0027`, `0xc0.0xa8.0x28.0x17`)."""
     if address:
         try:
             packed = ipaddress.IPv4Address(value).packed
@@ -1814,13 +1870,24 @@ def spellings(value: str, *, host: bool = False, address: bool = False) -> list[
             return []
         number = int.from_bytes(packed, "big")
         octal = ".".join(f"0{octet:o}" if octet else "0" for octet in packed)
-        return [str(number), f"0x{number:08x}", f"0x{number:08X}", f"0X{number:08X}", octal]
-    if value.isascii():
-        return []
-    found = [unicodedata.normalize(form, value) for form in ("NFC", "NFD")]
-    if host:
-        with contextlib.suppress(UnicodeError):  # a label too long, empty or not allowed
-            found.append(value.encode("idna").decode("ascii"))
+        return [
+            str(number),
+            f"0x{number:08x}",
+            f"0x{number:08X}",
+            f"0X{number:08X}",
+            octal,
+            ".".join(f"{octet:04o}" for octet in packed),
+            ".".join(f"0x{octet:02x}" for octet in packed),
+            ".".join(f"0x{octet:02X}" for octet in packed),
+        ]
+    found = []
+    if not value.isascii():
+        found += [unicodedata.normalize(form, value) for form in ("NFC", "NFD")]
+        if host:
+            with contextlib.suppress(UnicodeError):  # a label too long, empty or not allowed
+                found.append(value.encode("idna").decode("ascii"))
+    if rot13:
+        found.append(codecs.encode(value, "rot13"))
     return [form for form in dict.fromkeys(found) if form != value]
 
 
@@ -1832,12 +1899,50 @@ def _spelled(known: Sequence[Known]) -> list[Known]:
     for k in list(found):
         kind = k.kind
         for value in spellings(
-            k.value, host=kind is KnownKind.HOST, address=kind is KnownKind.ADDRESS
+            k.value,
+            host=kind is KnownKind.HOST,
+            address=kind is KnownKind.ADDRESS,
+            rot13=kind is not KnownKind.ADDRESS and _in_base64(k),
         ):
             if value not in values:
                 values[value] = Known(value, k.category, k.placeholder, k.kind)
                 found.append(values[value])
     return found
+
+
+# Compressed data in base64: gzip's (`1f 8b 08`: `H4sI`) and zlib's (`78 01`, `78 5e`, `78 9c`,
+# `78 da`: `eA`, `eF`, `eJ`, `eN`), each a run of base64 that starts there. Export reads
+# what they hold (at most _MOST_INFLATED bytes of all those of one text), for the values it
+# knows.
+_COMPRESSED = (
+    _Lazy(rf"H4sI{_BASE64_CLASS}{{12,}}={{0,2}}", re.ASCII),
+    _Lazy(rf"e[AFJN]{_BASE64_CLASS}{{12,}}={{0,2}}", re.ASCII),
+)
+_MOST_INFLATED = 1 << 20
+# A NUL after each of four characters or more (found at the first NUL, a literal).
+_SPREAD = _Lazy("\x00(?=[^\x00-\x02]\x00[^\x00-\x02]\x00[^\x00-\x02])")
+_SPREAD_RUN = _Lazy("[^\x00-\x02](?:\x00[^\x00-\x02])+\x00?")
+_FROM_URL_SAFE = str.maketrans("-_", "+/")
+
+
+def _inflated(run: str, most: int) -> str | None:
+    """The text (UTF-8, invalid bytes replaced) of the gzip or zlib data in a run of base64
+    (either alphabet), its first `most` bytes; None where the run is not that."""
+    data = run.rstrip("=").translate(_FROM_URL_SAFE)
+    if len(data) % 4 == 1:
+        return None
+    try:
+        raw = base64.b64decode(data + "=" * (-len(data) % 4))
+    except ValueError:  # binascii.Error
+        return None
+    gzip = raw[:3] == b"\x1f\x8b\x08"
+    if not gzip and not (len(raw) > 2 and raw[0] == 0x78 and (raw[0] << 8 | raw[1]) % 31 == 0):
+        return None
+    try:
+        inflated = zlib.decompressobj(wbits=47).decompress(raw, most)
+    except zlib.error:
+        return None
+    return inflated.decode("utf-8", "replace")
 
 
 # ASCII written in fullwidth forms (`ｇｂ１０－ｌａｂ－０７`), and each as its ASCII
@@ -1864,6 +1969,7 @@ class Detector:
             if group:
                 self._regexes.append(_KnownRegex(group))
         self._base64 = _Base64Cores(self.known)
+        self._inflating = False  # scanning a text inflated from compressed data
 
     def _known_hits(self, places: _Places) -> Iterator[_Found]:
         text = places.text
@@ -1874,6 +1980,64 @@ class Detector:
             known = self.known[index]
             excerpt = _mask(text[start:end])
             yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
+        if self._base64.cores and not self._inflating:
+            yield from self._compressed_hits(text)
+        if self._regexes and "\x00" in text:
+            yield from self._spread_hits(text)
+
+    def _spread_hits(self, text: str) -> Iterator[_Found]:
+        """Each run of characters with a NUL after each (UTF-16LE read as Latin-1: `g\\u0000b
+        \\u0000...` in JSON) that holds a known value once its NULs are left out: the whole
+        run. (A NUL is also what separates a document's strings: so is a run of one-letter
+        strings, whose letters would have to spell a known value.)"""
+        last = 0
+        for nul in _SPREAD.regex.finditer(text):
+            at = nul.start() - 1
+            if at < last or text[at] in _SEPS:
+                continue
+            run = _SPREAD_RUN.regex.match(text, at)
+            if run is None:
+                continue
+            last = run.end()
+            joined = run.group().replace("\x00", "")
+            inside = list(self._known_matches(_Places(joined), joined))
+            if inside:
+                first = min(inside, key=lambda h: h.start)
+                yield _Found(
+                    first.category, run.start(), run.end(), _mask(run.group()), first.placeholder,
+                    True, True,
+                )  # fmt: skip
+
+    def _compressed_hits(self, text: str) -> Iterator[_Found]:
+        """Each run of base64 that holds gzip or zlib data whose text (`_inflated`) has a
+        private string, known or not: the whole run, as the first hit inside names it. A
+        text inflated is scanned as any other, but not for compressed data again; the runs
+        of one text give _MOST_INFLATED bytes in all, the first ones first (a text of bombs
+        costs no more than one)."""
+        left = _MOST_INFLATED
+        for finder in _COMPRESSED if "H4sI" in text or "e" in text else ():
+            for match in finder.regex.finditer(text):
+                start = match.start()
+                if start and text[start - 1] in _BASE64_TEXT:
+                    continue  # inside a longer run: not where the data starts
+                if left <= 0:
+                    return
+                inflated = _inflated(match.group(), left)
+                if not inflated:
+                    continue
+                left -= len(inflated)
+                self._inflating = True
+                try:
+                    inside = [h for h in self.scan_text(inflated) if h.category != TOO_MANY]
+                finally:
+                    self._inflating = False
+                if inside:
+                    first = min(inside, key=lambda h: (not h.identifying, h.start))
+                    end = match.end()
+                    yield _Found(
+                        first.category, start, end, _mask(text[start:end]), first.placeholder,
+                        True, True,
+                    )  # fmt: skip
 
     def _known_matches(self, places: _Places, text: str) -> Iterator[_Found]:
         """The matches of the known values' patterns in `places.text`: `text`, or a view of

@@ -608,6 +608,8 @@ def test_a_private_key_with_no_end_line_goes_to_the_end_of_its_string() -> None:
          "discord.com/api/webhooks/112233445566778899/Zm9vYmFyYmF6cXV4Zm9vYmFy"),
         ("https://discordapp.com/api/webhooks/1122334455/abcdefghijklmnopqrstuvwx",
          "discordapp.com/api/webhooks/1122334455/abcdefghijklmnopqrstuvwx"),
+        ("https://Discord.com/api/webhooks/1122334455/abcdefghijklmnopqrstuvwx",  # a host's case
+         "Discord.com/api/webhooks/1122334455/abcdefghijklmnopqrstuvwx"),
         ("https://discord.com/api/v10/webhooks/1122334455/abcdefghijklmnopqrstuvwx",
          "discord.com/api/v10/webhooks/1122334455/abcdefghijklmnopqrstuvwx"),
         ("TG 12345678901:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq",

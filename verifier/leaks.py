@@ -337,7 +337,7 @@ _PREFIXED_TOKENS = _Lazy(
     | pypi-(?P<pypi>AgE[A-Za-z0-9_-]{40,})
     | npm_(?P<npm>[A-Za-z0-9]{36})(?![A-Za-z0-9])
     | eyJ(?P<jwt>[A-Za-z0-9_-]{10,}+\.eyJ[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_-]*+)
-    | discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/(?P<discordhook>[0-9]+/[A-Za-z0-9_-]{20,})
+    | (?i:discord(?:app)?\.com)/api/(?:v[0-9]{1,2}/)?webhooks/(?P<discordhook>[0-9]+/[A-Za-z0-9_-]{20,})
     | (?:bot)?(?P<telegram>[0-9]{8,12}:AA[A-Za-z0-9_-]{33})(?![A-Za-z0-9_-])
     """,
     re.VERBOSE | re.ASCII,

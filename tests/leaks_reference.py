@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import dataclasses
 import enum
 import re
 import unicodedata
@@ -422,7 +423,7 @@ class Detector:
         # with its placeholder.
         for k in list(values.values()):
             host, address = k.kind is KnownKind.HOST, k.kind is KnownKind.ADDRESS
-            rot13 = not address and _in_base64(k)
+            rot13 = not address and k.kind is not KnownKind.STRING and _in_base64(k)
             for value in leaks.spellings(k.value, host=host, address=address, rot13=rot13):
                 values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
         self.known = tuple(sorted(values.values(), key=_longest_first))
@@ -454,54 +455,64 @@ class Detector:
             inside = list(self._known_matches(joined, joined)) if self._regexes else []
             if inside:
                 first = min(inside, key=lambda h: h.start)
-                yield _Found(
-                    first.category, run.start(), run.end(), _mask(run.group()),
-                    first.placeholder, True, True,
-                )  # fmt: skip
-        # gzip or zlib data in base64 (a run that starts there), read as text: the whole run
-        # where what it holds has a private string (not for compressed data again)
-        if self._inflating or not any(_in_base64(k) for k in self.known):
+                yield dataclasses.replace(
+                    first, start=run.start(), end=run.end(), excerpt=_mask(run.group())
+                )
+        # gzip or zlib data in base64 (a run that starts there, on one line or wrapped in
+        # lines), read as text: the whole run where what it holds has a known value; 1 MiB in
+        # all for one text, in the order the runs start, each counted as 1 KiB at least; past
+        # that, a run of such data goes unread, as a token
+        if self._inflating or not self.known:
             return
-        left = 1 << 20  # bytes inflated in all, for one text: gzip's runs first, then zlib's
-        for match in sorted(
-            re.finditer(r"(?<![A-Za-z0-9+/_-])(?:H4sI|e[AFJN])[A-Za-z0-9+/_-]{12,}={0,2}", text),
-            key=lambda m: (not m.group().startswith("H4sI"), m.start()),
-        ):
-            if left <= 0:
-                break
-            data = match.group().rstrip("=").replace("-", "+").replace("_", "/")
+        runs = [
+            (m.start(), m.end(), m.group())
+            for m in re.finditer(
+                r"(?<![A-Za-z0-9+/_-])(?:H4sI|e[AFJN])[A-Za-z0-9+/_-]{12,}={0,2}", text
+            )
+        ] + [
+            (m.start(), m.end(), m.group().replace("\r\n", "").replace("\n", ""))
+            for m in re.finditer(r"[A-Za-z0-9+/_-]+(?:\r?\n[A-Za-z0-9+/_-]+)*={0,6}", text)
+            if "\n" in m.group() and re.match("H4sI|e[AFJN]", m.group())
+        ]
+        left = 1 << 20
+        for start, end, run in sorted(runs):
+            data = run.rstrip("=").replace("-", "+").replace("_", "/")
             try:
                 raw = base64.b64decode(data + "=" * (-len(data) % 4))
-                if not (
-                    raw[:3] == b"\x1f\x8b\x08"
-                    or (
-                        len(raw) > 2 and raw[0] == 0x78 and int.from_bytes(raw[:2], "big") % 31 == 0
-                    )
-                ):
-                    continue
+            except ValueError:
+                continue
+            zlib_header = (
+                len(raw) > 2 and raw[0] == 0x78 and int.from_bytes(raw[:2], "big") % 31 == 0
+            )
+            if not (raw[:3] == b"\x1f\x8b\x08" or zlib_header):
+                continue
+            if left <= 0:
+                excerpt = _mask(text[start:end])
+                yield _Found(TOKEN, start, end, excerpt, "<compressed data not read>", True, True)
+                continue
+            try:
                 inflated = (
                     zlib.decompressobj(wbits=47).decompress(raw, left).decode("utf-8", "replace")
                 )
-            except (ValueError, zlib.error):
+            except zlib.error:
                 continue
-            if not inflated:
-                continue
-            left -= len(inflated)
+            left -= max(len(inflated), 1 << 10)
+            # the known values in what it holds, and in its decoded views
             self._inflating = True
             try:
-                inside = self.scan_text(inflated)
+                found = list(self._known_hits(inflated))
+                view = _Decoded.of(inflated)
+                depth = 0
+                while view is not None and depth < 2:
+                    found += self._known_hits(view.text)
+                    view = _Decoded.of(view.text, view)
+                    depth += 1
             finally:
                 self._inflating = False
-            if inside:
-                first = min(inside, key=lambda h: (not h.identifying, h.start))
-                yield _Found(
-                    first.category,
-                    match.start(),
-                    match.end(),
-                    _mask(match.group()),
-                    first.placeholder,
-                    True,
-                    True,
+            if found:
+                first = min(found, key=lambda h: (not h.identifying, h.category, h.placeholder))
+                yield dataclasses.replace(
+                    first, start=start, end=end, excerpt=_mask(text[start:end])
                 )
 
     def _known_matches(self, text: str, original: str) -> Iterator[_Found]:

@@ -846,6 +846,7 @@ _GZIP = _b64(gzip.compress(_HOME, mtime=0))
 _ZLIB = base64.urlsafe_b64encode(zlib.compress(b"on gb10-lab-07", 9)).decode().rstrip("=")
 _B32HEX = base64.b32hexencode(b"xy /home/jdoe/x").decode()
 _TWICE = _b64(_b64(_HOME).encode())
+_WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime=0)).decode()
 
 
 @pytest.mark.parametrize(
@@ -854,7 +855,8 @@ _TWICE = _b64(_b64(_HOME).encode())
         # gzip or zlib data in base64 (the URL-safe alphabet too), whatever else it holds
         (f"blob {_GZIP} end", [(_GZIP, "/path/to/home")]),
         (f"z={_ZLIB};", [(_ZLIB, "<host>")]),
-        (f"{_b64(gzip.compress(b'/home/bob/y', mtime=0))}", [("", "/path/to/home")]),
+        # wrapped in lines, as `gzip -c | base64` writes it
+        (f"log:\n{_WRAPPED}", [(_WRAPPED.rstrip("\n"), "/path/to/home")]),
         # base64 of base64; base32 in its hex alphabet, with its padding
         (f"b {_TWICE}", [(_TWICE, "/path/to/home")]),
         (f"b {_B32HEX} x", [(_B32HEX, "/path/to/home")]),
@@ -863,10 +865,15 @@ _TWICE = _b64(_b64(_HOME).encode())
         ("h 2f 68 6f 6d 65 2f 6a 64 6f 65 x", [("2f 68 6f 6d 65 2f 6a 64 6f 65", "/path/to/home")]),
         ("h 67:62:31:30:2D:6C:61:62:2D:30:37", [("67:62:31:30:2D:6C:61:62:2D:30:37", "<host>")]),
         ("h =2F=68=6F=6D=65=2F=6A=64=6F=65", [("=2F=68=6F=6D=65=2F=6A=64=6F=65", "/path/to/home")]),
-        ("h 0x67, 0x62", []),
+        ("h 0x67, 0x62, 0x31, 0x30, 0x2d, 0x6c", []),
+        (
+            "c {0x2f, 0x68, 0x6f, 0x6d, 0x65, 0x2f, 0x6a, 0x64, 0x6f, 0x65}",
+            [("0x2f, 0x68, 0x6f, 0x6d, 0x65, 0x2f, 0x6a, 0x64, 0x6f, 0x65", "/path/to/home")],
+        ),
         # ROT13 of a path or a distinctive name; an address's octets in hex or of 4 digits
         ("cd /ubzr/wqbr/k", [("/ubzr/wqbr", "/path/to/home")]),
         ("on to10-yno-07.", [("to10-yno-07", "<host>")]),
+        ("http://0x51.0x2.0x45.0x8e/", [("0x51.0x2.0x45.0x8e", "<ip>")]),
         (
             "http://0x51.0x02.0x45.0x8e/ 0121.0002.0105.0216",
             [("0x51.0x02.0x45.0x8e", "<ip>"), ("0121.0002.0105.0216", "<ip>")],
@@ -897,5 +904,49 @@ def test_a_known_value_in_utf16_read_as_latin1_is_found() -> None:
 def test_compressed_data_is_read_only_by_export_and_only_so_far() -> None:
     blob = _b64(gzip.compress(b"at /home/bob/y", mtime=0))
     assert scan_text(f"x {blob}") == []  # verify: the generic detectors, on the text alone
+    # export: only the values it knows (binary data spells user@host and the like)
+    assert KNOWN_FORMS.scan_text(f"x {blob}") == []
+    binary = _b64(gzip.compress(bytes(range(256)) * 64 + b"S@H a@bc.de 10.1.2.3", mtime=0))
+    assert KNOWN_FORMS.scan_text(binary) == []
     bomb = _b64(gzip.compress(b"\0" * (8 << 20) + b" /home/jdoe/x", mtime=0))
     assert KNOWN_FORMS.scan_text(bomb) == []  # past _MOST_INFLATED bytes, nothing is read
+    # ... and compressed data after that is not read, so it goes (fail closed)
+    text = f"{bomb} {blob} eJxLLqlQSE8yNNDNSUzSNTBXSM1LAQA8qwXh eJabcdefghijklmn"
+    hits = KNOWN_FORMS.scan_text(text)
+    assert [(h.start, h.placeholder) for h in hits] == [
+        (len(bomb) + 1, leaks.UNREAD_PLACEHOLDER),
+        (len(bomb) + 2 + len(blob), leaks.UNREAD_PLACEHOLDER),
+    ]
+
+
+def test_a_known_value_read_out_of_other_data_keeps_its_kind() -> None:
+    """An opaque value (removed from free text only, never a reason to stop an export) stays
+    opaque in UTF-16 or in compressed data; audit 16 found it made identifying there."""
+    detector = Detector([Known("production-east-1", "environment", "<env>", KnownKind.OPAQUE)])
+    spread = "production-east-1".encode("utf-16-le").decode("latin-1")
+    packed = _b64(zlib.compress(b"region production-east-1, zone b, rack 7, row 12"))
+    for text in (spread, packed):
+        assert [(h.placeholder, h.identifying) for h in detector.scan_text(text)] == [
+            ("<env>", False)
+        ]
+
+
+def test_overlapping_hex_spellings_are_each_found() -> None:
+    """audit 16: a base64 run's padding took the `=` that starts quoted-printable."""
+    detector = Detector(
+        [
+            Known("/srv/data/x1", "private-path", "<p>", KnownKind.PATH),
+            Known("data/x1/tok", "token", "<t>", KnownKind.SECRET),
+        ]
+    )
+    qp = "".join(f"={c:02X}" for c in b"/srv/data/x1/tok")
+    text = _b64(b"/srv/data/x1") + qp
+    hits = detector.scan_text(text)
+    assert [h.placeholder for h in hits] == ["<p>", "<t>"]
+    assert hits[1].end == len(text)
+
+
+def test_a_string_named_private_is_not_looked_for_in_rot13() -> None:
+    """A named string is found inside any word, in any case: its ROT13 could be a word."""
+    detector = Detector([Known("abjurer", "private-path", "<private-1>", KnownKind.STRING)])
+    assert detector.scan_text("nowhere to go") == []

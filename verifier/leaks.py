@@ -52,8 +52,8 @@ What is private, by kind:
 Export also finds the values it knows in base64 (wrapped in lines or not, of their UTF-8 or
 UTF-16LE bytes, of a path with JSON's escaped slashes, and base64 of that base64), in base32
 (both alphabets) and in hex (of UTF-8 or UTF-16LE, in any case; a pair a byte with
-separators, quoted-printable), in UTF-16LE read as Latin-1 (`_spread_hits`), in gzip or zlib
-data in base64 (`_compressed_hits`); in their
+separators, quoted-printable, C's `0x2f, 0x68`), in UTF-16LE read as Latin-1 (`_spread_hits`),
+in gzip or zlib data in base64 (`_compressed_hits`); in their
 other spellings (NFC and NFD, a host's IDNA form, ROT13, an address as one number or in
 dotted octal or hex: `spellings`) and in fullwidth forms (`ｇｂ１０`);
 a user name in account forms (`user: al`, `{"login": "al"}`, `uid=1000(al)`), a long
@@ -76,7 +76,7 @@ import unicodedata
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
 
 from verifier.model import json_pointer
@@ -337,7 +337,8 @@ _PREFIXED_TOKENS = _Lazy(
     | pypi-(?P<pypi>AgE[A-Za-z0-9_-]{40,})
     | npm_(?P<npm>[A-Za-z0-9]{36})(?![A-Za-z0-9])
     | eyJ(?P<jwt>[A-Za-z0-9_-]{10,}+\.eyJ[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_-]*+)
-    | (?i:discord(?:app)?\.com)/api/(?:v[0-9]{1,2}/)?webhooks/(?P<discordhook>[0-9]+/[A-Za-z0-9_-]{20,})
+    | (?i:discord(?:app)?\.com)/api/(?:v[0-9]{1,2}/)?webhooks/
+      (?P<discordhook>[0-9]+/[A-Za-z0-9_-]{20,})
     | (?:bot)?(?P<telegram>[0-9]{8,12}:AA[A-Za-z0-9_-]{33})(?![A-Za-z0-9_-])
     """,
     re.VERBOSE | re.ASCII,
@@ -1625,10 +1626,15 @@ def base32hex_cores(value: bytes) -> list[str]:
 
 def separated_hex(value: bytes) -> list[str]:
     """The hex of `value`'s bytes, in lower case, a pair a byte, with a separator between
-    them (`2f 68 6f`, `2f:68:6f`, `2f-68-6f`, `2f,68,6f`, `2f, 68, 6f`) or each after an
-    `=` (quoted-printable: `=2F=68=6F`)."""
+    them (`2f 68 6f`, `2f:68:6f`, `2f-68-6f`, `2f,68,6f`, `2f, 68, 6f`), each after an `=`
+    (quoted-printable: `=2F=68=6F`), or each after `0x` (`0x2f, 0x68`, as C arrays)."""
     pairs = [f"{byte:02x}" for byte in value]
-    return [*(sep.join(pairs) for sep in _HEX_SEPARATORS), "=" + "=".join(pairs)]
+    prefixed = [f"0x{pair}" for pair in pairs]
+    return [
+        *(sep.join(pairs) for sep in _HEX_SEPARATORS),
+        "=" + "=".join(pairs),
+        *(sep.join(prefixed) for sep in (" ", ",", ", ")),
+    ]
 
 
 _HEX_SEPARATORS = (" ", ":", "-", ",", ", ")
@@ -1757,8 +1763,11 @@ class _Base64Cores:
         if self.separated:
             if self._separated is None:
                 self._separated = re.compile(_trie_pattern(list(self.separated)))
-            for match in self._separated.finditer(low):
+            # every place one starts (the longest there): one may overlap another's
+            find, position = self._separated.search, 0
+            while (match := find(low, position)) is not None:
                 yield match.start(), match.end(), self.separated[match.group()]
+                position = match.start() + 1
         lines = "\n" in text
         one_line = self._long_run.search(text) is not None
         if not (one_line or lines):
@@ -1877,8 +1886,10 @@ def spellings(
             f"0X{number:08X}",
             octal,
             ".".join(f"{octet:04o}" for octet in packed),
+            ".".join(f"0x{octet:x}" for octet in packed),
             ".".join(f"0x{octet:02x}" for octet in packed),
             ".".join(f"0x{octet:02X}" for octet in packed),
+            ".".join(f"0X{octet:02X}" for octet in packed),
         ]
     found = []
     if not value.isascii():
@@ -1902,7 +1913,8 @@ def _spelled(known: Sequence[Known]) -> list[Known]:
             k.value,
             host=kind is KnownKind.HOST,
             address=kind is KnownKind.ADDRESS,
-            rot13=kind is not KnownKind.ADDRESS and _in_base64(k),
+            # (not a string named private, found inside any word: its ROT13 could be one)
+            rot13=kind not in (KnownKind.ADDRESS, KnownKind.STRING) and _in_base64(k),
         ):
             if value not in values:
                 values[value] = Known(value, k.category, k.placeholder, k.kind)
@@ -1914,20 +1926,22 @@ def _spelled(known: Sequence[Known]) -> list[Known]:
 # `78 da`: `eA`, `eF`, `eJ`, `eN`), each a run of base64 that starts there. Export reads
 # what they hold (at most _MOST_INFLATED bytes of all those of one text), for the values it
 # knows.
-_COMPRESSED = (
-    _Lazy(rf"H4sI{_BASE64_CLASS}{{12,}}={{0,2}}", re.ASCII),
-    _Lazy(rf"e[AFJN]{_BASE64_CLASS}{{12,}}={{0,2}}", re.ASCII),
-)
+_COMPRESSED = _Lazy(rf"(?:H4sI|e[AFJN]){_BASE64_CLASS}{{12,}}={{0,2}}", re.ASCII)
+_COMPRESSED_STARTS = ("H4sI", "eA", "eF", "eJ", "eN")
 _MOST_INFLATED = 1 << 20
+# What each run read costs of that at least: a text of many small runs is read no longer.
+_LEAST_INFLATED = 1 << 10
+# In place of compressed data past what one text's runs may give: not read, so not published.
+UNREAD_PLACEHOLDER = "<compressed data not read>"
 # A NUL after each of four characters or more (found at the first NUL, a literal).
 _SPREAD = _Lazy("\x00(?=[^\x00-\x02]\x00[^\x00-\x02]\x00[^\x00-\x02])")
 _SPREAD_RUN = _Lazy("[^\x00-\x02](?:\x00[^\x00-\x02])+\x00?")
 _FROM_URL_SAFE = str.maketrans("-_", "+/")
 
 
-def _inflated(run: str, most: int) -> str | None:
-    """The text (UTF-8, invalid bytes replaced) of the gzip or zlib data in a run of base64
-    (either alphabet), its first `most` bytes; None where the run is not that."""
+def _compressed(run: str) -> bytes | None:
+    """The bytes of a run of base64 (either alphabet, its line breaks left out) that start
+    as gzip or zlib data do; None where they do not."""
     data = run.rstrip("=").translate(_FROM_URL_SAFE)
     if len(data) % 4 == 1:
         return None
@@ -1935,9 +1949,16 @@ def _inflated(run: str, most: int) -> str | None:
         raw = base64.b64decode(data + "=" * (-len(data) % 4))
     except ValueError:  # binascii.Error
         return None
-    gzip = raw[:3] == b"\x1f\x8b\x08"
-    if not gzip and not (len(raw) > 2 and raw[0] == 0x78 and (raw[0] << 8 | raw[1]) % 31 == 0):
-        return None
+    if raw[:3] == b"\x1f\x8b\x08" or (
+        len(raw) > 2 and raw[0] == 0x78 and (raw[0] << 8 | raw[1]) % 31 == 0
+    ):
+        return raw
+    return None
+
+
+def _inflated(raw: bytes, most: int) -> str | None:
+    """The text (UTF-8, invalid bytes replaced) of gzip or zlib data, its first `most` bytes
+    (of the first gzip member); None where it is not that."""
     try:
         inflated = zlib.decompressobj(wbits=47).decompress(raw, most)
     except zlib.error:
@@ -1980,7 +2001,7 @@ class Detector:
             known = self.known[index]
             excerpt = _mask(text[start:end])
             yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
-        if self._base64.cores and not self._inflating:
+        if self.known and not self._inflating:
             yield from self._compressed_hits(text)
         if self._regexes and "\x00" in text:
             yield from self._spread_hits(text)
@@ -2003,41 +2024,63 @@ class Detector:
             inside = list(self._known_matches(_Places(joined), joined))
             if inside:
                 first = min(inside, key=lambda h: h.start)
-                yield _Found(
-                    first.category, run.start(), run.end(), _mask(run.group()), first.placeholder,
-                    True, True,
-                )  # fmt: skip
+                yield replace(first, start=run.start(), end=run.end(), excerpt=_mask(run.group()))
 
     def _compressed_hits(self, text: str) -> Iterator[_Found]:
-        """Each run of base64 that holds gzip or zlib data whose text (`_inflated`) has a
-        private string, known or not: the whole run, as the first hit inside names it. A
-        text inflated is scanned as any other, but not for compressed data again; the runs
-        of one text give _MOST_INFLATED bytes in all, the first ones first (a text of bombs
-        costs no more than one)."""
-        left = _MOST_INFLATED
-        for finder in _COMPRESSED if "H4sI" in text or "e" in text else ():
-            for match in finder.regex.finditer(text):
+        """Each run of base64 (on one line, or wrapped in lines) that holds gzip or zlib data
+        whose text (`_inflated`) holds a known value, in it or in its decoded views: the
+        whole run, as the known value's hit inside names it (`_first_inside`). Binary data
+        can spell anything a generic detector finds: only the known values are looked for.
+        The runs of one text give _MOST_INFLATED bytes in all, in the order they start, each
+        counted as _LEAST_INFLATED at least (a text of bombs, or of many small runs, costs no
+        more than that); compressed data past them is not read, and goes as a token would
+        (fail closed: what was not read is not published)."""
+        runs: list[tuple[int, int, str]] = []
+        if "H4sI" in text or "e" in text:
+            for match in _COMPRESSED.regex.finditer(text):
                 start = match.start()
-                if start and text[start - 1] in _BASE64_TEXT:
-                    continue  # inside a longer run: not where the data starts
-                if left <= 0:
-                    return
-                inflated = _inflated(match.group(), left)
-                if not inflated:
-                    continue
-                left -= len(inflated)
-                self._inflating = True
-                try:
-                    inside = [h for h in self.scan_text(inflated) if h.category != TOO_MANY]
-                finally:
-                    self._inflating = False
-                if inside:
-                    first = min(inside, key=lambda h: (not h.identifying, h.start))
-                    end = match.end()
-                    yield _Found(
-                        first.category, start, end, _mask(text[start:end]), first.placeholder,
-                        True, True,
-                    )  # fmt: skip
+                if not start or text[start - 1] not in _BASE64_TEXT:  # where a run starts
+                    runs.append((start, match.end(), match.group()))
+            if "\n" in text:
+                for run in _BASE64_LINES.regex.finditer(text):
+                    if run.group().startswith(_COMPRESSED_STARTS):
+                        joined = run.group().replace("\r\n", "").replace("\n", "")
+                        runs.append((run.start(), run.end(), joined))
+        left = _MOST_INFLATED
+        for start, end, data in sorted(runs):
+            raw = _compressed(data)
+            if raw is None:
+                continue
+            excerpt = _mask(text[start:end])
+            if left <= 0:
+                yield _Found(TOKEN, start, end, excerpt, UNREAD_PLACEHOLDER, True, True)
+                continue
+            inflated = _inflated(raw, left)
+            if inflated is None:
+                continue
+            left -= max(len(inflated), _LEAST_INFLATED)
+            first = self._first_inside(inflated)
+            if first is not None:
+                yield replace(first, start=start, end=end, excerpt=excerpt)
+
+    def _first_inside(self, text: str) -> _Found | None:
+        """The known value's hit that names a text read out of another (compressed data): in
+        the text or its decoded views, the identifying ones first, then by category and
+        placeholder; None where there is none. Not for compressed data again."""
+        self._inflating = True
+        try:
+            found = list(self._known_hits(_Places(text)))
+            view = _Decoded.of(text)
+            depth = 0
+            while isinstance(view, _Decoded) and depth < 2:
+                found += self._known_hits(_Places(view.text))
+                view = _Decoded.of(view.text, view)
+                depth += 1
+        finally:
+            self._inflating = False
+        return min(
+            found, key=lambda h: (not h.identifying, h.category, h.placeholder), default=None
+        )
 
     def _known_matches(self, places: _Places, text: str) -> Iterator[_Found]:
         """The matches of the known values' patterns in `places.text`: `text`, or a view of

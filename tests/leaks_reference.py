@@ -331,9 +331,15 @@ def _b32hex_cores(value: bytes) -> set[str]:
 
 
 def _separated_hex(value: bytes) -> set[str]:
-    """The value's hex, a pair a byte, with a separator between pairs or `=` before each."""
+    """The value's hex, a pair a byte, with a separator between pairs, `=` before each, or
+    `0x` before each and a separator between."""
     pairs = [f"{b:02x}" for b in value]
-    return {sep.join(pairs) for sep in (" ", ":", "-", ",", ", ")} | {"=" + "=".join(pairs)}
+    prefixed = [f"0x{pair}" for pair in pairs]
+    return (
+        {sep.join(pairs) for sep in (" ", ":", "-", ",", ", ")}
+        | {"=" + "=".join(pairs)}
+        | {sep.join(prefixed) for sep in (" ", ",", ", ")}
+    )
 
 
 def _ascii_lower(text: str) -> str:

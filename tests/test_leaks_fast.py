@@ -294,6 +294,8 @@ FRAGMENTS = (
     "2F:68:6F:6D:65:2F:61:6C:69:63:65",
     "=2F=68=6F=6D=65",
     "=2F=61=6C=69=63=65",
+    "0x2f, 0x68, 0x6f, 0x6d, 0x65",
+    ", 0x2f, 0x61, 0x6c, 0x69, 0x63, 0x65, 0x2f, 0x78",
     "/ubzr/nyvpr",
     "tch-obk-01",
     base64.b64encode(gzip.compress(b"at /home/alice/x", mtime=0)).decode(),

@@ -1945,15 +1945,13 @@ def _compressed(run: str) -> bytes | None:
     data = run.rstrip("=").translate(_FROM_URL_SAFE)
     if len(data) % 4 == 1:
         return None
-    try:
-        raw = base64.b64decode(data + "=" * (-len(data) % 4))
+    try:  # the header first (its first 3 bytes), then the rest
+        head = base64.b64decode(data[:4])
+        if head != b"\x1f\x8b\x08" and not (head[0] == 0x78 and (0x78 << 8 | head[1]) % 31 == 0):
+            return None
+        return base64.b64decode(data + "=" * (-len(data) % 4))
     except ValueError:  # binascii.Error
         return None
-    if raw[:3] == b"\x1f\x8b\x08" or (
-        len(raw) > 2 and raw[0] == 0x78 and (raw[0] << 8 | raw[1]) % 31 == 0
-    ):
-        return raw
-    return None
 
 
 def _inflated(raw: bytes, most: int) -> str | None:

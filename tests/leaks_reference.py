@@ -367,7 +367,9 @@ def _in_base64(value: Known) -> bool:
     ) and len(value.value.encode("utf-8", "surrogatepass")) >= 6
 
 
-def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, int]]:
+def _base64_hits(
+    known: Sequence[Known], text: str, skip: set[str] | frozenset[str] = frozenset()
+) -> Iterator[tuple[int, int, int]]:
     """(start, end, known index) of each run of base64 characters, with up to two `=`, that
     holds a core (of the value's UTF-8 or UTF-16LE bytes, or of a path's JSON-escaped
     slashes) or the hex (of UTF-8 or UTF-16LE, in any case) of a
@@ -377,15 +379,16 @@ def _base64_hits(known: Sequence[Known], text: str) -> Iterator[tuple[int, int, 
     occurrences = []
     eligible: list[tuple[int, set[str], set[str]]] = []
     for index, value in enumerate(known):
-        if not _in_base64(value):
+        if not _in_base64(value) or value.value in skip:
             continue
         utf8 = value.value.encode("utf-8", "surrogatepass")
         utf16 = value.value.encode("utf-16-le", "surrogatepass")
         cores = _cores(utf8) | _cores(utf16) | _b32_cores(utf8) | _b32hex_cores(utf8)
         if b"/" in utf8:  # as JSON may escape it
             cores |= _cores(utf8.replace(b"/", b"\\/"))
-        for core in _cores(utf8):  # base64 of base64
-            cores |= _cores(core.encode())
+        # base64 of base64, in the standard alphabet at both levels (its cores hold no - or _)
+        for core in {c for c in _cores(utf8) if not set(c) & set("-_")}:
+            cores |= {c for c in _cores(core.encode()) if not set(c) & set("-_")}
         hexes = {utf8.hex(), utf16.hex()}
         eligible.append((index, cores, hexes))
         for core in cores:
@@ -425,6 +428,7 @@ class Detector:
 
     def __init__(self, known: Sequence[Known] = ()) -> None:
         values = {k.value: k for k in known}
+        self._rot13: set[str] = set()
         # Each value's other spellings (NFC, NFD, a host's IDNA form, an address's numbers),
         # with its placeholder.
         for k in list(values.values()):
@@ -432,6 +436,12 @@ class Detector:
             rot13 = not address and k.kind is not KnownKind.STRING and _in_base64(k)
             for value in leaks.spellings(k.value, host=host, address=address, rot13=rot13):
                 values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
+        # a value's ROT13 (what only it spells) is looked for as it is, not encoded again
+        plain = {k.value for k in known}
+        for k in known:
+            host, address = k.kind is KnownKind.HOST, k.kind is KnownKind.ADDRESS
+            plain.update(leaks.spellings(k.value, host=host, address=address))
+        self._rot13 = set(values) - plain
         self.known = tuple(sorted(values.values(), key=_longest_first))
         self._inflating = False
         # Opaque values apart: a long one must not hide a private path inside it.
@@ -451,7 +461,7 @@ class Detector:
         if self._regexes and re.search("[\uff01-\uff5e]", text):
             folded = "".join(chr(ord(c) - 0xFEE0) if "\uff01" <= c <= "\uff5e" else c for c in text)
             yield from self._known_matches(folded, text)
-        for start, end, index in _base64_hits(self.known, text):
+        for start, end, index in _base64_hits(self.known, text, self._rot13):
             known = self.known[index]
             excerpt = _mask(text[start:end])
             yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)

@@ -950,3 +950,14 @@ def test_a_string_named_private_is_not_looked_for_in_rot13() -> None:
     """A named string is found inside any word, in any case: its ROT13 could be a word."""
     detector = Detector([Known("abjurer", "private-path", "<private-1>", KnownKind.STRING)])
     assert detector.scan_text("nowhere to go") == []
+
+
+def test_a_detector_without_encodings_finds_the_values_as_they_are() -> None:
+    """What export builds while it collects values (for placeholders' texts): the values and
+    their spellings, no encoded form; the whole detector scans every public file at the end."""
+    known = [Known("/home/jdoe/x", "private-path", "/path/to/home", KnownKind.PATH)]
+    plain = Detector(known, encoded=False)
+    encoded = _b64(b"at /home/jdoe/x")
+    assert [h.placeholder for h in plain.scan_text("in /home/jdoe/x")] == ["/path/to/home"]
+    assert plain.scan_text(f"b {encoded} /ubzr/wqbr/k") == []
+    assert len(Detector(known).scan_text(f"b {encoded} /ubzr/wqbr/k")) == 2

@@ -1590,15 +1590,16 @@ _URL_SAFE = str.maketrans("+/", "-_")
 _TRIE_DEPTH = 48
 
 
-def base64_cores(value: bytes) -> list[str]:
+def base64_cores(value: bytes, *, url_safe: bool = True) -> list[str]:
     """The base64 characters that depend on `value`'s bytes alone, after 0, 1 and 2 bytes of
-    anything, in the standard and the URL-safe alphabet (distinct, in that order)."""
+    anything, in the standard and (with `url_safe`) the URL-safe alphabet (distinct, in that
+    order)."""
     cores: list[str] = []
     for k in range(3):
         encoded = base64.b64encode(bytes(k) + value).decode("ascii")
         # Character i holds bits 6i to 6i+5; the value's are bits 8k to 8(k + len) - 1.
         core = encoded[-(-8 * k // 6) : 8 * (k + len(value)) // 6]
-        cores += [core, core.translate(_URL_SAFE)]
+        cores += [core, core.translate(_URL_SAFE)] if url_safe else [core]
     return list(dict.fromkeys(cores))
 
 
@@ -1638,6 +1639,11 @@ def separated_hex(value: bytes) -> list[str]:
 
 
 _HEX_SEPARATORS = (" ", ":", "-", ",", ", ")
+# Where a text can hold such a spelling (in lower case): three pairs so separated (the
+# second perhaps after `0x`), or two after `=`; tried where a separator or `=` is.
+_SEPARATED_HEX = re.compile(
+    r"[ :,=-](?:(?<=[0-9a-f]{2}[ :,-])|(?<=[0-9a-f]{2}, )|(?<==))(?:0x)?[0-9a-f]{2}[ :,=-]"
+)
 
 
 def _in_base64(known: Known) -> bool:
@@ -1695,7 +1701,7 @@ class _Base64Cores:
     past the end of the run before: the search goes on from there), and the search then
     goes on after the run, however many cores it holds (`AAAA...`, cores over and over)."""
 
-    def __init__(self, known: Sequence[Known]) -> None:
+    def __init__(self, known: Sequence[Known], skip: frozenset[str] = frozenset()) -> None:
         self.cores: dict[str, int] = {}
         # Hex is found the same way: its digits are base64 characters, and a value's hex is
         # one string wherever it starts; in lower case, matched in any case.
@@ -1704,21 +1710,25 @@ class _Base64Cores:
         # base64 characters, so a hit is the spelling alone, not the run around it.
         self.separated: dict[str, int] = {}
         for index, value in enumerate(known):
-            if _in_base64(value):
+            if _in_base64(value) and value.value not in skip:
                 utf8, utf16 = _encodings(value.value)
                 # (base32's alphabet is base64's upper-case letters and 2-7); and a path as
                 # JSON may escape it (`\/home\/alice`), base64 of a JSON document
                 escaped = utf8.replace(b"/", b"\\/") if b"/" in utf8 else b""
-                once = base64_cores(utf8)
                 for core in (
-                    *once,
+                    *base64_cores(utf8),
                     *base64_cores(utf16),
                     *base32_cores(utf8),
                     *base32hex_cores(utf8),
                     *(base64_cores(escaped) if escaped else ()),
                     # base64 of base64: the cores of each core (found in base64 of any
-                    # text that holds it, as the cores of a value are)
-                    *(again for inner in once for again in base64_cores(inner.encode("ascii"))),
+                    # text that holds it, as the cores of a value are), in the standard
+                    # alphabet at both levels
+                    *(
+                        again
+                        for inner in base64_cores(utf8, url_safe=False)
+                        for again in base64_cores(inner.encode("ascii"), url_safe=False)
+                    ),
                 ):
                     self.cores.setdefault(core, index)
                 self.hexes.setdefault(utf8.hex(), index)
@@ -1760,7 +1770,7 @@ class _Base64Cores:
         hex spelling (`separated_hex`), in any case, alone (the longest at its place)."""
         if not self.cores:
             return
-        if self.separated:
+        if self.separated and _SEPARATED_HEX.search(low) is not None:
             if self._separated is None:
                 self._separated = re.compile(_trie_pattern(list(self.separated)))
             # every place one starts (the longest there): one may overlap another's
@@ -1902,7 +1912,7 @@ def spellings(
     return [form for form in dict.fromkeys(found) if form != value]
 
 
-def _spelled(known: Sequence[Known]) -> list[Known]:
+def _spelled(known: Sequence[Known], *, rot13: bool = True) -> list[Known]:
     """The known values (the last of each value), then each one's other spellings that is
     not a known value itself, with its category, placeholder and kind."""
     values = {k.value: k for k in known}
@@ -1914,7 +1924,7 @@ def _spelled(known: Sequence[Known]) -> list[Known]:
             host=kind is KnownKind.HOST,
             address=kind is KnownKind.ADDRESS,
             # (not a string named private, found inside any word: its ROT13 could be one)
-            rot13=kind not in (KnownKind.ADDRESS, KnownKind.STRING) and _in_base64(k),
+            rot13=rot13 and kind not in (KnownKind.ADDRESS, KnownKind.STRING) and _in_base64(k),
         ):
             if value not in values:
                 values[value] = Known(value, k.category, k.placeholder, k.kind)
@@ -1977,8 +1987,14 @@ class Detector:
     that holds fullwidth forms, in the text with those read as ASCII.
     """
 
-    def __init__(self, known: Sequence[Known] = ()) -> None:
-        self.known = tuple(sorted(_spelled(known), key=_longest_first))
+    def __init__(self, known: Sequence[Known] = (), *, encoded: bool = True) -> None:
+        """`encoded=False`: the known values as they are and in their spellings only, not
+        in ROT13, base64, hex and the rest (what export builds as it collects values, for
+        the few short texts it names placeholders after: each value added means another
+        detector, and every public document is scanned by the whole one at the end)."""
+        self.known = tuple(sorted(_spelled(known, rot13=encoded), key=_longest_first))
+        # (a value's ROT13 is looked for as it is, not encoded again)
+        rotated = {k.value for k in self.known} - {k.value for k in _spelled(known, rot13=False)}
         # Opaque values apart: a long one must not hide a private path inside it.
         self._regexes: list[_KnownRegex] = []
         for opaque in (False, True):
@@ -1987,7 +2003,8 @@ class Detector:
             ]
             if group:
                 self._regexes.append(_KnownRegex(group))
-        self._base64 = _Base64Cores(self.known)
+        self._base64 = _Base64Cores(self.known if encoded else (), skip=frozenset(rotated))
+        self._encoded = encoded
         self._inflating = False  # scanning a text inflated from compressed data
 
     def _known_hits(self, places: _Places) -> Iterator[_Found]:
@@ -1999,6 +2016,8 @@ class Detector:
             known = self.known[index]
             excerpt = _mask(text[start:end])
             yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
+        if not self._encoded:
+            return
         if self.known and not self._inflating:
             yield from self._compressed_hits(text)
         if self._regexes and "\x00" in text:

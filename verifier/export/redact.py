@@ -506,7 +506,8 @@ class _Collector:
         # Values are only ever added: the detector of the first n values is built once, and
         # asked once about each text (the same variable names recur on every server).
         if self._detector is None or self._detector[0] != len(self.values):
-            self._detector = (len(self.values), Detector(list(self.values.values())))
+            detector = Detector(list(self.values.values()), encoded=False)
+            self._detector = (len(self.values), detector)
             self._safe.clear()
         if text not in self._safe:
             hits = self._detector[1].scan_text(text)

@@ -308,22 +308,12 @@ def _cores(value: bytes) -> set[str]:
     return found
 
 
-def _b32_cores(value: bytes) -> set[str]:
-    """Every base32 character that depends on `value`'s bytes alone, after 0 to 4 bytes."""
+def _b32_cores(value: bytes, encode: Callable[[bytes], bytes] = base64.b32encode) -> set[str]:
+    """Every base32 character (of `encode`'s alphabet) that depends on `value`'s bytes alone,
+    after 0 to 4 bytes."""
     found = set()
     for k in range(5):
-        encoded = base64.b32encode(b"\x00" * k + value).decode()
-        bits = range(8 * k, 8 * (k + len(value)))
-        core = "".join(c for i, c in enumerate(encoded) if 5 * i in bits and 5 * i + 4 in bits)
-        found |= {core, core.lower()}
-    return found
-
-
-def _b32hex_cores(value: bytes) -> set[str]:
-    """_b32_cores in base32's extended hex alphabet (0-9A-V)."""
-    found = set()
-    for k in range(5):
-        encoded = base64.b32hexencode(b"\x00" * k + value).decode()
+        encoded = encode(b"\x00" * k + value).decode()
         bits = range(8 * k, 8 * (k + len(value)))
         core = "".join(c for i, c in enumerate(encoded) if 5 * i in bits and 5 * i + 4 in bits)
         found |= {core, core.lower()}
@@ -383,7 +373,9 @@ def _base64_hits(
             continue
         utf8 = value.value.encode("utf-8", "surrogatepass")
         utf16 = value.value.encode("utf-16-le", "surrogatepass")
-        cores = _cores(utf8) | _cores(utf16) | _b32_cores(utf8) | _b32hex_cores(utf8)
+        cores = (
+            _cores(utf8) | _cores(utf16) | _b32_cores(utf8) | _b32_cores(utf8, base64.b32hexencode)
+        )
         if b"/" in utf8:  # as JSON may escape it
             cores |= _cores(utf8.replace(b"/", b"\\/"))
         # base64 of base64, in the standard alphabet at both levels (its cores hold no - or _)

@@ -1603,23 +1603,15 @@ def base64_cores(value: bytes, *, url_safe: bool = True) -> list[str]:
     return list(dict.fromkeys(cores))
 
 
-def base32_cores(value: bytes) -> list[str]:
-    """The base32 characters (RFC 4648's alphabet, in upper and in lower case) that depend on
-    `value`'s bytes alone, after 0 to 4 bytes of anything."""
+def base32_cores(value: bytes, *, hex_alphabet: bool = False) -> list[str]:
+    """The base32 characters (RFC 4648's alphabet, or with `hex_alphabet` its extended hex
+    one, `0-9A-V`; in upper and in lower case) that depend on `value`'s bytes alone, after 0
+    to 4 bytes of anything."""
+    encode = base64.b32hexencode if hex_alphabet else base64.b32encode
     cores: list[str] = []
     for k in range(5):
-        encoded = base64.b32encode(bytes(k) + value).decode("ascii")
+        encoded = encode(bytes(k) + value).decode("ascii")
         # Character i holds bits 5i to 5i+4; the value's are bits 8k to 8(k + len) - 1.
-        core = encoded[-(-8 * k // 5) : 8 * (k + len(value)) // 5]
-        cores += [core, core.lower()]
-    return list(dict.fromkeys(cores))
-
-
-def base32hex_cores(value: bytes) -> list[str]:
-    """base32_cores in RFC 4648's extended hex alphabet (`0-9A-V`: Python's `b32hexencode`)."""
-    cores: list[str] = []
-    for k in range(5):
-        encoded = base64.b32hexencode(bytes(k) + value).decode("ascii")
         core = encoded[-(-8 * k // 5) : 8 * (k + len(value)) // 5]
         cores += [core, core.lower()]
     return list(dict.fromkeys(cores))
@@ -1719,7 +1711,7 @@ class _Base64Cores:
                     *base64_cores(utf8),
                     *base64_cores(utf16),
                     *base32_cores(utf8),
-                    *base32hex_cores(utf8),
+                    *base32_cores(utf8, hex_alphabet=True),
                     *(base64_cores(escaped) if escaped else ()),
                     # base64 of base64: the cores of each core (found in base64 of any
                     # text that holds it, as the cores of a value are), in the standard

@@ -1574,8 +1574,6 @@ class _KnownRegex:
 # A shorter value's cores are of 6 characters or less, found in base64 by chance.
 _BASE64_MIN_BYTES = 6
 _BASE64_CLASS = "[A-Za-z0-9+/_-]"  # both alphabets: standard (+/) and URL-safe (-_)
-# from a place to the run's end, with its padding (base32's too: up to six `=`)
-_BASE64_RUN = _Lazy(rf"{_BASE64_CLASS}*={{0,6}}", re.ASCII)
 # A run of base64 characters over line breaks (`\n` or `\r\n`, each between two of them).
 # (Only runs of two lines or more, each from where a run starts: inside one, the lookbehind
 # fails at once, and its characters are taken without backtracking, so each is read twice
@@ -1734,25 +1732,18 @@ class _Base64Cores:
         self._regexes: list[tuple[re.Pattern[str], dict[str, int]]] | None = None
         self._separated: re.Pattern[str] | None = None
 
-    def _first(
-        self, found: list[re.Match[str] | None], texts: tuple[str, str], position: int
-    ) -> tuple[re.Match[str], int] | None:
-        """The first core at or after `position` in a text (the longest there, then the first
-        known value's), and its known value's index: a base64 core in the text, a hex one in
-        the text in lower case (`texts`). `found` holds each regex's last match, kept while
-        it is still ahead (each regex reads its text once)."""
+    def _first(self, texts: tuple[str, str], start: int = 0, end: int = sys.maxsize) -> int | None:
+        """The index of the known value of the first core between `start` and `end` (the
+        longest there, then the first known value's): a base64 core in `texts[0]`, a hex one
+        in `texts[1]`, the same text in lower case; None where there is none."""
         assert self._regexes is not None
-        best: tuple[int, int, int, re.Match[str]] | None = None
-        for at, (regex, cores) in enumerate(self._regexes):
-            match = found[at]
-            if match is None or match.start() < position:
-                match = found[at] = regex.search(texts[at], position)
-            if match is not None:
-                index = cores[match.group()]
-                key = (match.start(), match.start() - match.end(), index, match)
-                if best is None or key[:3] < best[:3]:
+        best: tuple[int, int, int] | None = None
+        for (regex, cores), text in zip(self._regexes, texts, strict=True):
+            if (match := regex.search(text, start, end)) is not None:
+                key = (match.start(), match.start() - match.end(), cores[match.group()])
+                if best is None or key < best:
                     best = key
-        return None if best is None else (best[3], best[2])
+        return None if best is None else best[2]
 
     def hits(self, text: str, low: str) -> Iterator[tuple[int, int, int]]:
         """(start, end, known value's index) of each run of base64 characters (with its
@@ -1785,6 +1776,7 @@ class _Base64Cores:
             # of a record's text, read once by a pattern that starts with a set of
             # characters, which `re` skips through in C: the tries' many first characters
             # cost it some 80 ns a character wherever they are tried).
+            # (_first, written out: a record's text holds about 90 runs)
             (cores, in_text), (hexes, in_low) = self._regexes
             for run in self._runs.finditer(text):
                 start, end = run.span()
@@ -1802,8 +1794,8 @@ class _Base64Cores:
             for run in _BASE64_LINES.regex.finditer(text):
                 joined = run.group().replace("\r\n", "").replace("\n", "")
                 texts = (joined, joined.lower())
-                if (first := self._first([None, None], texts, 0)) is not None:
-                    yield run.start(), run.end(), first[1]
+                if (index := self._first(texts)) is not None:
+                    yield run.start(), run.end(), index
 
 
 # The escapes a bounded scan (scan_text's `most`) decodes in one text at most: past them it

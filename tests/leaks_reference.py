@@ -41,15 +41,19 @@ What is private, by kind:
 
 The known values are looked for in their other spellings too (`leaks.spellings`: NFC, NFD,
 a host's IDNA form, an address's numbers), in the text with its fullwidth forms read as ASCII,
-and in base64 of their UTF-8 and UTF-16LE bytes, in base32, and in hex of any case.
+and in base64 of their UTF-8 and UTF-16LE bytes, in base32, in hex of any case, and in
+base85 (the three alphabets, of 2 groups or more, computed here digit by digit).
 """
 
 from __future__ import annotations
 
 import base64
 import bisect
+import bz2
 import dataclasses
 import enum
+import functools
+import lzma
 import re
 import unicodedata
 import zlib
@@ -320,15 +324,45 @@ def _b32_cores(value: bytes, encode: Callable[[bytes], bytes] = base64.b32encode
     return found
 
 
-def _separated_hex(value: bytes) -> set[str]:
+_RFC1924 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~"
+_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+
+@functools.cache  # (the same few values for every text)
+def _b85_cores(value: bytes) -> frozenset[str]:
+    """Each group of 4 bytes wholly inside the value, after 0 to 3 bytes, as 5 digits of
+    base 85 (Ascii85's from `!`, `z` for a group of zeros; RFC 1924's and Z85's alphabets):
+    the characters of 2 groups or more."""
+    found = set()
+    for k in range(4):
+        stream = b"\x00" * k + value
+        groups = [stream[i : i + 4] for i in range(0, len(stream) - 3, 4) if i >= k]
+        if len(groups) < 2:
+            continue
+        for alphabet in ("ascii85", _RFC1924, _Z85):
+            encoded = ""
+            for group in groups:
+                number = int.from_bytes(group, "big")
+                digits = [number // 85**power % 85 for power in (4, 3, 2, 1, 0)]
+                if alphabet != "ascii85":
+                    encoded += "".join(alphabet[d] for d in digits)
+                else:
+                    encoded += "z" if number == 0 else "".join(chr(33 + d) for d in digits)
+            found.add(encoded)
+    return frozenset(found)
+
+
+def _separated_bytes(value: bytes) -> set[str]:
     """The value's hex, a pair a byte, with a separator between pairs, `=` before each, or
-    `0x` before each and a separator between."""
+    `0x` before each and a separator between; its bytes in decimal, with a separator between
+    them."""
     pairs = [f"{b:02x}" for b in value]
     prefixed = [f"0x{pair}" for pair in pairs]
     return (
         {sep.join(pairs) for sep in (" ", ":", "-", ",", ", ")}
         | {"=" + "=".join(pairs)}
         | {sep.join(prefixed) for sep in (" ", ",", ", ")}
+        | {sep.join(str(b) for b in value) for sep in (", ", ",", " ")}
     )
 
 
@@ -367,6 +401,7 @@ def _base64_hits(
     (6 bytes or more), or a core of its UTF-8 bytes in base32: the known value of the core
     that starts first, the longest, the first known."""
     occurrences = []
+    in_base85 = []
     eligible: list[tuple[int, set[str], set[str]]] = []
     for index, value in enumerate(known):
         if not _in_base64(value) or value.value in skip:
@@ -387,10 +422,17 @@ def _base64_hits(
             occurrences += _occurrences(text, core, index)
         for hexed in hexes:
             occurrences += _occurrences(_ascii_lower(text), hexed, index)  # in any case
-        # separated hex, in any case: each occurrence alone
-        for spelled in sorted(_separated_hex(utf8)):
+        # its bytes one by one, separated, in any case: each occurrence alone
+        for spelled in sorted(_separated_bytes(utf8)):
             for at, _, _ in _occurrences(_ascii_lower(text), spelled, index):
                 yield at, at + len(spelled), index
+        for core in _b85_cores(utf8):
+            in_base85 += _occurrences(text, core, index)
+    # base85: the whole run of printable ASCII (no space) around a core
+    for run in re.finditer(r"[!-~]+", text):
+        inside = [o for o in in_base85 if run.start() <= o[0] < run.end()]
+        if inside:
+            yield run.start(), run.end(), min(inside)[2]
     for run in re.finditer(r"[A-Za-z0-9+/_-]+={0,6}", text):
         inside = [o for o in occurrences if run.start() <= o[0] < run.end()]
         if inside:
@@ -425,10 +467,11 @@ class Detector:
         # with its placeholder.
         for k in list(values.values()):
             host, address = k.kind is KnownKind.HOST, k.kind is KnownKind.ADDRESS
-            rot13 = not address and k.kind is not KnownKind.STRING and _in_base64(k)
-            for value in leaks.spellings(k.value, host=host, address=address, rot13=rot13):
+            scrambled = not address and k.kind is not KnownKind.STRING and _in_base64(k)
+            for value in leaks.spellings(k.value, host=host, address=address, scrambled=scrambled):
                 values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
-        # a value's ROT13 (what only it spells) is looked for as it is, not encoded again
+        # a value's ROT13 or reversal (what only it spells) is looked for as it is, not
+        # encoded again
         plain = {k.value for k in known}
         for k in known:
             host, address = k.kind is KnownKind.HOST, k.kind is KnownKind.ADDRESS
@@ -466,7 +509,7 @@ class Detector:
                 yield dataclasses.replace(
                     first, start=run.start(), end=run.end(), excerpt=_mask(run.group())
                 )
-        # gzip or zlib data in base64 (a run that starts there, on one line or wrapped in
+        # gzip, zlib, bzip2 or xz data in base64 (a run that starts there, on one line or wrapped in
         # lines), read as text: the whole run where what it holds has a known value; 1 MiB in
         # all for one text, in the order the runs start, each counted as 1 KiB at least; past
         # that, a run of such data goes unread, as a token
@@ -475,12 +518,14 @@ class Detector:
         runs = [
             (m.start(), m.end(), m.group())
             for m in re.finditer(
-                r"(?<![A-Za-z0-9+/_-])(?:H4sI|e[AFJN])[A-Za-z0-9+/_-]{12,}={0,2}", text
+                r"(?<![A-Za-z0-9+/_-])(?:H4sI|e[AFJN]|Qlpo[MNO]|[/_]Td6WFo)"
+                r"[A-Za-z0-9+/_-]{12,}={0,2}",
+                text,
             )
         ] + [
             (m.start(), m.end(), m.group().replace("\r\n", "").replace("\n", ""))
             for m in re.finditer(r"[A-Za-z0-9+/_-]+(?:\r?\n[A-Za-z0-9+/_-]+)*={0,6}", text)
-            if "\n" in m.group() and re.match("H4sI|e[AFJN]", m.group())
+            if "\n" in m.group() and re.match("H4sI|e[AFJN]|Qlpo[MNO]|[/_]Td6WFo", m.group())
         ]
         left = 1 << 20
         for start, end, run in sorted(runs):
@@ -492,18 +537,22 @@ class Detector:
             zlib_header = (
                 len(raw) > 2 and raw[0] == 0x78 and int.from_bytes(raw[:2], "big") % 31 == 0
             )
-            if not (raw[:3] == b"\x1f\x8b\x08" or zlib_header):
+            if not (raw[:3] in (b"\x1f\x8b\x08", b"BZh", b"\xfd7z") or zlib_header):
                 continue
             if left <= 0:
                 excerpt = _mask(text[start:end])
                 yield _Found(TOKEN, start, end, excerpt, "<compressed data not read>", True, True)
                 continue
             try:
-                inflated = (
-                    zlib.decompressobj(wbits=47).decompress(raw, left).decode("utf-8", "replace")
-                )
-            except zlib.error:
+                if raw[:3] == b"BZh":
+                    data = bz2.BZ2Decompressor().decompress(raw, left)
+                elif raw[:3] == b"\xfd7z":
+                    data = lzma.LZMADecompressor(lzma.FORMAT_XZ).decompress(raw, left)
+                else:
+                    data = zlib.decompressobj(wbits=47).decompress(raw, left)
+            except (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError):
                 continue
+            inflated = data.decode("utf-8", "replace")
             left -= max(len(inflated), 1 << 10)
             # the known values in what it holds, and in its decoded views
             self._inflating = True

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import bz2
 import gzip
 import hashlib
 import itertools
+import lzma
 import time
 import zlib
 
@@ -844,8 +846,15 @@ def test_a_known_value_in_a_form_the_audit_found_is_found(
 _HOME = b"in /home/jdoe/x"
 _GZIP = _b64(gzip.compress(_HOME, mtime=0))
 _ZLIB = base64.urlsafe_b64encode(zlib.compress(b"on gb10-lab-07", 9)).decode().rstrip("=")
+_BZIP2 = _b64(bz2.compress(_HOME))
+_XZ = base64.urlsafe_b64encode(lzma.compress(b"on gb10-lab-07")).decode()
 _B32HEX = base64.b32hexencode(b"xy /home/jdoe/x").decode()
 _TWICE = _b64(_b64(_HOME).encode())
+_A85 = "<~" + base64.a85encode(b"in gb10-lab-07").decode() + "~>"
+_B85 = base64.b85encode(b"x /home/jdoe/x").decode()
+_Z85 = base64.b85encode(b"ab /home/jdoe").decode().translate(leaks._Z85)
+_B85_GROUP = base64.b85encode(b"4sho").decode()  # one group of pw4short
+_REVERSED_TOKEN = "hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx"[::-1]
 _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime=0)).decode()
 
 
@@ -855,6 +864,9 @@ _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime
         # gzip or zlib data in base64 (the URL-safe alphabet too)
         (f"blob {_GZIP} end", [(_GZIP, "/path/to/home")]),
         (f"z={_ZLIB};", [(_ZLIB, "<host>")]),
+        # bzip2's and xz's (its URL-safe `_Td6WFo` too)
+        (f"blob {_BZIP2} end", [(_BZIP2, "/path/to/home")]),
+        (f"x={_XZ}&y", [(_XZ, "<host>")]),
         # wrapped in lines, as `gzip -c | base64` writes it
         (f"log:\n{_WRAPPED}", [(_WRAPPED.rstrip("\n"), "/path/to/home")]),
         # base64 of base64; base32 in its hex alphabet, with its padding
@@ -866,6 +878,15 @@ _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime
         ("h 67:62:31:30:2D:6C:61:62:2D:30:37", [("67:62:31:30:2D:6C:61:62:2D:30:37", "<host>")]),
         ("h =2F=68=6F=6D=65=2F=6A=64=6F=65", [("=2F=68=6F=6D=65=2F=6A=64=6F=65", "/path/to/home")]),
         ("h 0x67, 0x62, 0x31, 0x30, 0x2d, 0x6c", []),
+        # ... in decimal, as a list of the bytes prints
+        (
+            "b [47, 104, 111, 109, 101, 47, 106, 100, 111, 101, 47]",
+            [("47, 104, 111, 109, 101, 47, 106, 100, 111, 101", "/path/to/home")],
+        ),
+        (
+            "b 103,98,49,48,45,108,97,98,45,48,55",
+            [("103,98,49,48,45,108,97,98,45,48,55", "<host>")],
+        ),
         (
             "c {0x2f, 0x68, 0x6f, 0x6d, 0x65, 0x2f, 0x6a, 0x64, 0x6f, 0x65}",
             [("0x2f, 0x68, 0x6f, 0x6d, 0x65, 0x2f, 0x6a, 0x64, 0x6f, 0x65", "/path/to/home")],
@@ -880,11 +901,61 @@ _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime
         ),
         # not compressed data, or holding nothing private; ROT13 of a plain user name
         ("H4sIAAAAAAAAAAAAAAAAAAAA eJzzSM3JyVcozy/KSQEAGKsEPQ== wqbr", []),
+        # base85: Ascii85 (its frame goes with the run), RFC 1924's alphabet, Z85's
+        (f"a85 {_A85} x", [(_A85, "<host>")]),
+        (f"b {_B85} y", [(_B85, "/path/to/home")]),
+        (f"z {_Z85} y", [(_Z85, "/path/to/home")]),
+        # ... not where the value holds only one whole group there (10 bytes, after 1), nor
+        # a group of 5 characters alone (found in text by chance)
+        (f"b {base64.b85encode(b'y/home/jdoe/').decode()} {_B85_GROUP}", []),
+        # written backwards (a path without its last slash, as a path is found)
+        (
+            "cd eodj/emoh/ x, 70-bal-01bg.",
+            [("eodj/emoh", "/path/to/home"), ("70-bal-01bg", "<host>")],
+        ),
+        (f"t {_REVERSED_TOKEN}.", [(_REVERSED_TOKEN, "<token>")]),
+        # spaced out, by spaces or dots
+        ("on g b 1 0 - l a b - 0 7.", [("g b 1 0 - l a b - 0 7", "<host>")]),
+        ("in /.h.o.m.e./.j.d.o.e ok", [("/.h.o.m.e./.j.d.o.e", "/path/to/home")]),
     ],
 )
 def test_a_known_value_encoded_again_is_found(text: str, found: list[tuple[str, str]]) -> None:
     hits = KNOWN_FORMS.scan_text(text)
     assert [(text[h.start : h.end], h.placeholder) for h in hits] == found
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["/home/jdoe/x", "gb10-lab-07", "/srv/ml/mod\u00e8les", "~!@#$%^&*()_+{}|:<>?", "zzzzzz"],
+)
+def test_each_spelling_of_the_bytes_is_where_the_gate_lets_them_be_searched(value: str) -> None:
+    """`_SEPARATED_BYTES` is a necessary condition: a text without a match is not searched."""
+    for spelled in leaks.separated_bytes(value.encode()):
+        assert leaks._SEPARATED_BYTES.search(spelled.lower()), spelled
+
+
+def test_a_string_seen_before_gives_its_hits_at_its_new_place() -> None:
+    """The encoded forms' hits of a string are kept and taken again (a sweep repeats its
+    prompts and replies): each at the string's place in the document that holds it."""
+    detector = Detector([Known("/home/jdoe/x", "private-path", "/path/to/home", KnownKind.PATH)])
+    blob = _b64(b"at /home/jdoe/x")
+    assert [h.pointer for h in detector.scan_document({"a": blob})] == ["/a"]
+    again = detector.scan_document({"b": ["x", f"{blob} {blob}"], "c": blob})
+    assert [(h.pointer, h.start, h.end) for h in again] == [
+        ("/b/1", 0, len(blob)),
+        ("/b/1", len(blob) + 1, 2 * len(blob) + 1),
+        ("/c", 0, len(blob)),
+    ]
+
+
+def test_base85_cores_are_each_alphabets_encoding() -> None:
+    # ZeroMQ's test vector (RFC 32): Python before 3.13 has no z85encode to compare with
+    vector = bytes([0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B])
+    assert leaks.base85_cores(vector) == [
+        base64.a85encode(vector).decode(),
+        base64.b85encode(vector).decode(),
+        "HelloWorld",
+    ]
 
 
 def test_a_known_value_in_utf16_read_as_latin1_is_found() -> None:

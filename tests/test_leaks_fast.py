@@ -10,9 +10,11 @@ document of every sample bundle (archives included), the hostile corpus and gene
 from __future__ import annotations
 
 import base64
+import bz2
 import gzip
 import io
 import json
+import lzma
 import re
 import sys
 import tarfile
@@ -300,10 +302,22 @@ FRAGMENTS = (
     "tch-obk-01",
     base64.b64encode(gzip.compress(b"at /home/alice/x", mtime=0)).decode(),
     base64.urlsafe_b64encode(zlib.compress(b"gpu-box-01 and /home/bob/y")).decode(),
+    base64.b64encode(bz2.compress(b"at /home/alice/x")).decode(),
+    base64.b64encode(lzma.compress(b"gpu-box-01 and /home/bob/y")).decode(),
     "H4sIAAAAAAAAA",
     "eJzLSM3",
     "gpu-box-01".encode("utf-16-le").decode("latin-1"),  # a NUL after each character
     "/\x00h\x00o\x00m\x00e\x00/",
+    # ... in base85 (Ascii85 with its frame, RFC 1924's, Z85's), in parts too; reversed and
+    # spaced out
+    "<~" + base64.a85encode(b"a /srv/private/models").decode() + "~>",
+    base64.b85encode(b"xyz s3cr3t-Value.x").decode(),
+    base64.b85encode(b"/srv/private/models").decode()[:12],
+    base64.b85encode(b"x gpu-box-01!").decode().translate(leaks._Z85),
+    "x.eulaV-t3rc3s",
+    "ecila/emoh/",
+    "g p u - b o x - 0 1",
+    "/.h.o.m.e./.a.l.i.c.e",
 )
 texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=30).map(
     "".join

@@ -52,13 +52,13 @@ What is private, by kind:
 Export also finds the values it knows in base64 (wrapped in lines or not, of their UTF-8 or
 UTF-16LE bytes, of a path with JSON's escaped slashes, and base64 of that base64), in base32
 (both alphabets) and in hex (of UTF-8 or UTF-16LE, in any case; a pair a byte with
-separators, quoted-printable, C's `0x2f, 0x68`), in UTF-16LE read as Latin-1 (`_spread_hits`),
-in gzip or zlib data in base64 (`_compressed_hits`); in their
-other spellings (NFC and NFD, a host's IDNA form, ROT13, an address as one number or in
-dotted octal or hex: `spellings`) and in fullwidth forms (`ｇｂ１０`);
-a user name in account forms (`user: al`, `{"login": "al"}`, `uid=1000(al)`), a long
-secret inside a longer token, a string the user named private anywhere and in any case, an
-address with padded octets.
+separators, quoted-printable, C's `0x2f, 0x68`), as decimal bytes, in base85
+(`base85_cores`), in UTF-16LE read as Latin-1 (`_spread_hits`), in gzip, zlib, bzip2 or xz
+data in base64 (`_compressed_hits`); in their other spellings (NFC and NFD, a host's IDNA
+form, ROT13, reversed, spaced out, an address as one number or in dotted octal or hex:
+`spellings`) and in fullwidth forms (`ｇｂ１０`); a user name in account forms (`user: al`,
+`{"login": "al"}`, `uid=1000(al)`), a long secret inside a longer token, a string the user
+named private anywhere and in any case, an address with padded octets.
 """
 
 from __future__ import annotations
@@ -1615,24 +1615,56 @@ def base32_cores(value: bytes, *, hex_alphabet: bool = False) -> list[str]:
     return list(dict.fromkeys(cores))
 
 
-def separated_hex(value: bytes) -> list[str]:
-    """The hex of `value`'s bytes, in lower case, a pair a byte, with a separator between
-    them (`2f 68 6f`, `2f:68:6f`, `2f-68-6f`, `2f,68,6f`, `2f, 68, 6f`), each after an `=`
-    (quoted-printable: `=2F=68=6F`), or each after `0x` (`0x2f, 0x68`, as C arrays)."""
+def base85_cores(value: bytes) -> list[str]:
+    """The base85 characters that depend on `value`'s bytes alone: base85 writes each group of
+    4 bytes as 5 characters, so for each of the 4 places the value can start at in a group,
+    the characters of the groups wholly inside it; in Ascii85 (`a85encode`, Adobe's), RFC
+    1924's alphabet (`b85encode`, git's) and ZeroMQ's Z85 (distinct, in that order). Only
+    cores of 2 groups or more (10 characters): one of 5 is found in text by chance."""
+    cores: list[str] = []
+    for k in range(4):
+        first = -k % 4  # where the value's first whole group starts in it
+        whole = (len(value) - first) // 4 * 4
+        if whole >= 2 * 4:
+            groups = value[first : first + whole]
+            rfc1924 = base64.b85encode(groups).decode("ascii")
+            cores += [base64.a85encode(groups).decode("ascii"), rfc1924, rfc1924.translate(_Z85)]
+    return list(dict.fromkeys(cores))
+
+
+_Z85 = str.maketrans(
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~",
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#",
+)
+# A base85 encoding is a run of printable ASCII without spaces (the three alphabets
+# together): a hit is the whole run around a core.
+_PRINTABLE_RUN = re.compile("[!-~]*")
+
+
+def separated_bytes(value: bytes) -> list[str]:
+    """`value`'s bytes one by one: in hex, in lower case, a pair a byte, with a separator
+    between them (`2f 68 6f`, `2f:68:6f`, `2f-68-6f`, `2f,68,6f`, `2f, 68, 6f`), each after
+    an `=` (quoted-printable: `=2F=68=6F`), or each after `0x` (`0x2f, 0x68`, as C arrays);
+    and in decimal (`47, 104, 111`, `47,104,111`, `47 104 111`: a list of them printed)."""
     pairs = [f"{byte:02x}" for byte in value]
     prefixed = [f"0x{pair}" for pair in pairs]
+    decimal = [str(byte) for byte in value]
     return [
         *(sep.join(pairs) for sep in _HEX_SEPARATORS),
         "=" + "=".join(pairs),
         *(sep.join(prefixed) for sep in (" ", ",", ", ")),
+        *(sep.join(decimal) for sep in (", ", ",", " ")),
     ]
 
 
 _HEX_SEPARATORS = (" ", ":", "-", ",", ", ")
-# Where a text can hold such a spelling (in lower case): three pairs so separated (the
-# second perhaps after `0x`), or two after `=`; tried where a separator or `=` is.
-_SEPARATED_HEX = re.compile(
-    r"[ :,=-](?:(?<=[0-9a-f]{2}[ :,-])|(?<=[0-9a-f]{2}, )|(?<==))(?:0x)?[0-9a-f]{2}[ :,=-]"
+# Where a text can hold such a spelling (in lower case): three bytes so separated (the
+# second perhaps after `0x`), or two after `=`; tried where a separator or `=` is. (A value
+# of 6 bytes or more: 3 in a row; in decimal, each of 2 digits or 3 but a control
+# character's, which no path, name or secret holds.)
+_SEPARATED_BYTES = re.compile(
+    r"[ :,=-](?:(?<=[0-9a-f]{2}[ :,-])|(?<=[0-9a-f]{2}, )|(?<==))"
+    r"(?:(?:0x)?[0-9a-f]{2}|[0-9]{3})[ :,=-]"
 )
 
 
@@ -1696,9 +1728,12 @@ class _Base64Cores:
         # Hex is found the same way: its digits are base64 characters, and a value's hex is
         # one string wherever it starts; in lower case, matched in any case.
         self.hexes: dict[str, int] = {}
-        # And hex a pair a byte with separators, or quoted-printable (`separated_hex`): not
-        # base64 characters, so a hit is the spelling alone, not the run around it.
+        # And the bytes one by one, in hex or decimal, with separators, or quoted-printable
+        # (`separated_bytes`): not base64 characters, so a hit is the spelling alone, not the
+        # run around it.
         self.separated: dict[str, int] = {}
+        # And base85's cores (`base85_cores`): a hit is the run of printable ASCII around one.
+        self.base85: dict[str, int] = {}
         for index, value in enumerate(known):
             if _in_base64(value) and value.value not in skip:
                 utf8, utf16 = _encodings(value.value)
@@ -1723,14 +1758,21 @@ class _Base64Cores:
                     self.cores.setdefault(core, index)
                 self.hexes.setdefault(utf8.hex(), index)
                 self.hexes.setdefault(utf16.hex(), index)
-                for spelled in separated_hex(utf8):
+                for spelled in separated_bytes(utf8):
                     self.separated.setdefault(spelled, index)
+                for core in base85_cores(utf8):
+                    self.base85.setdefault(core, index)
         shortest = min(map(len, [*self.cores, *self.hexes]), default=0)
         self._long_run = re.compile(rf"{_BASE64_CLASS}{{{shortest}}}", re.ASCII)
         # each run of base64 characters that can hold a core, with its padding
         self._runs = re.compile(rf"{_BASE64_CLASS}{{{shortest},}}={{0,6}}", re.ASCII)
         self._regexes: list[tuple[re.Pattern[str], dict[str, int]]] | None = None
         self._separated: re.Pattern[str] | None = None
+        self._base85: re.Pattern[str] | None = None
+        self._memo: dict[str, list[tuple[int, int, int]]] = {}
+        self._memo_chars = 0
+        everything = [*self.cores, *self.hexes, *self.separated, *self.base85]
+        self._shortest = min(map(len, everything), default=0)
 
     def _first(self, texts: tuple[str, str], start: int = 0, end: int = sys.maxsize) -> int | None:
         """The index of the known value of the first core between `start` and `end` (the
@@ -1746,14 +1788,38 @@ class _Base64Cores:
         return None if best is None else best[2]
 
     def hits(self, text: str, low: str) -> Iterator[tuple[int, int, int]]:
+        """`_hits` of `text` (`low`: the same in lower case, one character for one), string
+        by string. No hit holds a SEP (no core, hex spelling or run does), so the hits of
+        the text are those of its strings; and those of a string seen before are taken from
+        a memo: a sweep sends the same prompts again and again, and gets the same replies
+        (the bench's capture of 10,024 requests: 6.3 million characters, of which 130,000
+        in distinct strings of 16 characters or more)."""
+        if not self.cores:
+            return
+        memo, shortest, offset = self._memo, self._shortest, 0
+        for piece, piece_low in zip(text.split(SEP), low.split(SEP), strict=True):
+            if len(piece) >= shortest:  # (a shorter one holds nothing to find)
+                found = memo.get(piece)
+                if found is None:
+                    found = list(self._hits(piece, piece_low))
+                    if len(piece) <= _MEMO_MOST:
+                        if self._memo_chars > _MEMO_CHARS:
+                            memo.clear()
+                            self._memo_chars = 0
+                        memo[piece] = found
+                        self._memo_chars += len(piece)
+                for start, end, index in found:
+                    yield start + offset, end + offset, index
+            offset += len(piece) + 1
+
+    def _hits(self, text: str, low: str) -> Iterator[tuple[int, int, int]]:
         """(start, end, known value's index) of each run of base64 characters (with its
         padding) that holds a core, and of each run of such lines (base64 wrapped at 64 or 76
         columns, as MIME and PEM write it) whose lines joined hold one; the known value is
-        that of the core that starts first in the run, the longest there; and each separated
-        hex spelling (`separated_hex`), in any case, alone (the longest at its place)."""
-        if not self.cores:
-            return
-        if self.separated and _SEPARATED_HEX.search(low) is not None:
+        that of the core that starts first in the run, the longest there; and each spelling
+        of the bytes one by one (`separated_bytes`), in any case, alone (the longest at its
+        place)."""
+        if self.separated and _SEPARATED_BYTES.search(low) is not None:
             if self._separated is None:
                 self._separated = re.compile(_trie_pattern(list(self.separated)))
             # every place one starts (the longest there): one may overlap another's
@@ -1761,6 +1827,20 @@ class _Base64Cores:
             while (match := find(low, position)) is not None:
                 yield match.start(), match.end(), self.separated[match.group()]
                 position = match.start() + 1
+        if self.base85:
+            if self._base85 is None:
+                self._base85 = re.compile(_trie_pattern(list(self.base85)))
+            # each run of printable ASCII read once, back to its start and on to its end,
+            # however many cores it holds: the search goes on after it
+            find, position = self._base85.search, 0
+            while (match := find(text, position)) is not None:
+                start = match.start()
+                while start > position and "!" <= text[start - 1] <= "~":
+                    start -= 1
+                run = _PRINTABLE_RUN.match(text, match.end())
+                end = run.end() if run is not None else match.end()
+                yield start, end, self.base85[match.group()]
+                position = end
         lines = "\n" in text
         one_line = self._long_run.search(text) is not None
         if not (one_line or lines):
@@ -1797,6 +1877,11 @@ class _Base64Cores:
                 if (index := self._first(texts)) is not None:
                     yield run.start(), run.end(), index
 
+
+# The strings whose hits `_Base64Cores.hits` keeps: up to this long (a longer one is seldom
+# seen twice), for this many characters in all (then it starts again with none).
+_MEMO_MOST = 1 << 16
+_MEMO_CHARS = 1 << 23
 
 # The escapes a bounded scan (scan_text's `most`) decodes in one text at most: past them it
 # stops (`TOO_MANY`). Each costs some 150 bytes and 1-2 us to decode; 15 MB of `%41` held
@@ -1857,15 +1942,16 @@ _BATCH_GAP = SEP * (_ADDRESS_WINDOW + 8)
 
 
 def spellings(
-    value: str, *, host: bool = False, address: bool = False, rot13: bool = False
+    value: str, *, host: bool = False, address: bool = False, scrambled: bool = False
 ) -> list[str]:
     """The other spellings of a known value that a text can hold for it: where it has letters
     past ASCII, composed and decomposed (NFC, NFD: `jöns` as `jo\u0308ns`), and a host name
     also in its IDNA form (`xn--bro-lab-07-9db` for `büro-lab-07`, label by label); with
-    `rot13`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`); an IPv4 address as one number, in
-    decimal and in hex, and with its octets in octal (as they are, or of 4 digits) or in hex,
-    as URLs and `inet_aton` read them (`3232245783`, `0xC0A82817`, `0300.0250.050.027`,
-    `0300.0250.0050.0027`, `0xc0.0xa8.0x28.0x17`)."""
+    `scrambled`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`), its characters in reverse
+    order (`ecila/emoh/`) and spaced out (`/ h o m e`, `/.h.o.m.e`); an IPv4 address as one
+    number, in decimal and in hex, and with its octets in octal (as they are, or of 4 digits)
+    or in hex, as URLs and `inet_aton` read them (`3232245783`, `0xC0A82817`,
+    `0300.0250.050.027`, `0300.0250.0050.0027`, `0xc0.0xa8.0x28.0x17`)."""
     if address:
         try:
             packed = ipaddress.IPv4Address(value).packed
@@ -1891,12 +1977,12 @@ def spellings(
         if host:
             with contextlib.suppress(UnicodeError):  # a label too long, empty or not allowed
                 found.append(value.encode("idna").decode("ascii"))
-    if rot13:
-        found.append(codecs.encode(value, "rot13"))
+    if scrambled:
+        found += [codecs.encode(value, "rot13"), value[::-1], " ".join(value), ".".join(value)]
     return [form for form in dict.fromkeys(found) if form != value]
 
 
-def _spelled(known: Sequence[Known], *, rot13: bool = True) -> list[Known]:
+def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
     """The known values (the last of each value), then each one's other spellings that is
     not a known value itself, with its category, placeholder and kind."""
     values = {k.value: k for k in known}
@@ -1908,7 +1994,9 @@ def _spelled(known: Sequence[Known], *, rot13: bool = True) -> list[Known]:
             host=kind is KnownKind.HOST,
             address=kind is KnownKind.ADDRESS,
             # (not a string named private, found inside any word: its ROT13 could be one)
-            rot13=rot13 and kind not in (KnownKind.ADDRESS, KnownKind.STRING) and _in_base64(k),
+            scrambled=scrambled
+            and kind not in (KnownKind.ADDRESS, KnownKind.STRING)
+            and _in_base64(k),
         ):
             if value not in values:
                 values[value] = Known(value, k.category, k.placeholder, k.kind)
@@ -1916,12 +2004,26 @@ def _spelled(known: Sequence[Known], *, rot13: bool = True) -> list[Known]:
     return found
 
 
-# Compressed data in base64: gzip's (`1f 8b 08`: `H4sI`) and zlib's (`78 01`, `78 5e`, `78 9c`,
-# `78 da`: `eA`, `eF`, `eJ`, `eN`), each a run of base64 that starts there. Export reads
-# what they hold (at most _MOST_INFLATED bytes of all those of one text), for the values it
-# knows.
-_COMPRESSED = _Lazy(rf"(?:H4sI|e[AFJN]){_BASE64_CLASS}{{12,}}={{0,2}}", re.ASCII)
-_COMPRESSED_STARTS = ("H4sI", "eA", "eF", "eJ", "eN")
+# Compressed data in base64: gzip's (`1f 8b 08`: `H4sI`), zlib's (`78 01`, `78 5e`, `78 9c`,
+# `78 da`: `eA`, `eF`, `eJ`, `eN`), bzip2's (`BZh` and a level from 1 to 9: `QlpoM` to
+# `QlpoO`) and xz's (`fd 37 7a 58 5a 00`: `/Td6WFo`), each a run of base64 that starts
+# there. Export reads what they hold (at most _MOST_INFLATED bytes of all those of one text),
+# for the values it knows.
+_COMPRESSED = _Lazy(
+    rf"(?:H4sI|e[AFJN]|Qlpo[MNO]|[/_]Td6WFo){_BASE64_CLASS}{{12,}}={{0,2}}", re.ASCII
+)
+_COMPRESSED_STARTS = (
+    "H4sI",
+    "eA",
+    "eF",
+    "eJ",
+    "eN",
+    "QlpoM",
+    "QlpoN",
+    "QlpoO",
+    "/Td6WFo",
+    "_Td6WFo",
+)
 _MOST_INFLATED = 1 << 20
 # What each run read costs of that at least: a text of many small runs is read no longer.
 _LEAST_INFLATED = 1 << 10
@@ -1935,13 +2037,14 @@ _FROM_URL_SAFE = str.maketrans("-_", "+/")
 
 def _compressed(run: str) -> bytes | None:
     """The bytes of a run of base64 (either alphabet, its line breaks left out) that start
-    as gzip or zlib data do; None where they do not."""
+    as gzip, zlib, bzip2 or xz data do; None where they do not."""
     data = run.rstrip("=").translate(_FROM_URL_SAFE)
     if len(data) % 4 == 1:
         return None
     try:  # the header first (its first 3 bytes), then the rest
         head = base64.b64decode(data[:4])
-        if head != b"\x1f\x8b\x08" and not (head[0] == 0x78 and (0x78 << 8 | head[1]) % 31 == 0):
+        zlib_header = head[0] == 0x78 and (0x78 << 8 | head[1]) % 31 == 0
+        if head not in (b"\x1f\x8b\x08", b"BZh", b"\xfd7z") and not zlib_header:
             return None
         return base64.b64decode(data + "=" * (-len(data) % 4))
     except ValueError:  # binascii.Error
@@ -1949,11 +2052,24 @@ def _compressed(run: str) -> bytes | None:
 
 
 def _inflated(raw: bytes, most: int) -> str | None:
-    """The text (UTF-8, invalid bytes replaced) of gzip or zlib data, its first `most` bytes
-    (of the first gzip member); None where it is not that."""
+    """The text (UTF-8, invalid bytes replaced) of gzip, zlib, bzip2 or xz data, its first
+    `most` bytes (of the first gzip member, bzip2 or xz stream); None where it is not that."""
+    decompress: Callable[[bytes, int], bytes]
+    errors: tuple[type[Exception], ...]
+    if raw.startswith(b"BZh"):
+        import bz2  # (imported only where there is such data)
+
+        decompress, errors = bz2.BZ2Decompressor().decompress, (OSError, EOFError, ValueError)
+    elif raw.startswith(b"\xfd7z"):
+        import lzma
+
+        decompress = lzma.LZMADecompressor(lzma.FORMAT_XZ).decompress
+        errors = (lzma.LZMAError, EOFError)
+    else:
+        decompress, errors = zlib.decompressobj(wbits=47).decompress, (zlib.error,)
     try:
-        inflated = zlib.decompressobj(wbits=47).decompress(raw, most)
-    except zlib.error:
+        inflated = decompress(raw, most)
+    except errors:
         return None
     return inflated.decode("utf-8", "replace")
 
@@ -1976,9 +2092,11 @@ class Detector:
         in ROT13, base64, hex and the rest (what export builds as it collects values, for
         the few short texts it names placeholders after: each value added means another
         detector, and every public document is scanned by the whole one at the end)."""
-        self.known = tuple(sorted(_spelled(known, rot13=encoded), key=_longest_first))
-        # (a value's ROT13 is looked for as it is, not encoded again)
-        rotated = {k.value for k in self.known} - {k.value for k in _spelled(known, rot13=False)}
+        self.known = tuple(sorted(_spelled(known, scrambled=encoded), key=_longest_first))
+        # (a value's ROT13 or reversal is looked for as it is, not encoded again)
+        rotated = {k.value for k in self.known} - {
+            k.value for k in _spelled(known, scrambled=False)
+        }
         # Opaque values apart: a long one must not hide a private path inside it.
         self._regexes: list[_KnownRegex] = []
         for opaque in (False, True):
@@ -2028,16 +2146,16 @@ class Detector:
                 yield replace(first, start=run.start(), end=run.end(), excerpt=_mask(run.group()))
 
     def _compressed_hits(self, text: str) -> Iterator[_Found]:
-        """Each run of base64 (on one line, or wrapped in lines) that holds gzip or zlib data
-        whose text (`_inflated`) holds a known value, in it or in its decoded views: the
-        whole run, as the known value's hit inside names it (`_first_inside`). Binary data
-        can spell anything a generic detector finds: only the known values are looked for.
-        The runs of one text give _MOST_INFLATED bytes in all, in the order they start, each
-        counted as _LEAST_INFLATED at least (a text of bombs, or of many small runs, costs no
-        more than that); compressed data past them is not read, and goes as a token would
-        (fail closed: what was not read is not published)."""
+        """Each run of base64 (on one line, or wrapped in lines) that holds gzip, zlib,
+        bzip2 or xz data whose text (`_inflated`) holds a known value, in it or in its decoded
+        views: the whole run, as the known value's hit inside names it (`_first_inside`).
+        Binary data can spell anything a generic detector finds: only the known values are
+        looked for. The runs of one text give _MOST_INFLATED bytes in all, in the order they
+        start, each counted as _LEAST_INFLATED at least (a text of bombs, or of many small
+        runs, costs no more than that); compressed data past them is not read, and goes as a
+        token would (fail closed: what was not read is not published)."""
         runs: list[tuple[int, int, str]] = []
-        if "H4sI" in text or "e" in text:
+        if any(start in text for start in ("H4sI", "e", "Qlpo", "Td6WFo")):
             for match in _COMPRESSED.regex.finditer(text):
                 start = match.start()
                 if not start or text[start - 1] not in _BASE64_TEXT:  # where a run starts

@@ -278,6 +278,8 @@ def scale_raw(raw: Path, copies: int) -> None:
                     old_id, body["id"] = body["id"], f"{body['id']}-x{n}"
                     if isinstance(response.get("text"), str):
                         response["text"] = response["text"].replace(old_id, body["id"])
+                if isinstance(body, dict) and response.get("text") is None:
+                    _vary_choices(body.get("choices"), n)  # as a reply the body alone holds
                 path.write_text(json.dumps(doc, indent=2))
             run["conditions"].append({**condition, "id": new_id})
     (raw / "run.json").write_text(json.dumps(run, indent=2))
@@ -340,26 +342,38 @@ def _vary_reply(record: dict[str, Any], copy: int) -> None:
 
     Every record of a copy changes the same way, so its split stays what it was, while no
     reply text repeats from one copy to the next: a cache keyed by string cannot make a
-    verify of this bundle cheaper than one of a real sweep.
+    verify of this bundle (or an export of the raw capture, `scale_raw`) cheaper than one
+    of a real sweep, whose requests of one condition repeat their replies, but not those of
+    every other condition.
     """
     from verifier.canonical import output_hash
 
     response = record.get("response")
     choices = response.get("choices") if isinstance(response, dict) else None
-    if not isinstance(choices, list) or record.get("output_hash") is None:
-        return
-    for choice in choices:
-        message = choice.get("message") if isinstance(choice, dict) else None
-        if choice.get("logprobs") is not None or not isinstance(message, dict):
-            return  # token lists spell the reply: leave such records as they are
+    if record.get("output_hash") is not None and _vary_choices(choices, copy):
+        record["output_hash"] = output_hash(response)
+
+
+def _vary_choices(choices: object, copy: int) -> bool:
+    """The copy number, spelled as words, after every seventh word of each choice's
+    message; False (and nothing changed) where a choice holds token lists, which spell the
+    reply."""
+    if not isinstance(choices, list):
+        return False
+    messages = [c.get("message") if isinstance(c, dict) else None for c in choices]
+    if not all(isinstance(m, dict) for m in messages):
+        return False
+    if any(c.get("logprobs") is not None for c in choices):
+        return False
+    tag = _spelled(copy)
+    for message in messages:
+        assert isinstance(message, dict)
         if isinstance(message.get("content"), str):
             words = message["content"].split(" ")
-            # the copy number, spelled as words, after every seventh word
-            tag = _spelled(copy)
             message["content"] = " ".join(
                 w + (f" {tag}" if i % 7 == 6 else "") for i, w in enumerate(words)
             )
-    record["output_hash"] = output_hash(response)
+    return True
 
 
 _DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")

@@ -352,17 +352,17 @@ def _b85_cores(value: bytes) -> frozenset[str]:
     return frozenset(found)
 
 
-def _separated_bytes(value: bytes) -> set[str]:
+def _separated_bytes(value: bytes, decimal: bool) -> set[str]:
     """The value's hex, a pair a byte, with a separator between pairs, `=` before each, or
-    `0x` before each and a separator between; its bytes in decimal, with a separator between
-    them."""
+    `0x` before each and a separator between; with `decimal`, its bytes in decimal, with a
+    separator between them."""
     pairs = [f"{b:02x}" for b in value]
     prefixed = [f"0x{pair}" for pair in pairs]
     return (
         {sep.join(pairs) for sep in (" ", ":", "-", ",", ", ")}
         | {"=" + "=".join(pairs)}
         | {sep.join(prefixed) for sep in (" ", ",", ", ")}
-        | {sep.join(str(b) for b in value) for sep in (", ", ",", " ")}
+        | {sep.join(str(b) for b in value) for sep in (", ", ",", " ") if decimal}
     )
 
 
@@ -423,7 +423,7 @@ def _base64_hits(
         for hexed in hexes:
             occurrences += _occurrences(_ascii_lower(text), hexed, index)  # in any case
         # its bytes one by one, separated, in any case: each occurrence alone
-        for spelled in sorted(_separated_bytes(utf8)):
+        for spelled in sorted(_separated_bytes(utf8, leaks.spells_apart(value.value))):
             for at, _, _ in _occurrences(_ascii_lower(text), spelled, index):
                 yield at, at + len(spelled), index
         for core in _b85_cores(utf8):
@@ -431,6 +431,20 @@ def _base64_hits(
     # base85: the whole run of printable ASCII (no space) around a core
     for run in re.finditer(r"[!-~]+", text):
         inside = [o for o in in_base85 if run.start() <= o[0] < run.end()]
+        if inside:
+            yield run.start(), run.end(), min(inside)[2]
+    # ... and each run of such lines whose lines joined hold one
+    for run in re.finditer(r"[!-~]+(?:\r?\n[!-~]+)*", text):
+        if "\n" not in run.group():
+            continue
+        joined = run.group().replace("\r\n", "").replace("\n", "")
+        inside = [
+            (joined.find(core), -len(core), index)
+            for index, value in enumerate(known)
+            if _in_base64(value) and value.value not in skip
+            for core in _b85_cores(value.value.encode("utf-8", "surrogatepass"))
+            if core in joined
+        ]
         if inside:
             yield run.start(), run.end(), min(inside)[2]
     for run in re.finditer(r"[A-Za-z0-9+/_-]+={0,6}", text):
@@ -457,6 +471,57 @@ def _base64_hits(
             yield run.start(), run.end(), min(inside)[2]
 
 
+def _stream(data: bytes) -> tuple[Any, int] | None:
+    """A decompressor of the stream that starts `data` (gzip, zlib, bzip2, xz), and the least
+    it costs to read: a bzip2 block's size."""
+    if data[:3] == b"\x1f\x8b\x08":
+        return zlib.decompressobj(wbits=31), 0
+    if data[:1] == b"x" and len(data) > 1 and int.from_bytes(data[:2], "big") % 31 == 0:
+        return zlib.decompressobj(wbits=15), 0
+    if data[:3] == b"BZh":
+        level = data[3:4]
+        return bz2.BZ2Decompressor(), (
+            int(level) * 100_000 if level in b"123456789" and level else 900_000
+        )
+    if data[:6] == b"\xfd7zXZ\x00":
+        return lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=1 << 28), 0
+    return None
+
+
+def _decompressed(raw: bytes, most: int) -> tuple[bytes, int, bool]:
+    """Each stream of `raw` in turn, `most` bytes in all; of a stream that fails, what came
+    out of it fed 16 bytes at a time before the step that failed; and the cost: the bytes
+    out, or if more, 1 KiB a stream, or a bzip2 stream's block size; and whether all was
+    read before `most`."""
+    out, cost, data = b"", 0, raw
+    while data:
+        if max(len(out), cost) >= most:
+            return out, max(len(out), cost), False
+        opened = _stream(data)
+        if opened is None:
+            break
+        decompressor, least = opened
+        cost += max(least, 1 << 10)  # each stream 1 KiB at least
+        try:
+            out += decompressor.decompress(data, most - len(out))
+        except Exception:  # any failure: what came out before it
+            decompressor, _ = _stream(data) or (None, 0)
+            part = b""
+            try:
+                for at in range(0, len(data), 16):
+                    part += decompressor.decompress(data[at : at + 16], most - len(out) - len(part))
+                    if len(out) + len(part) >= most or decompressor.eof:
+                        break
+            except Exception:  # what came out before it is all there is
+                pass
+            out += part
+            break
+        if not decompressor.eof:
+            return out, max(len(out), cost), len(out) < most
+        data = decompressor.unused_data
+    return out, max(len(out), cost), True
+
+
 class Detector:
     """The generic detectors plus the values one raw capture knows to be private."""
 
@@ -467,9 +532,12 @@ class Detector:
         # with its placeholder.
         for k in list(values.values()):
             host, address = k.kind is KnownKind.HOST, k.kind is KnownKind.ADDRESS
-            scrambled = not address and k.kind is not KnownKind.STRING and _in_base64(k)
-            for value in leaks.spellings(k.value, host=host, address=address, scrambled=scrambled):
+            scrambles = not address and k.kind is not KnownKind.STRING and _in_base64(k)
+            for value in leaks.spellings(k.value, host=host, address=address, rot13=scrambles):
                 values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
+            # written backwards, spaced out: a secret's literal
+            for value in leaks.spelled_out(k.value) if scrambles else ():
+                values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
         # a value's ROT13 or reversal (what only it spells) is looked for as it is, not
         # encoded again
         plain = {k.value for k in known}
@@ -543,17 +611,15 @@ class Detector:
                 excerpt = _mask(text[start:end])
                 yield _Found(TOKEN, start, end, excerpt, "<compressed data not read>", True, True)
                 continue
-            try:
-                if raw[:3] == b"BZh":
-                    data = bz2.BZ2Decompressor().decompress(raw, left)
-                elif raw[:3] == b"\xfd7z":
-                    data = lzma.LZMADecompressor(lzma.FORMAT_XZ).decompress(raw, left)
-                else:
-                    data = zlib.decompressobj(wbits=47).decompress(raw, left)
-            except (zlib.error, OSError, EOFError, ValueError, lzma.LZMAError):
+            data, cost, whole = _decompressed(raw, left)
+            left -= max(cost, 1 << 10)
+            excerpt = _mask(text[start:end])
+            unread = _Found(TOKEN, start, end, excerpt, "<compressed data not read>", True, True)
+            if not data:
+                if not whole:
+                    yield unread
                 continue
             inflated = data.decode("utf-8", "replace")
-            left -= max(len(inflated), 1 << 10)
             # the known values in what it holds, and in its decoded views
             self._inflating = True
             try:
@@ -571,6 +637,8 @@ class Detector:
                 yield dataclasses.replace(
                     first, start=start, end=end, excerpt=_mask(text[start:end])
                 )
+            elif not whole:  # past the bytes read: not read, so it goes
+                yield unread
 
     def _known_matches(self, text: str, original: str) -> Iterator[_Found]:
         for match in (m for regex in self._regexes for m in regex.finditer(text)):

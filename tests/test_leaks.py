@@ -854,6 +854,7 @@ _A85 = "<~" + base64.a85encode(b"in gb10-lab-07").decode() + "~>"
 _B85 = base64.b85encode(b"x /home/jdoe/x").decode()
 _Z85 = base64.b85encode(b"ab /home/jdoe").decode().translate(leaks._Z85)
 _B85_GROUP = base64.b85encode(b"4sho").decode()  # one group of pw4short
+_A85_LINES = base64.a85encode(b"ab/home/jdoe/x", wrapcol=6).decode().replace("\n", "\r\n")
 _REVERSED_TOKEN = "hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx"[::-1]
 _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime=0)).decode()
 
@@ -905,13 +906,21 @@ _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime
         (f"a85 {_A85} x", [(_A85, "<host>")]),
         (f"b {_B85} y", [(_B85, "/path/to/home")]),
         (f"z {_Z85} y", [(_Z85, "/path/to/home")]),
+        # ... wrapped in lines (`a85encode(wrapcol=...)`): the run of lines, from a line of
+        # printable characters before it (`x`) to the last such line
+        (f"x\n{_A85_LINES}\n\nok", [(f"x\n{_A85_LINES}", "/path/to/home")]),
         # ... not where the value holds only one whole group there (10 bytes, after 1), nor
         # a group of 5 characters alone (found in text by chance)
         (f"b {base64.b85encode(b'y/home/jdoe/').decode()} {_B85_GROUP}", []),
-        # written backwards (a path without its last slash, as a path is found)
+        # written backwards: a literal, as a secret is
         (
             "cd eodj/emoh/ x, 70-bal-01bg.",
-            [("eodj/emoh", "/path/to/home"), ("70-bal-01bg", "<host>")],
+            [("eodj/emoh/", "/path/to/home"), ("70-bal-01bg", "<host>")],
+        ),
+        # ... spaced out, and a short or plain value not (`1 2 3 4 5 6` is a count)
+        (
+            "pw 4 p w 4 s h o r t; trohs4wp.",
+            [("p w 4 s h o r t", "<token>"), ("trohs4wp", "<token>")],
         ),
         (f"t {_REVERSED_TOKEN}.", [(_REVERSED_TOKEN, "<token>")]),
         # spaced out, by spaces or dots
@@ -926,12 +935,37 @@ def test_a_known_value_encoded_again_is_found(text: str, found: list[tuple[str, 
 
 @pytest.mark.parametrize(
     "value",
-    ["/home/jdoe/x", "gb10-lab-07", "/srv/ml/mod\u00e8les", "~!@#$%^&*()_+{}|:<>?", "zzzzzz"],
+    [
+        "/home/jdoe/x",
+        "gb10-lab-07",
+        "/srv/ml/mod\u00e8les",
+        "~!@#$%^&*()_+{}|:<>?",
+        "zzzzzz",
+        "a\tb\tc\td\x01e",  # bytes of one digit in decimal (audit 30)
+    ],
 )
 def test_each_spelling_of_the_bytes_is_where_the_gate_lets_them_be_searched(value: str) -> None:
     """`_SEPARATED_BYTES` is a necessary condition: a text without a match is not searched."""
     for spelled in leaks.separated_bytes(value.encode()):
         assert leaks._SEPARATED_BYTES.search(spelled.lower()), spelled
+
+
+def test_a_plain_value_is_not_looked_for_spelled_out() -> None:
+    """Counting, or listing letters or numbers, spells no secret: a value of letters only or
+    digits only, or of fewer than 8 characters, is not looked for spaced out, dotted or in
+    decimal bytes (audit 30: a reply that counts would have stopped an export)."""
+    detector = Detector(
+        [
+            Known("123456", "token", "<token>", KnownKind.SECRET),
+            Known("abcdefgh", "token", "<token>", KnownKind.SECRET),
+            Known("12345678", "token", "<token>", KnownKind.SECRET),
+        ]
+    )
+    text = (
+        "1 2 3 4 5 6 7 8 9, 1.2.3.4.5.6.7.8, a b c d e f g h i, "
+        f"{list(range(40, 60))}, {list(b'abcdefghi')}"
+    )
+    assert detector.scan_text(text) == []
 
 
 def test_a_string_seen_before_gives_its_hits_at_its_new_place() -> None:
@@ -977,13 +1011,46 @@ def test_compressed_data_is_read_only_by_export_and_only_so_far() -> None:
     binary = _b64(gzip.compress(bytes(range(256)) * 64 + b"S@H a@bc.de 10.1.2.3", mtime=0))
     assert KNOWN_FORMS.scan_text(binary) == []
     bomb = _b64(gzip.compress(b"\0" * (8 << 20) + b" /home/jdoe/x", mtime=0))
-    assert KNOWN_FORMS.scan_text(bomb) == []  # past _MOST_INFLATED bytes, nothing is read
-    # ... and compressed data after that is not read, so it goes (fail closed)
+    # past _MOST_INFLATED bytes nothing is read, so what follows goes (fail closed; audit 30:
+    # before, the bomb itself was kept, the path inside it unread)
+    assert [h.placeholder for h in KNOWN_FORMS.scan_text(bomb)] == [leaks.UNREAD_PLACEHOLDER]
+    # ... and compressed data after that is not read at all: it goes too
     text = f"{bomb} {blob} eJxLLqlQSE8yNNDNSUzSNTBXSM1LAQA8qwXh eJabcdefghijklmn"
     hits = KNOWN_FORMS.scan_text(text)
     assert [(h.start, h.placeholder) for h in hits] == [
+        (0, leaks.UNREAD_PLACEHOLDER),
         (len(bomb) + 1, leaks.UNREAD_PLACEHOLDER),
         (len(bomb) + 2 + len(blob), leaks.UNREAD_PLACEHOLDER),
+    ]
+
+
+def test_compressed_data_is_read_as_the_tools_read_it() -> None:
+    """Each stream in turn (gzip members, bzip2 and xz streams), and of a stream whose check
+    fails what came out before the fault, as `gzip -dc` and `xz -dc` print it (audit 30)."""
+    for compress in (gzip.compress, bz2.compress, lzma.compress):
+        two = _b64(compress(b"first ") + compress(b"/home/jdoe/x"))
+        assert [h.placeholder for h in KNOWN_FORMS.scan_text(two)] == ["/path/to/home"]
+    broken_gzip = bytearray(gzip.compress(b"model at /home/jdoe/x\n"))
+    broken_gzip[-6] ^= 1  # its CRC-32
+    broken_xz = bytearray(lzma.compress(b"model at /home/jdoe/x\n"))
+    broken_xz[-13 - (int.from_bytes(broken_xz[-8:-4], "little") + 1) * 4] ^= 1  # its check
+    for broken in (broken_gzip, broken_xz):
+        hits = KNOWN_FORMS.scan_text(f"blob {_b64(bytes(broken))}")
+        assert [h.placeholder for h in hits] == ["/path/to/home"]
+
+
+def test_data_that_does_not_decompress_costs_its_part_of_the_budget() -> None:
+    """bzip2 decodes a whole block (up to 900 kB) before it checks it: each stream counts as
+    its block's size, read or not, so a text of broken blocks is soon past the budget, and
+    the rest is not read (audit 30: 45 bytes each, 2,000 of them took 9 s). The first is
+    read whole (its 898 kB, then the fault); the second only in part, the budget spent: it
+    goes, as the others, which are not read at all."""
+    broken = bytearray(bz2.compress(b"ab" * 449000))
+    broken[10] ^= 1
+    blob = _b64(bytes(broken))
+    hits = KNOWN_FORMS.scan_text(" ".join([blob] * 4))
+    assert [(h.start, h.placeholder) for h in hits] == [
+        (n * (len(blob) + 1), leaks.UNREAD_PLACEHOLDER) for n in (1, 2, 3)
     ]
 
 

@@ -304,6 +304,8 @@ FRAGMENTS = (
     base64.urlsafe_b64encode(zlib.compress(b"gpu-box-01 and /home/bob/y")).decode(),
     base64.b64encode(bz2.compress(b"at /home/alice/x")).decode(),
     base64.b64encode(lzma.compress(b"gpu-box-01 and /home/bob/y")).decode(),
+    base64.b64encode(bz2.compress(b"one ") + bz2.compress(b"/srv/private/models")).decode(),
+    base64.b64encode(gzip.compress(b"x /home/alice/y")[:-3] + b"zzz").decode(),  # its CRC
     "H4sIAAAAAAAAA",
     "eJzLSM3",
     "gpu-box-01".encode("utf-16-le").decode("latin-1"),  # a NUL after each character
@@ -314,6 +316,8 @@ FRAGMENTS = (
     base64.b85encode(b"xyz s3cr3t-Value.x").decode(),
     base64.b85encode(b"/srv/private/models").decode()[:12],
     base64.b85encode(b"x gpu-box-01!").decode().translate(leaks._Z85),
+    base64.a85encode(b"ab /home/alice/x", wrapcol=7, adobe=True).decode(),
+    base64.a85encode(b"s3cr3t-Value.x", wrapcol=5).decode().replace("\n", "\r\n"),
     "x.eulaV-t3rc3s",
     "ecila/emoh/",
     "g p u - b o x - 0 1",

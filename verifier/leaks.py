@@ -77,7 +77,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from verifier.model import json_pointer
 
@@ -1639,32 +1639,35 @@ _Z85 = str.maketrans(
 # A base85 encoding is a run of printable ASCII without spaces (the three alphabets
 # together): a hit is the whole run around a core.
 _PRINTABLE_RUN = re.compile("[!-~]*")
+# ... or lines of them (a line break between two such characters, `\n` or `\r\n`)
+_PRINTABLE_BREAK = re.compile(r"\n(?:(?<=[!-~]\n)|(?<=[!-~]\r\n))(?=[!-~])")
+_PRINTABLE_LINES = re.compile(r"[!-~]+(?:\r?\n[!-~]+)*")
 
 
-def separated_bytes(value: bytes) -> list[str]:
+def separated_bytes(value: bytes, *, decimal: bool = True) -> list[str]:
     """`value`'s bytes one by one: in hex, in lower case, a pair a byte, with a separator
     between them (`2f 68 6f`, `2f:68:6f`, `2f-68-6f`, `2f,68,6f`, `2f, 68, 6f`), each after
     an `=` (quoted-printable: `=2F=68=6F`), or each after `0x` (`0x2f, 0x68`, as C arrays);
-    and in decimal (`47, 104, 111`, `47,104,111`, `47 104 111`: a list of them printed)."""
+    and with `decimal`, in decimal (`47, 104, 111`, `47,104,111`, `47 104 111`: a list of
+    them printed)."""
     pairs = [f"{byte:02x}" for byte in value]
     prefixed = [f"0x{pair}" for pair in pairs]
-    decimal = [str(byte) for byte in value]
+    numbers = [str(byte) for byte in value]
     return [
         *(sep.join(pairs) for sep in _HEX_SEPARATORS),
         "=" + "=".join(pairs),
         *(sep.join(prefixed) for sep in (" ", ",", ", ")),
-        *(sep.join(decimal) for sep in (", ", ",", " ")),
+        *(sep.join(numbers) for sep in (", ", ",", " ") if decimal),
     ]
 
 
 _HEX_SEPARATORS = (" ", ":", "-", ",", ", ")
 # Where a text can hold such a spelling (in lower case): three bytes so separated (the
-# second perhaps after `0x`), or two after `=`; tried where a separator or `=` is. (A value
-# of 6 bytes or more: 3 in a row; in decimal, each of 2 digits or 3 but a control
-# character's, which no path, name or secret holds.)
+# second perhaps after `0x`), or two after `=`, or three numbers; tried where a separator or
+# `=` is. (A value of 6 bytes or more: 3 in a row.)
 _SEPARATED_BYTES = re.compile(
-    r"[ :,=-](?:(?<=[0-9a-f]{2}[ :,-])|(?<=[0-9a-f]{2}, )|(?<==))"
-    r"(?:(?:0x)?[0-9a-f]{2}|[0-9]{3})[ :,=-]"
+    r"[ :,=-](?:(?:(?<=[0-9a-f]{2}[ :,-])|(?<=[0-9a-f]{2}, )|(?<==))(?:0x)?[0-9a-f]{2}[ :,=-]"
+    r"|(?:(?<=[0-9][ ,])|(?<=[0-9], ))[0-9]{1,3}[ ,])"
 )
 
 
@@ -1758,7 +1761,7 @@ class _Base64Cores:
                     self.cores.setdefault(core, index)
                 self.hexes.setdefault(utf8.hex(), index)
                 self.hexes.setdefault(utf16.hex(), index)
-                for spelled in separated_bytes(utf8):
+                for spelled in separated_bytes(utf8, decimal=spells_apart(value.value)):
                     self.separated.setdefault(spelled, index)
                 for core in base85_cores(utf8):
                     self.base85.setdefault(core, index)
@@ -1807,7 +1810,7 @@ class _Base64Cores:
                             memo.clear()
                             self._memo_chars = 0
                         memo[piece] = found
-                        self._memo_chars += len(piece)
+                        self._memo_chars += len(piece) + _MEMO_ENTRY
                 for start, end, index in found:
                     yield start + offset, end + offset, index
             offset += len(piece) + 1
@@ -1841,6 +1844,20 @@ class _Base64Cores:
                 end = run.end() if run is not None else match.end()
                 yield start, end, self.base85[match.group()]
                 position = end
+            if "\n" in text:
+                # and each run of such lines (`a85encode(wrapcol=...)`), its lines joined
+                position = 0
+                for line_break in _PRINTABLE_BREAK.finditer(text):
+                    if line_break.start() < position:
+                        continue  # inside the run read last
+                    start = line_break.start() - (text[line_break.start() - 1] == "\r")
+                    while start > position and "!" <= text[start - 1] <= "~":
+                        start -= 1
+                    run = _PRINTABLE_LINES.match(text, start)
+                    position = run.end() if run is not None else line_break.end()
+                    joined = text[start:position].replace("\r\n", "").replace("\n", "")
+                    if (match := find(joined)) is not None:
+                        yield start, position, self.base85[match.group()]
         lines = "\n" in text
         one_line = self._long_run.search(text) is not None
         if not (one_line or lines):
@@ -1879,9 +1896,12 @@ class _Base64Cores:
 
 
 # The strings whose hits `_Base64Cores.hits` keeps: up to this long (a longer one is seldom
-# seen twice), for this many characters in all (then it starts again with none).
+# seen twice), for this many characters in all (then it starts again with none), each entry
+# counted as this many more (what a dict entry and its list cost: 800,000 strings of 10
+# characters held 117 MiB).
 _MEMO_MOST = 1 << 16
 _MEMO_CHARS = 1 << 23
+_MEMO_ENTRY = 128
 
 # The escapes a bounded scan (scan_text's `most`) decodes in one text at most: past them it
 # stops (`TOO_MANY`). Each costs some 150 bytes and 1-2 us to decode; 15 MB of `%41` held
@@ -1942,16 +1962,15 @@ _BATCH_GAP = SEP * (_ADDRESS_WINDOW + 8)
 
 
 def spellings(
-    value: str, *, host: bool = False, address: bool = False, scrambled: bool = False
+    value: str, *, host: bool = False, address: bool = False, rot13: bool = False
 ) -> list[str]:
     """The other spellings of a known value that a text can hold for it: where it has letters
     past ASCII, composed and decomposed (NFC, NFD: `jöns` as `jo\u0308ns`), and a host name
     also in its IDNA form (`xn--bro-lab-07-9db` for `büro-lab-07`, label by label); with
-    `scrambled`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`), its characters in reverse
-    order (`ecila/emoh/`) and spaced out (`/ h o m e`, `/.h.o.m.e`); an IPv4 address as one
-    number, in decimal and in hex, and with its octets in octal (as they are, or of 4 digits)
-    or in hex, as URLs and `inet_aton` read them (`3232245783`, `0xC0A82817`,
-    `0300.0250.050.027`, `0300.0250.0050.0027`, `0xc0.0xa8.0x28.0x17`)."""
+    `rot13`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`); an IPv4 address as one number, in
+    decimal and in hex, and with its octets in octal (as they are, or of 4 digits) or in hex,
+    as URLs and `inet_aton` read them (`3232245783`, `0xC0A82817`, `0300.0250.050.027`,
+    `0300.0250.0050.0027`, `0xc0.0xa8.0x28.0x17`)."""
     if address:
         try:
             packed = ipaddress.IPv4Address(value).packed
@@ -1977,29 +1996,54 @@ def spellings(
         if host:
             with contextlib.suppress(UnicodeError):  # a label too long, empty or not allowed
                 found.append(value.encode("idna").decode("ascii"))
-    if scrambled:
-        found += [codecs.encode(value, "rot13"), value[::-1], " ".join(value), ".".join(value)]
+    if rot13:
+        found.append(codecs.encode(value, "rot13"))
     return [form for form in dict.fromkeys(found) if form != value]
+
+
+def spelled_out(value: str) -> list[str]:
+    """A value written backwards (`ecila/emoh/`) and, where it `spells_apart`, spaced out
+    (`/ h o m e`, `/.h.o.m.e`): looked for as literals, as a secret is (a path's or a name's
+    shape is gone from them)."""
+    found = [value[::-1]]
+    if spells_apart(value):
+        found += [" ".join(value), ".".join(value)]
+    return [form for form in dict.fromkeys(found) if form != value]
+
+
+def spells_apart(value: str) -> bool:
+    """Whether a value spelled out a character at a time (spaced, dotted, its bytes in
+    decimal) is unlike ordinary text: 8 characters or more, neither all letters nor all
+    digits (a reply that counts `1 2 3 4 5 6` or lists `a, b, c` spells no secret)."""
+    return len(value) >= 8 and not value.isalpha() and not value.isdigit()
 
 
 def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
     """The known values (the last of each value), then each one's other spellings that is
-    not a known value itself, with its category, placeholder and kind."""
+    not a known value itself, with its category and placeholder; of its kind, but a value
+    `spelled_out`, a secret. With `scrambled`, a value also in ROT13 and spelled out (not a
+    string named private, found inside any word: its ROT13 could be one)."""
     values = {k.value: k for k in known}
     found = list(values.values())
     for k in list(found):
         kind = k.kind
-        for value in spellings(
-            k.value,
-            host=kind is KnownKind.HOST,
-            address=kind is KnownKind.ADDRESS,
-            # (not a string named private, found inside any word: its ROT13 could be one)
-            scrambled=scrambled
-            and kind not in (KnownKind.ADDRESS, KnownKind.STRING)
-            and _in_base64(k),
-        ):
+        scrambles = (
+            scrambled and kind not in (KnownKind.ADDRESS, KnownKind.STRING) and _in_base64(k)
+        )
+        forms = [
+            (value, kind)
+            for value in spellings(
+                k.value,
+                host=kind is KnownKind.HOST,
+                address=kind is KnownKind.ADDRESS,
+                rot13=scrambles,
+            )
+        ]
+        if scrambles:
+            forms += [(value, KnownKind.SECRET) for value in spelled_out(k.value)]
+        for value, form_kind in forms:
             if value not in values:
-                values[value] = Known(value, k.category, k.placeholder, k.kind)
+                values[value] = Known(value, k.category, k.placeholder, form_kind)
                 found.append(values[value])
     return found
 
@@ -2051,27 +2095,97 @@ def _compressed(run: str) -> bytes | None:
         return None
 
 
-def _inflated(raw: bytes, most: int) -> str | None:
-    """The text (UTF-8, invalid bytes replaced) of gzip, zlib, bzip2 or xz data, its first
-    `most` bytes (of the first gzip member, bzip2 or xz stream); None where it is not that."""
-    decompress: Callable[[bytes, int], bytes]
-    errors: tuple[type[Exception], ...]
-    if raw.startswith(b"BZh"):
+def _inflated(raw: bytes, most: int) -> tuple[str | None, int, bool]:
+    """The text (UTF-8, invalid bytes replaced) of gzip, zlib, bzip2 or xz data, its streams
+    one after another (gzip members, bzip2 or xz streams: as `gzip -dc` reads them), up to
+    `most` bytes, and what reading it cost. Where a stream stops decompressing (a broken
+    check, data damaged or cut short), what came out of it before the _SALVAGE_STEP bytes
+    that hold the fault. None where nothing came out. The cost: the bytes that came out, or
+    more: each stream costs _LEAST_INFLATED at least, and a bzip2 stream its block's size
+    (100 to 900 kB), which it decodes whole before it checks it. And whether all of it was
+    read (False: `most` was reached first)."""
+    out = bytearray()
+    cost = 0
+    data = raw
+    while data:
+        if max(len(out), cost) >= most:
+            return _text_of_bytes(out), max(len(out), cost), False
+        opened = _decompressor(data)
+        if opened is None:
+            break  # no stream follows (what `gzip -d` calls trailing garbage)
+        decompressor, errors, block = opened
+        cost += max(block, _LEAST_INFLATED)  # (a run of many empty streams costs too)
+        try:
+            out += decompressor.decompress(data, most - len(out))
+        except errors:
+            out += _salvaged(data, most - len(out))
+            break
+        if not decompressor.eof:  # cut short, or `most` bytes came out
+            return _text_of_bytes(out), max(len(out), cost), len(out) < most
+        data = decompressor.unused_data
+    return _text_of_bytes(out), max(len(out), cost), True
+
+
+def _text_of_bytes(data: bytes | bytearray) -> str | None:
+    return data.decode("utf-8", "replace") if data else None
+
+
+def _salvaged(data: bytes, most: int) -> bytes:
+    """What came out of the stream that `data` starts with, fed _SALVAGE_STEP bytes at a
+    time, before the step that failed (at most `most` bytes)."""
+    opened = _decompressor(data)
+    assert opened is not None
+    decompressor, errors, _ = opened
+    out = bytearray()
+    try:
+        for at in range(0, len(data), _SALVAGE_STEP):
+            out += decompressor.decompress(data[at : at + _SALVAGE_STEP], most - len(out))
+            if len(out) >= most or decompressor.eof:
+                break
+    except errors:
+        pass
+    return bytes(out)
+
+
+# The compressed bytes fed at a time to read what a damaged stream holds before its fault.
+_SALVAGE_STEP = 16
+# An xz stream may ask for this much memory at most (`xz -9` asks for 65 MiB).
+_XZ_MEMORY = 1 << 28
+
+
+class _Decompressor(Protocol):
+    """What zlib's, bz2's and lzma's decompressors have alike."""
+
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unused_data(self) -> bytes: ...
+
+    def decompress(self, data: bytes, /, max_length: int = ...) -> bytes: ...
+
+
+def _decompressor(
+    data: bytes,
+) -> tuple[_Decompressor, tuple[type[Exception], ...], int] | None:
+    """A decompressor of the stream `data` starts with, the errors it raises on data it
+    cannot read, and the least that reading it costs; None where no stream starts."""
+    if data.startswith(b"\x1f\x8b\x08"):
+        return zlib.decompressobj(wbits=31), (zlib.error, MemoryError), 0
+    if data[:1] == b"\x78" and len(data) > 1 and int.from_bytes(data[:2], "big") % 31 == 0:
+        return zlib.decompressobj(wbits=15), (zlib.error, MemoryError), 0
+    if data.startswith(b"BZh"):
         import bz2  # (imported only where there is such data)
 
-        decompress, errors = bz2.BZ2Decompressor().decompress, (OSError, EOFError, ValueError)
-    elif raw.startswith(b"\xfd7z"):
+        level = data[3:4]
+        block = int(level) * 100_000 if level.isdigit() and level != b"0" else 900_000
+        return bz2.BZ2Decompressor(), (OSError, EOFError, ValueError, MemoryError), block
+    if data.startswith(b"\xfd7zXZ\x00"):
         import lzma
 
-        decompress = lzma.LZMADecompressor(lzma.FORMAT_XZ).decompress
-        errors = (lzma.LZMAError, EOFError)
-    else:
-        decompress, errors = zlib.decompressobj(wbits=47).decompress, (zlib.error,)
-    try:
-        inflated = decompress(raw, most)
-    except errors:
-        return None
-    return inflated.decode("utf-8", "replace")
+        decompressor = lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=_XZ_MEMORY)
+        return decompressor, (lzma.LZMAError, EOFError, MemoryError), 0
+    return None
 
 
 # ASCII written in fullwidth forms (`ｇｂ１０－ｌａｂ－０７`), and each as its ASCII
@@ -2093,7 +2207,7 @@ class Detector:
         the few short texts it names placeholders after: each value added means another
         detector, and every public document is scanned by the whole one at the end)."""
         self.known = tuple(sorted(_spelled(known, scrambled=encoded), key=_longest_first))
-        # (a value's ROT13 or reversal is looked for as it is, not encoded again)
+        # (a value's ROT13, or spelled out, is looked for as it is, not encoded again)
         rotated = {k.value for k in self.known} - {
             k.value for k in _spelled(known, scrambled=False)
         }
@@ -2174,13 +2288,13 @@ class Detector:
             if left <= 0:
                 yield _Found(TOKEN, start, end, excerpt, UNREAD_PLACEHOLDER, True, True)
                 continue
-            inflated = _inflated(raw, left)
-            if inflated is None:
-                continue
-            left -= max(len(inflated), _LEAST_INFLATED)
-            first = self._first_inside(inflated)
+            inflated, cost, whole = _inflated(raw, left)
+            left -= max(cost, _LEAST_INFLATED)  # (data that does not decompress costs too)
+            first = self._first_inside(inflated) if inflated is not None else None
             if first is not None:
                 yield replace(first, start=start, end=end, excerpt=excerpt)
+            elif not whole:  # what it holds past the bytes read was not read: it goes
+                yield _Found(TOKEN, start, end, excerpt, UNREAD_PLACEHOLDER, True, True)
 
     def _first_inside(self, text: str) -> _Found | None:
         """The known value's hit that names a text read out of another (compressed data): in

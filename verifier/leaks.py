@@ -1795,7 +1795,7 @@ class _Base64Cores:
         by string. No hit holds a SEP (no core, hex spelling or run does), so the hits of
         the text are those of its strings; and those of a string seen before are taken from
         a memo: a sweep sends the same prompts again and again, and gets the same replies
-        (the bench's capture of 10,024 requests: 6.3 million characters, of which 130,000
+        (1,500 exchanges of the bench's capture: 6.8 million characters, of which 343,000
         in distinct strings of 16 characters or more)."""
         if not self.cores:
             return
@@ -2127,6 +2127,7 @@ def _inflated(raw: bytes, most: int) -> tuple[str | None, int, bool]:
 
 
 def _text_of_bytes(data: bytes | bytearray) -> str | None:
+    """Decompressed bytes as text (UTF-8, invalid bytes replaced); None for none."""
     return data.decode("utf-8", "replace") if data else None
 
 
@@ -2265,9 +2266,10 @@ class Detector:
         views: the whole run, as the known value's hit inside names it (`_first_inside`).
         Binary data can spell anything a generic detector finds: only the known values are
         looked for. The runs of one text give _MOST_INFLATED bytes in all, in the order they
-        start, each counted as _LEAST_INFLATED at least (a text of bombs, or of many small
-        runs, costs no more than that); compressed data past them is not read, and goes as a
-        token would (fail closed: what was not read is not published)."""
+        start, each stream counted as _LEAST_INFLATED at least (a text of bombs, or of many
+        small runs, costs no more than that); a run not read to its end within them, and
+        every run after it, goes as a token would (fail closed: what was not read is not
+        published)."""
         runs: list[tuple[int, int, str]] = []
         if any(start in text for start in ("H4sI", "e", "Qlpo", "Td6WFo")):
             for match in _COMPRESSED.regex.finditer(text):

@@ -428,45 +428,62 @@ def _base64_hits(
                 yield at, at + len(spelled), index
         for core in _b85_cores(utf8):
             in_base85 += _occurrences(text, core, index)
-    # base85: the whole run of printable ASCII (no space) around a core
-    for run in re.finditer(r"[!-~]+", text):
-        inside = [o for o in in_base85 if run.start() <= o[0] < run.end()]
-        if inside:
-            yield run.start(), run.end(), min(inside)[2]
-    # ... and each run of such lines whose lines joined hold one
-    for run in re.finditer(r"[!-~]+(?:\r?\n[!-~]+)*", text):
-        if "\n" not in run.group():
-            continue
-        joined = run.group().replace("\r\n", "").replace("\n", "")
-        inside = [
+    # base85: the whole run of printable ASCII (no space) around a core, or of lines of it
+    # whose lines joined hold one
+    yield from _runs_holding(text, r"[!-~]+", in_base85)
+    yield from _line_runs_holding(
+        text,
+        r"[!-~]+(?:\r?\n[!-~]+)*",
+        lambda joined: [
             (joined.find(core), -len(core), index)
             for index, value in enumerate(known)
             if _in_base64(value) and value.value not in skip
             for core in _b85_cores(value.value.encode("utf-8", "surrogatepass"))
             if core in joined
-        ]
-        if inside:
-            yield run.start(), run.end(), min(inside)[2]
-    for run in re.finditer(r"[A-Za-z0-9+/_-]+={0,6}", text):
+        ],
+    )
+    yield from _runs_holding(text, r"[A-Za-z0-9+/_-]+={0,6}", occurrences)
+    # Base64 wrapped in lines (MIME, PEM): each run of lines, its line breaks taken out.
+    yield from _line_runs_holding(
+        text,
+        r"[A-Za-z0-9+/_-]+(?:\r?\n[A-Za-z0-9+/_-]+)*={0,6}",
+        lambda joined: (
+            [
+                (joined.find(core), -len(core), index)
+                for index, cores, _ in eligible
+                for core in cores
+                if core in joined
+            ]
+            + [
+                (_ascii_lower(joined).find(hexed), -len(hexed), index)
+                for index, _, hexes in eligible
+                for hexed in hexes
+                if hexed in _ascii_lower(joined)
+            ]
+        ),
+    )
+
+
+def _runs_holding(
+    text: str, pattern: str, occurrences: list[tuple[int, int, int]]
+) -> Iterator[tuple[int, int, int]]:
+    """Each run of `pattern` that an occurrence (start, -length, index) starts in: the run,
+    with the index of the first, longest, first-known occurrence in it."""
+    for run in re.finditer(pattern, text):
         inside = [o for o in occurrences if run.start() <= o[0] < run.end()]
         if inside:
             yield run.start(), run.end(), min(inside)[2]
-    # Base64 wrapped in lines (MIME, PEM): each run of lines, its line breaks taken out.
-    for run in re.finditer(r"[A-Za-z0-9+/_-]+(?:\r?\n[A-Za-z0-9+/_-]+)*={0,6}", text):
+
+
+def _line_runs_holding(
+    text: str, pattern: str, found_in: Callable[[str], list[tuple[int, int, int]]]
+) -> Iterator[tuple[int, int, int]]:
+    """Each run of `pattern` over more than one line whose lines joined hold what `found_in`
+    finds (start, -length, index): the run, with the index of the first of them."""
+    for run in re.finditer(pattern, text):
         if "\n" not in run.group():
             continue
-        joined = run.group().replace("\r\n", "").replace("\n", "")
-        inside = [
-            (joined.find(core), -len(core), index)
-            for index, cores, _ in eligible
-            for core in cores
-            if core in joined
-        ] + [
-            (_ascii_lower(joined).find(hexed), -len(hexed), index)
-            for index, _, hexes in eligible
-            for hexed in hexes
-            if hexed in _ascii_lower(joined)
-        ]
+        inside = found_in(run.group().replace("\r\n", "").replace("\n", ""))
         if inside:
             yield run.start(), run.end(), min(inside)[2]
 

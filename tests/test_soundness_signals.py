@@ -797,3 +797,186 @@ def test_swapped_outputs_without_their_counts_agree_only_within_the_cap(tmp_path
     assert result.classification is not None
     reasons = [r for c in result.classification.conditions for r in c.reasons]
     assert any("5 of them hit the token cap: they agree" in r for r in reasons), reasons
+
+
+# --- audit 17: the signals a forger left behind ---------------------------------------
+
+
+def _usages(record: Any) -> list[dict[str, Any]]:
+    """The response's usage and the record's copy of it: a forger edits both alike."""
+    return [record["response"]["usage"], record["usage"]]
+
+
+def test_a_cache_off_answer_without_its_count_whose_server_computed_one_token(
+    tmp_path: Path,
+) -> None:
+    """The last cache-off request really came from the cache: its count and timings.cache_n
+    taken out (absent is allowed in that arm), the prompt counter still moved by the one
+    token the server computed. In the server-disabled arm an absent count says 0."""
+
+    def hidden_hit(name: str, record: Any) -> None:
+        if name.endswith("/014.json"):
+            for usage in _usages(record):
+                del usage["prompt_tokens_details"]
+            del record["response"]["timings"]["cache_n"]
+            after = record["telemetry"]["after"]["metrics"]
+            after["llamacpp:prompt_tokens_total"] -= 65
+
+    _invalid(
+        _llama_records(hidden_hit), tmp_path, "telemetry",
+        "prompt_tokens_total moved by 1 across this request, but its answer counts 66",
+    )  # fmt: skip
+
+
+def test_a_cold_answer_whose_timings_say_the_cache_served_it(tmp_path: Path) -> None:
+    """timings.prompt_n 1 of a 66-token prompt (the rest from the cache), its cache_n taken
+    out: usage's 0 cached tokens does not add up with what the server computed."""
+
+    def was_warm(name: str, record: Any) -> None:
+        if name.endswith("/001.json"):
+            del record["response"]["timings"]["cache_n"]
+            record["response"]["timings"]["prompt_n"] = 1
+
+    _invalid(
+        _llama_records(was_warm), tmp_path, "telemetry",
+        "timings.prompt_n 1 tokens computed, and 0 from the cache by the answer",
+    )  # fmt: skip
+
+
+def test_a_cache_off_answer_while_mlxcels_counter_of_cached_tokens_rose(tmp_path: Path) -> None:
+    """mlxcel leaves the count out of a cache-off answer: that says 0 cached tokens, and its
+    own counter of cached tokens rose by 32 across the last cache-off request."""
+
+    def rose(record: Any) -> None:
+        record["telemetry"]["after"]["metrics"]["llamacpp:prompt_tokens_cached_total"] += 32
+
+    name = f"{layout.RECORDS_DIR}/sdpa-det-0/014.json"
+    assert json.loads(SEED_FILES[name])["claimed_arm"] == "server-disabled"
+    files = _edited(dict(SEED_FILES), name, rose)
+    _invalid(files, tmp_path, "telemetry", "but its answer says 0 cached tokens")
+
+
+def test_a_warm_answer_while_mlxcels_counter_of_cached_tokens_stood_still(
+    tmp_path: Path,
+) -> None:
+    def still(record: Any) -> None:
+        after = record["telemetry"]["after"]["metrics"]
+        after["llamacpp:prompt_tokens_cached_total"] = record["telemetry"]["before"]["metrics"][
+            "llamacpp:prompt_tokens_cached_total"
+        ]
+
+    name = f"{layout.RECORDS_DIR}/sdpa-det-0/011.json"  # the last request on its server
+    files = _edited(dict(SEED_FILES), name, still)
+    _invalid(files, tmp_path, "telemetry", "moved by 0 across this request, but its answer says 32")
+
+
+def test_a_request_nobody_recorded_on_mlxcel(tmp_path: Path) -> None:
+    """42 prompt tokens read between records 003 and 004 of one server: a request that is
+    not in the bundle (before, only llama.cpp's work counters were read)."""
+
+    def later(record: Any) -> None:
+        if record["server_instance"] == 1 and record["sequence"] >= 4:
+            for side in ("before", "after"):
+                record["telemetry"][side]["metrics"]["llamacpp:prompt_tokens_total"] += 42
+
+    files = dict(SEED_FILES)
+    for name in [n for n in RECORDS if "/sdpa-det-0/" in n]:
+        files = _edited(files, name, later)
+    _invalid(files, tmp_path, "telemetry", "between records/sdpa-det-0/003.json and this request")
+
+
+def test_a_total_left_as_it_was_when_the_completion_count_changed(tmp_path: Path) -> None:
+    """A warm reply swapped for the cold one, its completion count edited to match, its total
+    left: 42 + 712 is not 773."""
+
+    def recount(record: Any) -> None:
+        for usage in _usages(record):
+            usage["completion_tokens"] = 712
+
+    files = _edited(dict(SEED_FILES), f"{layout.RECORDS_DIR}/sdpa-det-0/002.json", recount)
+    _invalid(files, tmp_path, "telemetry", "usage.total_tokens 773 is not prompt_tokens 42")
+
+
+def test_another_binary_than_the_one_the_process_maps_recorded(tmp_path: Path) -> None:
+    def rebuilt(experiment: Any) -> None:
+        experiment["server"]["binary_sha256"] = "ab" * 32
+
+    files = _edited(dict(SEED_FILES), layout.EXPERIMENT, rebuilt)
+    _invalid(files, tmp_path, "consistency", "process maps recorded mlxcel-server")
+
+
+def test_a_model_digest_that_names_no_file(tmp_path: Path) -> None:
+    """model_file null and model_sha256 the tokenizer's digest, an entry of the manifest: the
+    report showed it as the model file's."""
+    manifest = json.loads(SEED_FILES[layout.MODEL_MANIFEST])
+    tokenizer = next(e for e in manifest["files"] if e["path"] == "tokenizer.json")
+
+    def unbound(experiment: Any) -> None:
+        experiment["model"].update(model_file=None, model_sha256=tokenizer["sha256"])
+
+    files = _edited(dict(SEED_FILES), layout.EXPERIMENT, unbound)
+    _invalid(files, tmp_path, "manifest", "model_sha256 is given without model_file")
+
+
+def test_vllm_command_lines_differ_only_by_the_cache_flags() -> None:
+    """vLLM's harness writes --enable-prefix-caching on cache-on servers: with the cache-off
+    flag, the one difference between the command lines (a capture of this tool was
+    invalid)."""
+    from types import SimpleNamespace
+
+    from verifier.checks.consistency import _normalized
+    from verifier.profiles.base import LaunchSpec
+
+    profile = PROFILES["vllm"]
+
+    def server(off: bool) -> Any:
+        spec = LaunchSpec(Path("/path/to/vllm"), Path("/path/to/model"), "m", 8000, off, Path("/s"))
+        return SimpleNamespace(argv=tuple(profile.start_argv(spec)), cache_disabled=off)
+
+    on, off = server(False), server(True)
+    assert on.argv != off.argv
+    assert _normalized(on, profile.rules, ()) == _normalized(off, profile.rules, ())
+
+
+@pytest.mark.parametrize(
+    ("keys", "said"),
+    [
+        (['vllm:cache_config_info{block_size="16",enable_prefix_caching="True"}'], {True}),
+        (['vllm:cache_config_info{enable_prefix_caching="False",block_size="16"}'], {False}),
+        (['vllm:cache_config_info{enable_prefix_caching="false"}'], {False}),
+        (['vllm:cache_config_info{block_size="16"}'], set()),
+        (['vllm:cache_config_info{enable_prefix_caching="maybe"}'], set()),
+        (['vllm:other{enable_prefix_caching="True"}'], set()),
+        (
+            [
+                'vllm:cache_config_info{enable_prefix_caching="True",engine="0"}',
+                'vllm:cache_config_info{enable_prefix_caching="False",engine="1"}',
+            ],
+            {True, False},
+        ),
+    ],
+)
+def test_what_vllms_gauge_says_of_its_prefix_cache(keys: list[str], said: set[bool]) -> None:
+    assert PROFILES["vllm"].cache_state_in_metrics(dict.fromkeys(keys, 1.0)) == said
+
+
+@pytest.mark.parametrize(("off", "gauge", "wrong"), [
+    (True, "True", True), (False, "False", True), (True, "False", False), (False, "True", False),
+])  # fmt: skip
+def test_a_vllm_server_whose_own_gauge_contradicts_its_declared_cache(
+    off: bool, gauge: str, wrong: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from verifier.checks.telemetry import _cache_state_said
+
+    metrics = {f'vllm:cache_config_info{{enable_prefix_caching="{gauge}"}}': 1.0}
+    snapshot = SimpleNamespace(metrics=metrics)
+    record = SimpleNamespace(
+        condition="c", server_instance=3, before=snapshot, after=snapshot, file="records/c/1.json"
+    )
+    server = SimpleNamespace(instance=3, cache_disabled=off)
+    experiment = SimpleNamespace(conditions=[SimpleNamespace(id="c", servers=[server])])
+    context = SimpleNamespace(experiment=experiment, profile=PROFILES["vllm"], records=[record])
+    found = list(_cache_state_said(context))  # type: ignore[arg-type]
+    assert [f.is_error for f in found] == ([True] if wrong else [])

@@ -100,9 +100,11 @@ def _tamper_content(document: dict[str, Any]) -> None:
 
 
 def _strip_warm_evidence(document: dict[str, Any]) -> None:
+    """A warm answer without its cached-token count: the hit is unknown, not proven. (Its
+    telemetry is kept: snapshots copied over each other would freeze the server's prompt
+    counters across an answered request, which is an error of its own.)"""
     document["response"]["usage"].pop("prompt_tokens_details", None)
     document["usage"] = document["response"]["usage"]
-    document["telemetry"]["after"] = document["telemetry"]["before"]
 
 
 def _vary_cold(document: dict[str, Any]) -> None:
@@ -304,12 +306,14 @@ def _soundness_negatives(
 def _set_usage(
     document: dict[str, Any], *, prompt_tokens: int | None = -1, cached_tokens: int = -1
 ) -> None:
-    """Edit the response's usage and its copy alike (-1: leave as is; None: remove)."""
+    """Edit the response's usage and its copy alike (-1: leave as is; None: remove), as a
+    careful forger would: a new prompt count moves total_tokens with it."""
     usage = document["response"]["usage"]
     if prompt_tokens is None:
         usage.pop("prompt_tokens", None)
     elif prompt_tokens != -1:
         usage["prompt_tokens"] = prompt_tokens
+        usage["total_tokens"] = prompt_tokens + usage["completion_tokens"]
     if cached_tokens != -1:
         usage.setdefault("prompt_tokens_details", {})["cached_tokens"] = cached_tokens
     document["usage"] = usage

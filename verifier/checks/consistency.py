@@ -8,6 +8,7 @@ import itertools
 import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import PurePosixPath
 
 from verifier import layout
 from verifier.checks.context import BundleContext, occurrences
@@ -103,11 +104,15 @@ def _normalized(
     server: ServerDeclaration, rules: ProfileRules, condition_args: tuple[str, ...]
 ) -> tuple[str, ...]:
     """A command line without what may differ between the servers of an experiment: the
-    cache-off flag of a cache-off server, the condition's declared server arguments and the
-    per-server scratch values."""
+    cache-off flag of a cache-off server (and the cache-on flag of a cache-on one, where the
+    profile writes one), the condition's declared server arguments and the per-server
+    scratch values."""
     argv = list(server.argv)
     if server.cache_disabled:
         _without(argv, rules.cache_off_args)
+    else:  # what the harness writes to say the cache is on (vLLM's --enable-prefix-caching)
+        profile = PROFILES.get(rules.name)
+        _without(argv, profile.cache_on_args if profile is not None else ())
     _without(argv, condition_args)
     out: list[str] = []
     skip = False
@@ -364,6 +369,7 @@ def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
             f"the server's version names commit {named_commit}", named_commit, declared,
             layout.EXPERIMENT, "/server/version", named_commit,
         )  # fmt: skip
+    yield from _binary_mapped(experiment)
     first: tuple[str, str] | None = None
     answers = [r for r in ctx.records if r.http_status == 200]
     lacking = [r for r in answers if not isinstance(r.response_value("/system_fingerprint"), str)]
@@ -394,6 +400,32 @@ def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
                 expected=first[0], actual=fingerprint,
             )  # fmt: skip
             return
+
+
+def _binary_mapped(experiment: Experiment) -> Iterator[Finding]:
+    """The server binary the process maps recorded (`runtime_libraries`: the executable is
+    mapped too, under its file name) is the declared `binary_sha256`: a bundle that names
+    another build than the one that ran leaves the running one's digest there."""
+    declared = experiment.document["server"].get("binary_sha256")
+    libraries = experiment.document.get("runtime_libraries")
+    if not isinstance(declared, str) or not isinstance(libraries, list):
+        return
+    names = {
+        PurePosixPath(server.argv[0]).name
+        for condition in experiment.conditions
+        for server in condition.servers
+        if server.argv
+    }
+    for index, library in enumerate(libraries):
+        if not isinstance(library, dict) or library.get("name") not in names:
+            continue
+        mapped = library.get("sha256")
+        if isinstance(mapped, str) and mapped != declared:
+            yield _error(
+                f"the process maps recorded {library['name']} with another digest than the "
+                "declared server binary: the build that ran is not the one declared",
+                pointer=f"/runtime_libraries/{index}/sha256", expected=declared, actual=mapped,
+            )  # fmt: skip
 
 
 # How far a server's clock may seem to move against the capture's, between two answers

@@ -82,13 +82,14 @@ def check_manifest(ctx: BundleContext) -> Iterator[Finding]:
                 pointer=f"/model/{file_key}",
                 actual=str(named),
             )
-        elif digest not in digests:
+        else:  # a digest that names no file binds nothing: any entry's (a tokenizer's) fits
             yield Finding(
                 CHECK,
                 Severity.ERROR,
-                f"{claim} is not the digest of any file in the manifest",
+                f"{claim} is given without {file_key}: the digest names no file of the model"
+                + ("" if digest in digests else ", and no file in the manifest has it"),
                 file=layout.EXPERIMENT,
-                pointer=f"/model/{claim}",
+                pointer=f"/model/{file_key}",
                 actual=digest,
             )
     if ctx.options.model_dir is not None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from verifier.checks.context import BundleContext
-from verifier.model import Finding, Severity
-from verifier.proofs import as_count, completion_count
+from verifier.model import Arm, Finding, Severity
+from verifier.profiles.rules import ProfileRules
+from verifier.proofs import RequestProof, as_count, completion_count
 from verifier.records import Record
 
 CHECK = "telemetry"
@@ -14,6 +15,7 @@ CHECK = "telemetry"
 
 def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
     proofs = ctx.proofs
+    rules = ctx.rules
     for proof in proofs:
         record = proof.record
         for pointer in proof.bad_numbers:
@@ -58,13 +60,22 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 file=record.file,
                 pointer="/telemetry",
             )
-        for disagreement in _counts_disagree(record):
+        for disagreement in _counts_disagree(record, _answered_cached(proof, rules)):
             yield Finding(
                 CHECK,
                 Severity.ERROR,
                 f"the response's own counts disagree: {disagreement}",
                 file=record.file,
                 pointer="/response/timings",
+            )
+        total = _total_disagrees(record)
+        if total is not None:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the response's own counts disagree: {total}",
+                file=record.file,
+                pointer="/response/usage/total_tokens",
             )
         if proof.capped:
             yield Finding(
@@ -75,6 +86,7 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 pointer="/response/choices/0/finish_reason",
             )
     yield from _counters_kept(ctx)
+    yield from _cache_state_said(ctx)
     yield from _undisclosed_work(ctx)
     yield from _work_counted(ctx)
     yield from _cached_tokens_counted(ctx)
@@ -106,7 +118,12 @@ _TWICE = (
 )
 
 
-def _counts_disagree(record: Record) -> Iterator[str]:
+def _counts_disagree(record: Record, answered_cached: int | None) -> Iterator[str]:
+    """The pairs of `_TWICE` that differ, and the prompt the server says it computed
+    (`timings.prompt_n`) against what the answer says: the prompt less the tokens from the
+    cache, counted by `timings.cache_n` or, where the timings leave that out, by the
+    answer's own `answered_cached` (a forger who makes a cold request look warm, or the
+    reverse, and drops cache_n, still leaves prompt_n as the server wrote it)."""
     if not isinstance(record.response_value("/timings"), dict):
         return
     count = {
@@ -119,11 +136,50 @@ def _counts_disagree(record: Record) -> Iterator[str]:
             yield f"{_name(one)} is {count[one]}, {_name(other)} is {count[other]}"
     processed, cached = count["/timings/prompt_n"], count["/timings/cache_n"]
     prompt = count["/usage/prompt_tokens"]
-    if processed is not None and cached is not None and prompt not in (None, processed + cached):
+    if processed is None or prompt is None:
+        return
+    if cached is not None:
+        if processed + cached != prompt:
+            yield (
+                f"timings.prompt_n {processed} and timings.cache_n {cached} are not "
+                f"usage.prompt_tokens {prompt}"
+            )
+    elif answered_cached is not None and processed + answered_cached != prompt:
         yield (
-            f"timings.prompt_n {processed} and timings.cache_n {cached} are not "
-            f"usage.prompt_tokens {prompt}"
+            f"timings.prompt_n {processed} tokens computed, and {answered_cached} from the "
+            f"cache by the answer, are not usage.prompt_tokens {prompt}"
         )
+
+
+def _answered_cached(proof: RequestProof, rules: ProfileRules | None) -> int | None:
+    """The tokens the answer says came from the cache: its cached_tokens, or 0 where a
+    request of the server-disabled arm leaves them out (EVIDENCE.md: a missing
+    cached_tokens is unknown, never zero, except in server-disabled). A cache-off answer
+    that leaves the count out still says none came from the cache, and the server's own
+    counters must agree with that (a count that is there but not a number stays unknown)."""
+    if proof.cached_tokens is not None or proof.failed is not None or rules is None:
+        return proof.cached_tokens
+    record = proof.record
+    if record.claimed_arm is not Arm.SERVER_DISABLED:
+        return None
+    return 0 if record.response_value(rules.cached_tokens_pointer) is None else None
+
+
+def _total_disagrees(record: Record) -> str | None:
+    """`usage.total_tokens` is `prompt_tokens + completion_tokens` in every server's answer
+    (llama.cpp, vLLM and SGLang write it so; every sample holds it): a total left as it
+    was while the prompt or completion count was edited shows the edit."""
+    usage = record.response_value("/usage")
+    if not isinstance(usage, dict) or "total_tokens" not in usage:
+        return None
+    prompt, completion, total = (
+        as_count(usage.get(name)) for name in ("prompt_tokens", "completion_tokens", "total_tokens")
+    )
+    if prompt is None or completion is None or total is None or total == prompt + completion:
+        return None
+    return (
+        f"usage.total_tokens {total} is not prompt_tokens {prompt} + completion_tokens {completion}"
+    )
 
 
 def _name(pointer: str) -> str:
@@ -169,6 +225,41 @@ def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
                     pointer=f"/telemetry/{side}/metrics",
                 )
                 return  # once: the rest is the same edit
+
+
+def _cache_state_said(ctx: BundleContext) -> Iterator[Finding]:
+    """Where the server's own metrics say whether its prefix cache is on (vLLM's
+    `vllm:cache_config_info` gauge: `ServerProfile.cache_state_in_metrics`), they say it of
+    the server the record names: a server declared cache-off whose metrics say the cache is
+    on (or the reverse) is not the server declared. Once a server: the rest is the same."""
+    experiment, profile = ctx.experiment, ctx.profile
+    if experiment is None or profile is None or not profile.says_cache_state_in_metrics:
+        return
+    declared: dict[tuple[str, int], bool] = {}
+    for condition in experiment.conditions:
+        for server in condition.servers:
+            declared.setdefault((condition.id, server.instance), server.cache_disabled)
+    told: set[tuple[str, int]] = set()
+    for record in ctx.records:
+        key = (record.condition, record.server_instance)
+        off = declared.get(key)
+        if off is None or key in told:
+            continue
+        for side, snapshot in (("before", record.before), ("after", record.after)):
+            said = profile.cache_state_in_metrics(snapshot.metrics or {})
+            if off not in said:  # `off` is also the contradicting state: on for a cache-off server
+                continue
+            told.add(key)
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"server {record.server_instance} is declared cache-{'off' if off else 'on'}, "
+                f"yet its own metrics say its prefix cache is {'on' if off else 'off'}: the "
+                "evidence is not of the server declared",
+                file=record.file,
+                pointer=f"/telemetry/{side}/metrics",
+            )
+            break
 
 
 def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
@@ -225,7 +316,7 @@ def _work_counted(ctx: BundleContext) -> Iterator[Finding]:
         if proof.failed is not None:
             continue  # a failed request's work is its own: it is not compared
         record = proof.record
-        prompt, cached = proof.prompt_tokens, proof.cached_tokens
+        prompt, cached = proof.prompt_tokens, _answered_cached(proof, ctx.rules)
         answer = {
             "computed": None if prompt is None or cached is None else prompt - cached,
             "completion": completion_count(record),
@@ -249,23 +340,29 @@ def _work_counted(ctx: BundleContext) -> Iterator[Finding]:
 
 def _cached_tokens_counted(ctx: BundleContext) -> Iterator[Finding]:
     """The profile's other counter of cached tokens (`ServerProfile.cached_tokens_counter`)
-    does not rise across an answer that says 0 cached tokens: a cold answer while it rose by
-    32 was served from the cache after all. (Only that way round: how it counts a hit is
-    seen in the samples, not documented.)"""
+    moves with what each answer says came from the cache: it does not rise across an answer
+    that says 0 cached tokens (or, in the server-disabled arm, leaves the count out:
+    `_answered_cached`): a cold answer while it rose by 32 was served from the cache after
+    all; and it rises across one that says some came from it: a warm answer while it stood
+    still was not served from the cache. (By how much is not read: how the server counts a
+    hit is seen in the samples, not documented.)"""
     profile = ctx.profile
     ref = profile.cached_tokens_counter if profile is not None else None
     if ref is None:
         return
     for proof in ctx.proofs:
-        record, cached = proof.record, proof.cached_tokens
+        record, cached = proof.record, _answered_cached(proof, ctx.rules)
         before, after = record.before.counter(ref), record.after.counter(ref)
-        if cached != 0 or before is None or after is None or after <= before:
+        if cached is None or before is None or after is None:
             continue
-        yield Finding(
-            CHECK,
-            Severity.ERROR,
-            f"{ref.removeprefix('metric:')} moved by {after - before:g} across this request, "
-            f"but its answer says {cached} cached tokens: one of them is not this request's",
-            file=record.file,
-            pointer="/telemetry",
-        )
+        rose = after > before
+        if rose != (cached > 0) and (rose or proof.failed is None):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"{ref.removeprefix('metric:')} moved by {after - before:g} across this "
+                f"request, but its answer says {cached} cached tokens: one of them is not this "
+                "request's",
+                file=record.file,
+                pointer="/telemetry",
+            )

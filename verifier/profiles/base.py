@@ -128,6 +128,23 @@ class ServerProfile(ABC):
         return None
 
     @property
+    def cache_on_args(self) -> tuple[str, ...]:
+        """What the harness writes in a cache-on server's command line to say so, where the
+        server has such a flag (vLLM's `--enable-prefix-caching`): with the cache-off flag,
+        the one difference allowed between an experiment's command lines (none, by default)."""
+        return ()
+
+    def cache_state_in_metrics(self, metrics: Mapping[str, float]) -> frozenset[bool]:
+        """What the server's own metrics say of its prefix cache: {True} on, {False} off,
+        both where samples disagree, none where they do not say (none known, by default)."""
+        return frozenset()
+
+    @property
+    def says_cache_state_in_metrics(self) -> bool:
+        """Whether `cache_state_in_metrics` can say anything (a check skips it otherwise)."""
+        return False
+
+    @property
     def work_counters(self) -> tuple[str, ...]:
         """Counters of the work a server did (tokens read and written), cache or no cache: a
         server started by the harness starts them at zero, and only the recorded requests

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from verifier.profiles.base import LaunchSpec, ResetCall, ServerProfile
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
@@ -11,11 +14,34 @@ class VllmProfile(ServerProfile):
         argv = [str(spec.binary), "serve", str(self.model_argument(spec.model))]
         argv += ["--served-model-name", spec.alias, "--host", "127.0.0.1", "--port", str(spec.port)]
         argv.append("--enable-prompt-tokens-details")
-        argv.append(CACHE_OFF_FLAG if spec.cache_disabled else "--enable-prefix-caching")
+        argv.append(CACHE_OFF_FLAG if spec.cache_disabled else CACHE_ON_FLAG)
         return argv + list(spec.extra_args)
+
+    @property
+    def cache_on_args(self) -> tuple[str, ...]:
+        return (CACHE_ON_FLAG,)
+
+    def cache_state_in_metrics(self, metrics: Mapping[str, float]) -> frozenset[bool]:
+        """The `enable_prefix_caching` label of the `vllm:cache_config_info` gauge (SERVERS.md:
+        the server's own statement that its cache is on or off), `True` or `False` as vLLM
+        writes a Python bool (any case); another value says nothing."""
+        said: set[bool] = set()
+        for key in metrics:
+            if key.startswith(_CACHE_CONFIG):
+                label = _PREFIX_CACHING.search(key, len(_CACHE_CONFIG) - 1)
+                if label is not None and label.group(1).lower() in ("true", "false"):
+                    said.add(label.group(1).lower() == "true")
+        return frozenset(said)
+
+    @property
+    def says_cache_state_in_metrics(self) -> bool:
+        return True
 
 
 CACHE_OFF_FLAG = "--no-enable-prefix-caching"
+CACHE_ON_FLAG = "--enable-prefix-caching"
+_CACHE_CONFIG = "vllm:cache_config_info{"
+_PREFIX_CACHING = re.compile(r'[{,]\s*enable_prefix_caching\s*=\s*"([^"\\]*)"')
 
 RULES = ProfileRules(
     server_name="vllm",

@@ -411,21 +411,29 @@ def _binary_mapped(experiment: Experiment) -> Iterator[Finding]:
     if not isinstance(declared, str) or not isinstance(libraries, list):
         return
     names = {
-        PurePosixPath(server.argv[0]).name
+        PurePosixPath(server.argv[0]).name.casefold()
         for condition in experiment.conditions
         for server in condition.servers
         if server.argv
     }
     for index, library in enumerate(libraries):
-        if not isinstance(library, dict) or library.get("name") not in names:
+        name = library.get("name") if isinstance(library, dict) else None
+        # as the maps may write it: another case (a case-insensitive file system), a file
+        # replaced on disk while it ran (` (deleted)`)
+        if not isinstance(name, str) or _mapped_name(name) not in names:
             continue
         mapped = library.get("sha256")
-        if isinstance(mapped, str) and mapped != declared:
+        if mapped != declared:
             yield _error(
-                f"the process maps recorded {library['name']} with another digest than the "
-                "declared server binary: the build that ran is not the one declared",
-                pointer=f"/runtime_libraries/{index}/sha256", expected=declared, actual=mapped,
+                f"the process maps recorded {name} with another digest than the declared "
+                "server binary: the build that ran is not the one declared",
+                pointer=f"/runtime_libraries/{index}/sha256", expected=declared,
+                actual=str(mapped),
             )  # fmt: skip
+
+
+def _mapped_name(name: str) -> str:
+    return name.removesuffix(" (deleted)").strip().casefold()
 
 
 # How far a server's clock may seem to move against the capture's, between two answers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,16 @@ def check_manifest(ctx: BundleContext) -> Iterator[Finding]:
         if digest is None:
             continue
         named = model.get(file_key)
+        if claim == "model_sha256" and isinstance(named, str) and _NOT_WEIGHTS.search(named):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                "model_file names a file of another kind than model weights (a tokenizer, "
+                "an index, a config): model_sha256 binds no weights",
+                file=layout.EXPERIMENT,
+                pointer="/model/model_file",
+                actual=named,
+            )
         if named is not None and named in files:
             if files[named]["sha256"] != digest:
                 yield Finding(
@@ -94,6 +105,11 @@ def check_manifest(ctx: BundleContext) -> Iterator[Finding]:
             )
     if ctx.options.model_dir is not None:
         yield from _rehash(ctx, ctx.options.model_dir, manifest["files"])
+
+
+# The files beside a model's weights that a model_file could be made to name: text, JSON
+# (configs, tokenizers, shard indexes), templates, code, and tokenizer vocabularies.
+_NOT_WEIGHTS = re.compile(r"\.(?:json|txt|md|py|jinja|tiktoken|model|vocab)$", re.IGNORECASE)
 
 
 def _plain(path: str) -> bool:

@@ -86,10 +86,12 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 pointer="/response/choices/0/finish_reason",
             )
     yield from _counters_kept(ctx)
+    yield from _lacking_in_some(ctx)
     yield from _cache_state_said(ctx)
     yield from _undisclosed_work(ctx)
     yield from _work_counted(ctx)
     yield from _cached_tokens_counted(ctx)
+    yield from _decodes_counted(ctx)
     prompt_tokens: dict[int, list[str]] = {}
     for proof in proofs:
         if proof.failed is None and proof.prompt_tokens is not None:
@@ -165,6 +167,33 @@ def _answered_cached(proof: RequestProof, rules: ProfileRules | None) -> int | N
     return 0 if record.response_value(rules.cached_tokens_pointer) is None else None
 
 
+def _lacking_in_some(ctx: BundleContext) -> Iterator[Finding]:
+    """What one server build writes in every answer is in every answer: its timings' counts
+    (llama.cpp's `timings.prompt_n`, `cache_n`, `predicted_n`) and `usage.total_tokens`. An
+    answer without one that the others carry had it taken out, where a rule would have read
+    it against the rest. Once a field."""
+    answers = [r for r in ctx.records if r.http_status == 200]
+    for pointer in _WRITTEN_BY_EVERY_ANSWER:
+        lacking = [r for r in answers if r.response_value(pointer) is None]
+        if lacking and len(lacking) < len(answers):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"{len(lacking)} of {len(answers)} answers lack {_name(pointer)}, which the "
+                "others carry: one server build writes it in every answer or in none",
+                file=lacking[0].file,
+                pointer="/response" + pointer,
+            )
+
+
+_WRITTEN_BY_EVERY_ANSWER = (
+    "/timings/prompt_n",
+    "/timings/cache_n",
+    "/timings/predicted_n",
+    "/usage/total_tokens",
+)
+
+
 def _total_disagrees(record: Record) -> str | None:
     """`usage.total_tokens` is `prompt_tokens + completion_tokens` in every server's answer
     (llama.cpp, vLLM and SGLang write it so; every sample holds it): a total left as it
@@ -175,7 +204,9 @@ def _total_disagrees(record: Record) -> str | None:
     prompt, completion, total = (
         as_count(usage.get(name)) for name in ("prompt_tokens", "completion_tokens", "total_tokens")
     )
-    if prompt is None or completion is None or total is None or total == prompt + completion:
+    if total is None:  # there, and not a count (773.0, "773", null): the total is not read
+        return f"usage.total_tokens is {usage['total_tokens']!r}, not a whole number in 0..2^53"
+    if prompt is None or completion is None or total == prompt + completion:
         return None
     return (
         f"usage.total_tokens {total} is not prompt_tokens {prompt} + completion_tokens {completion}"
@@ -199,14 +230,18 @@ def _names(refs: list[str]) -> str:
 
 def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     """The counters the profile's rules read beyond its signals (`work_counters`,
-    `cached_tokens_counter`) are in every snapshot that holds the server's metrics: the
-    server writes them in each /metrics answer, so a snapshot without one is one a rule
-    could not read (a counter taken out where it moved, in one snapshot or in all). A
-    snapshot without metrics (a read that failed) leaves its request unproven instead."""
+    `cached_tokens_counter`, `decode_counter`) are in every snapshot that holds the
+    server's metrics: the server writes them in each /metrics answer, so a snapshot
+    without one is one a rule could not read (a counter taken out where it moved, in one
+    snapshot or in all). A snapshot without metrics (a read that failed) leaves its
+    request unproven instead."""
     profile = ctx.profile
     if profile is None:
         return
-    refs = (*profile.work_counters, *filter(None, (profile.cached_tokens_counter,)))
+    refs = (
+        *profile.work_counters,
+        *filter(None, (profile.cached_tokens_counter, profile.decode_counter)),
+    )
     if not refs:
         return
     for record in ctx.records:
@@ -230,8 +265,11 @@ def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
 def _cache_state_said(ctx: BundleContext) -> Iterator[Finding]:
     """Where the server's own metrics say whether its prefix cache is on (vLLM's
     `vllm:cache_config_info` gauge: `ServerProfile.cache_state_in_metrics`), they say it of
-    the server the record names: a server declared cache-off whose metrics say the cache is
-    on (or the reverse) is not the server declared. Once a server: the rest is the same."""
+    the server the record names. A server declared cache-off whose metrics say the cache is
+    on is not the server declared (a server never turns its cache on by itself): an error.
+    One declared cache-on whose metrics say off may be honest (vLLM turns prefix caching off
+    for some models): a warning, and an error only where a warm request of that server is
+    proven all the same (its hits and its own statement disagree). Once a server."""
     experiment, profile = ctx.experiment, ctx.profile
     if experiment is None or profile is None or not profile.says_cache_state_in_metrics:
         return
@@ -239,6 +277,11 @@ def _cache_state_said(ctx: BundleContext) -> Iterator[Finding]:
     for condition in experiment.conditions:
         for server in condition.servers:
             declared.setdefault((condition.id, server.instance), server.cache_disabled)
+    proven_warm = {
+        (p.record.condition, p.record.server_instance)
+        for p in ctx.proofs
+        if p.arm is Arm.WARM and p.comparable
+    }
     told: set[tuple[str, int]] = set()
     for record in ctx.records:
         key = (record.condition, record.server_instance)
@@ -246,18 +289,38 @@ def _cache_state_said(ctx: BundleContext) -> Iterator[Finding]:
         if off is None or key in told:
             continue
         for side, snapshot in (("before", record.before), ("after", record.after)):
-            said = profile.cache_state_in_metrics(snapshot.metrics or {})
-            if off not in said:  # `off` is also the contradicting state: on for a cache-off server
+            # `off` is also the contradicting state: on (True) for a cache-off server
+            if off not in profile.cache_state_in_metrics(snapshot.metrics or {}):
                 continue
             told.add(key)
+            instance = record.server_instance
+            if off:
+                severity, message = (
+                    Severity.ERROR,
+                    (
+                        f"server {instance} is declared cache-off, yet its own metrics say its "
+                        "prefix cache is on: the evidence is not of the server declared"
+                    ),
+                )
+            elif key in proven_warm:
+                severity, message = (
+                    Severity.ERROR,
+                    (
+                        f"server {instance}'s own metrics say its prefix cache is off, yet its "
+                        "counters show warm hits: the signals disagree"
+                    ),
+                )
+            else:
+                severity, message = (
+                    Severity.WARNING,
+                    (
+                        f"server {instance} is declared cache-on, but its own metrics say its "
+                        "prefix cache is off (the server turns it off for some models): its "
+                        "warm requests cannot be proven"
+                    ),
+                )
             yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"server {record.server_instance} is declared cache-{'off' if off else 'on'}, "
-                f"yet its own metrics say its prefix cache is {'on' if off else 'off'}: the "
-                "evidence is not of the server declared",
-                file=record.file,
-                pointer=f"/telemetry/{side}/metrics",
+                CHECK, severity, message, file=record.file, pointer=f"/telemetry/{side}/metrics"
             )
             break
 
@@ -363,6 +426,42 @@ def _cached_tokens_counted(ctx: BundleContext) -> Iterator[Finding]:
                 f"{ref.removeprefix('metric:')} moved by {after - before:g} across this "
                 f"request, but its answer says {cached} cached tokens: one of them is not this "
                 "request's",
+                file=record.file,
+                pointer="/telemetry",
+            )
+
+
+def _decodes_counted(ctx: BundleContext) -> Iterator[Finding]:
+    """The server's decode calls (`ServerProfile.decode_counter`) across an answered request
+    are at most its prompt tokens computed (`timings.prompt_n`, or the prompt less the cached
+    tokens) plus its completion tokens less one: a reply put in place of a longer one, or one
+    made to stop a token short of its cap, with every count edited to match, leaves the
+    server's decode calls of the real one behind."""
+    profile = ctx.profile
+    ref = profile.decode_counter if profile is not None else None
+    if ref is None:
+        return
+    for proof in ctx.proofs:
+        if proof.failed is not None:
+            continue
+        record = proof.record
+        computed = as_count(record.response_value("/timings/prompt_n"))
+        cached = _answered_cached(proof, ctx.rules)
+        if computed is None and proof.prompt_tokens is not None and cached is not None:
+            computed = proof.prompt_tokens - cached
+        completion = completion_count(record)
+        before, after = record.before.counter(ref), record.after.counter(ref)
+        if computed is None or completion is None or before is None or after is None:
+            continue
+        most = computed + max(completion - 1, 0)
+        if after - before > most:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"{ref.removeprefix('metric:')} moved by {after - before:g} across this "
+                f"request, more than its answer's {computed} prompt tokens computed and "
+                f"{completion} completion tokens take (at most {most} decode calls): the "
+                "answer is not what the server did",
                 file=record.file,
                 pointer="/telemetry",
             )

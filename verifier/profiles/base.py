@@ -145,6 +145,14 @@ class ServerProfile(ABC):
         return False
 
     @property
+    def decode_counter(self) -> str | None:
+        """A counter of the server's decode calls (llama-server's `llamacpp:n_decode_total`):
+        each call reads at least one prompt token or yields one generated token, so across a
+        request it moves by at most the prompt tokens computed plus the completion tokens
+        less one (the last token is never decoded). None known by default."""
+        return None
+
+    @property
     def work_counters(self) -> tuple[str, ...]:
         """Counters of the work a server did (tokens read and written), cache or no cache: a
         server started by the harness starts them at zero, and only the recorded requests

@@ -47,6 +47,14 @@ class LlamaCppProfile(ServerProfile):
         return ("metric:llamacpp:prompt_tokens_total", "metric:llamacpp:tokens_predicted_total")
 
     @property
+    def decode_counter(self) -> str | None:
+        # one llama_decode() a prompt batch and one a generated token but the last: in every
+        # request of the four llama.cpp samples it moved by exactly the completion tokens
+        # (one prompt batch); only the bound is read, as a batch size or a draft model
+        # (several tokens a call) moves it by less
+        return "metric:llamacpp:n_decode_total"
+
+    @property
     def counted_work(self) -> tuple[tuple[str, str], ...]:
         # llama-server adds each request's timings.prompt_n (its prompt tokens less those
         # from the cache) and its decoded tokens when the request ends (SERVERS.md: the

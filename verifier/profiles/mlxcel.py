@@ -24,13 +24,6 @@ class MlxcelProfile(ServerProfile):
         # in the seed sample it moves by each answer's cached_tokens, 0 or 32 (SERVERS.md)
         return "metric:llamacpp:prompt_tokens_cached_total"
 
-    @property
-    def work_counters(self) -> tuple[str, ...]:
-        # mlxcel writes llama.cpp's prompt counter too (SERVERS.md); how it counts a request
-        # is not documented, so only that it starts at zero on a fresh server and moves
-        # with the recorded requests alone is read (as in both seed samples)
-        return ("metric:llamacpp:prompt_tokens_total",)
-
     def toggle_options(self, toggle: str) -> tuple[str, ...]:
         """MLXCEL_PREFILL_CHUNK is also `--prefill-chunk-size` (SERVERS.md)."""
         return _TOGGLE_OPTIONS.get(toggle, ())

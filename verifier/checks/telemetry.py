@@ -293,36 +293,29 @@ def _cache_state_said(ctx: BundleContext) -> Iterator[Finding]:
             if off not in profile.cache_state_in_metrics(snapshot.metrics or {}):
                 continue
             told.add(key)
-            instance = record.server_instance
-            if off:
-                severity, message = (
-                    Severity.ERROR,
-                    (
-                        f"server {instance} is declared cache-off, yet its own metrics say its "
-                        "prefix cache is on: the evidence is not of the server declared"
-                    ),
-                )
-            elif key in proven_warm:
-                severity, message = (
-                    Severity.ERROR,
-                    (
-                        f"server {instance}'s own metrics say its prefix cache is off, yet its "
-                        "counters show warm hits: the signals disagree"
-                    ),
-                )
-            else:
-                severity, message = (
-                    Severity.WARNING,
-                    (
-                        f"server {instance} is declared cache-on, but its own metrics say its "
-                        "prefix cache is off (the server turns it off for some models): its "
-                        "warm requests cannot be proven"
-                    ),
-                )
+            severity, message = _said_otherwise(record.server_instance, off, key in proven_warm)
             yield Finding(
                 CHECK, severity, message, file=record.file, pointer=f"/telemetry/{side}/metrics"
             )
             break
+
+
+def _said_otherwise(instance: int, off: bool, proven_warm: bool) -> tuple[Severity, str]:
+    """How grave a server's own statement of its cache against its declaration is, and why."""
+    if off:
+        return Severity.ERROR, (
+            f"server {instance} is declared cache-off, yet its own metrics say its prefix "
+            "cache is on: the evidence is not of the server declared"
+        )
+    if proven_warm:
+        return Severity.ERROR, (
+            f"server {instance}'s own metrics say its prefix cache is off, yet its counters "
+            "show warm hits: the signals disagree"
+        )
+    return Severity.WARNING, (
+        f"server {instance} is declared cache-on, but its own metrics say its prefix cache is "
+        "off (the server turns it off for some models): its warm requests cannot be proven"
+    )
 
 
 def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:

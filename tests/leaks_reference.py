@@ -162,6 +162,9 @@ def _names_an_account(text: str, start: int) -> bool:
     word = text[begin:start].removeprefix("file://")
     if word.startswith("~") or re.match(r"[A-Za-z]:[\\/]", word):
         return True
+    # A home relative to `/` or to a directory below it (`home/al/x`, `../Users/al`).
+    if re.fullmatch(r"[./\\]*(?:(?:var|usr)[/\\])?(?:home|Users|users)[/\\]", word):
+        return True
     # Not the first component: `/usage/prompt_tokens` is a JSON pointer as often as a path.
     return word.startswith(("/", "\\")) and bool(re.search(r"[^/\\][/\\]", word))
 
@@ -260,11 +263,6 @@ def _token_pattern(known: Known) -> str:
     return rf"(?i:(?<!(?-i:[A-Za-z0-9])){v}(?!(?-i:[A-Za-z0-9])))"
 
 
-def _assigned(*names: str) -> str:
-    """`NAME=` or `NAME="` before a value (one lookbehind per width)."""
-    return "|".join(rf"(?<={name}=)|(?<={name}=[\"'])" for name in names)
-
-
 def _known_pattern(known: Known) -> str:
     v = re.escape(known.value)
     distinctive = _distinctive(known.value)
@@ -277,6 +275,7 @@ def _known_pattern(known: Known) -> str:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@)"
+            rf"|(?<=['\"`]){v}(?=['\"`]@)"
             rf"|(?:{leaks._USER_ASSIGNED}){v}(?![\w-]|\.\w)"
             rf"|(?:{leaks._ID_NAMED}){v}(?=\)){token})"
         )
@@ -290,7 +289,8 @@ def _known_pattern(known: Known) -> str:
         )
         return (
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
-            rf"|(?:{_assigned('HOST', 'HOSTNAME')}){v}(?![\w-])"
+            rf"|(?:{leaks._HOST_ASSIGNED}){v}(?![\w-])"
+            rf"|(?:{leaks._HOST_LINE}){v}(?=[ \t]{{0,16}}(?:[\r\n\x00-\x02]|\Z))"
             rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)){labels})"
         )
     if known.kind is KnownKind.STRING:

@@ -1096,3 +1096,118 @@ def test_a_detector_without_encodings_finds_the_values_as_they_are() -> None:
     assert [h.placeholder for h in plain.scan_text("in /home/jdoe/x")] == ["/path/to/home"]
     assert plain.scan_text(f"b {encoded} /ubzr/wqbr/k") == []
     assert len(Detector(known).scan_text(f"b {encoded} /ubzr/wqbr/k")) == 2
+
+
+# --- export audit: names and addresses in forms the scan missed, allowed spans hidden ------
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # A plain host name as the value of a member or line that names the machine.
+        ('{"hostname": "buildbox", "pid": 41027}', ["buildbox"]),
+        ("host\x01buildbox", ["buildbox"]),
+        ("NODE_NAME=buildbox node: 'x' {'machine': 'buildbox'}", ["buildbox", "buildbox"]),
+        ('"computer_name":"buildbox", host-name=buildbox', ["buildbox", "buildbox"]),
+        ("GET /metrics HTTP/1.1\r\nHost: buildbox\r\nAccept: */*", ["buildbox"]),
+        ("hostname: buildbox", ["buildbox"]),
+        ("Nodename:\tbuildbox  \n", ["buildbox"]),
+        # ... not where the word names nothing: prose after `Host:`, other keys, longer values.
+        ("Host: buildbox is our podcast", []),
+        ("the buildbox machine; hosts: buildbox; hostname=buildbox2", []),
+        ('{"hostname": "buildbox-2"}', []),
+    ],
+)
+def test_a_plain_host_name_is_found_where_a_member_names_the_machine(
+    text: str, found: list[str]
+) -> None:
+    assert named(text) == found
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # A plain user name in a home relative to `/` or to a relative directory.
+        ("tar: x\nhome/jdoe/work/raw/run.json", ["jdoe"]),
+        ("../home/jdoe/.ssh/id_ed25519 ./home/jdoe", ["jdoe", "jdoe"]),
+        ('"Users/jdoe/Library/x" var/home/jdoe/y', ["jdoe", "jdoe"]),
+        ("..\\..\\Users\\jdoe\\AppData\\x", ["jdoe"]),
+        # ... and in other account spellings.
+        ('{"user_name": "jdoe"} user-name=jdoe account: jdoe', ["jdoe", "jdoe", "jdoe"]),
+        ('{"username": ["jdoe"]} username\x00jdoe', ["jdoe", "jdoe"]),
+        ("Access denied for user 'jdoe'@'localhost'", ["jdoe"]),
+        ('"jdoe"@"%"', ["jdoe"]),
+        ("220 ready\r\nUSER jdoe\r\n331", ["jdoe"]),
+        # ... not where the word is no home's or account's.
+        ("myhome/jdoe/x x/home/jdoe/y homes/jdoe/z", []),
+        ("user jdoe; User jdoe; 'jdoe' @ 'x'; accounts: jdoe", []),
+    ],
+)
+def test_a_plain_user_name_is_found_in_relative_homes_and_account_spellings(
+    text: str, found: list[str]
+) -> None:
+    hits = KNOWN_FORMS.scan_text(text)
+    assert [text[h.start : h.end] for h in hits if h.placeholder == "<user>"] == found
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("142.69.2.81.in-addr.arpa", ["142.69.2.81"]),
+        ("host 142.69.2.81.bc.googleusercontent.com", ["142.69.2.81"]),
+        ("peer 081.002.069.142, 81.2.69.142", ["081.002.069.142", "81.2.69.142"]),
+        ("142.069.002.081.in-addr.arpa", ["142.069.002.081"]),
+        # the reverse order alone is another address; a longer number is none
+        ("142.69.2.81 and 142.69.2.81.5 and 0081.2.69.142 and 1081.2.69.142", []),
+    ],
+)
+def test_the_captures_address_is_found_in_reverse_order_or_padded(
+    text: str, found: list[str]
+) -> None:
+    hits = KNOWN_FORMS.scan_text(text)
+    assert [text[h.start : h.end] for h in hits if h.placeholder == "<ip>"] == found
+
+
+def test_the_new_forms_are_found_as_the_plain_scan_finds_them() -> None:
+    """The fast scan's places (an address's padded and last octets) miss none of them."""
+    import leaks_reference as reference
+
+    known = [
+        Known("jdoe", "user-name", "<user>", KnownKind.USER),
+        Known("buildbox", "host-name", "<host>", KnownKind.HOST),
+        Known("81.2.69.142", "ip-address", "<ip>", KnownKind.ADDRESS),
+        Known("4.3.2.1", "ip-address", "<ip>", KnownKind.ADDRESS),
+        Known("0.3.2.10", "ip-address", "<ip>", KnownKind.ADDRESS),
+    ]
+    plain = reference.Detector(
+        [
+            reference.Known(k.value, k.category, k.placeholder, reference.KnownKind(k.kind.value))
+            for k in known
+        ]
+    )
+    fast = Detector(known)
+    texts = [
+        "142.69.2.81.in-addr.arpa 081.002.069.142 01.2.3.004.x 004.003.002.001 1.2.3.4.lan",
+        "10.2.3.0.in-addr.arpa 000.003.002.010 10.2.3.000.x 0.3.2.10",
+        "home/jdoe/x ../Users/jdoe 'jdoe'@'h' USER jdoe account=jdoe username\x00jdoe",
+        '{"hostname": "buildbox"} Host: buildbox\r\n node_name=buildbox machine: buildbox',
+        "x" * 40 + " 1.2.3.4.in-addr.arpa" * 300,  # more places than tried one by one
+    ]
+    for text in texts:
+        found = fast.scan_text(text)
+        assert found, text  # each text holds the new forms
+        assert repr(found) == repr(plain.scan_text(text)), text
+
+
+def test_a_hidden_span_is_read_as_a_boundary_and_what_follows_it_is_found() -> None:
+    detector = Detector([Known("buildbox", "host-name", "<host>", KnownKind.HOST)])
+    document = {"a": ["/home/user/x?owner=jdoe@buildbox", "/home/bob/y"], "b": "/home/eve/z"}
+    (first, *_) = detector.scan_document(document)
+    assert (first.path, first.end) == (("a", 0), len(document["a"][0]))  # one hit, swallowing
+    hidden = {(("a", 0), False): [(0, len("/home/user/x"))]}
+    found = detector.scan_document_hiding(document, hidden)
+    text = document["a"][0]
+    assert [text[h.start : h.end] for h in found if h.path == ("a", 0)] == ["jdoe@buildbox"]
+    assert [h.path for h in found] == [("a", 0), ("a", 1), ("b",)]
+    only = detector.scan_document_hiding(document, hidden, {(("a", 0), False)})
+    assert [h.path for h in only] == [("a", 0)]

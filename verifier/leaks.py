@@ -57,8 +57,11 @@ separators, quoted-printable, C's `0x2f, 0x68`), as decimal bytes, in base85
 data in base64 (`_compressed_hits`); in their other spellings (NFC and NFD, a host's IDNA
 form, ROT13, reversed, spaced out, an address as one number or in dotted octal or hex:
 `spellings`) and in fullwidth forms (`ｇｂ１０`); a user name in account forms (`user: al`,
-`{"login": "al"}`, `uid=1000(al)`), a long secret inside a longer token, a string the user
-named private anywhere and in any case, an address with padded octets.
+`{"login": "al"}`, `{"user_name": ["al"]}`, `uid=1000(al)`, `'al'@'localhost'`, `USER al`)
+and in a home relative to `/` (`home/al/x`, `../Users/al`); a host name where a member
+or a line names the machine (`{"hostname": "h"}`, `node_name=h`, `Host: h`), a long
+secret inside a longer token, a string the user named private anywhere and in any case, an
+address with padded octets or in reverse order before a domain (`6.5.12.34.in-addr.arpa`).
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ import sys
 import unicodedata
 import zlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -1368,25 +1371,59 @@ def _known_address(address: str) -> str:
     """An IPv4 address the capture sent requests to, within the generic detector's bounds
     (`_IPV4`), its octets but the first also zero-padded (`192.168.040.023`); also joined
     by dashes or underscores, as in a cloud machine's name (`ip-192-168-40-23.internal`).
+    An address in dotted decimal (not another spelling of one: `spellings`) also with its
+    first octet padded (`034.012.005.006`, as `%03d` prints it), and in reverse order before
+    a domain, as a PTR name or a cloud's reverse name spells it (`6.5.12.34.in-addr.arpa`,
+    `6.5.12.34.bc.googleusercontent.com`): the octets, not the domain, go.
     After a version word it is a version (`after_version_word`), as there."""
     first, *rest = address.split(".")
-    padded = [f"0{{0,{3 - len(octet)}}}{octet}" if len(octet) < 3 else octet for octet in rest]
-    octets = r"\.".join([re.escape(first), *padded])
-    joined = "[-_]".join([re.escape(first), *padded])
-    return rf"{_IPV4_BEFORE}{octets}{_IPV4_AFTER}|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
+    dotted = _is_dotted_quad(address)
+    padded = [_padded(octet) for octet in rest]
+    head = _padded(first) if dotted else re.escape(first)
+    octets = r"\.".join([head, *padded])
+    joined = "[-_]".join([head, *padded])
+    pattern = rf"{_IPV4_BEFORE}{octets}{_IPV4_AFTER}|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
+    if dotted:
+        backwards = r"\.".join(_padded(octet) for octet in reversed(address.split(".")))
+        pattern += rf"|{_IPV4_BEFORE}{backwards}(?=\.[A-Za-z])"
+    return pattern
 
 
-def _place_prefix(known: Known) -> str:
-    """The first characters of every match of the known value (up to four): of a path's
-    spelling with single slashes, and not past its second slash, whose spelling varies."""
-    if known.kind is KnownKind.ADDRESS:  # the first octet: the rest may be padded or dashed
+def _padded(octet: str) -> str:
+    """The pattern of an octet, zero-padded to three digits or not."""
+    return f"0{{0,{3 - len(octet)}}}{octet}" if len(octet) < 3 else re.escape(octet)
+
+
+def _is_dotted_quad(address: str) -> bool:
+    """Whether a known address is an IPv4 address in dotted decimal, without padding."""
+    try:
+        return str(ipaddress.IPv4Address(address)) == address
+    except ValueError:
+        return False
+
+
+def _place_prefixes(known: Known) -> list[str]:
+    """The first characters of the matches of the known value (up to four), one of which
+    starts each: of a path's spelling with single slashes, and not past its second slash,
+    whose spelling varies; of an address, its first octet (the rest may be padded or
+    dashed), and in dotted decimal its last and the dot after it (which start it in
+    reverse: a last octet alone, `1`, would be a place at every digit 1), each also padded
+    with zeros to three digits."""
+    if known.kind is KnownKind.ADDRESS:
+        if _is_dotted_quad(known.value):
+            octets = known.value.split(".")
+            return [
+                "0" * pad + octet + dot
+                for octet, dot in ((octets[0], ""), (octets[-1], "."))
+                for pad in range(3 - len(octet) + 1)
+            ]
         dot = known.value.find(".")
-        return known.value[:dot] if dot > 0 else known.value[:4]
+        return [known.value[:dot] if dot > 0 else known.value[:4]]
     if known.kind is not KnownKind.PATH:
-        return known.value[:4]
+        return [known.value[:4]]
     first = normal_path(known.value)[:4]
     cut = first.find("/", 1)
-    return first[:cut] if cut > 0 else first
+    return [first[:cut] if cut > 0 else first]
 
 
 def is_distinctive(name: str) -> bool:
@@ -1418,23 +1455,53 @@ def _after_any(prefixes: Iterable[str]) -> str:
 # the environment (`USER=jdoe`, `export LOGNAME='jdoe'`, `HOSTNAME=buildbox`), in any case
 # (`--host=buildbox`, `?user=jdoe`); a user name also as the value of a member so named
 # (`user: jdoe`, `{"login": "jdoe"}`, a document's `"owner": "jdoe"`, `Username: jdoe` as
-# docker info prints it), but after `User:` as written (a chat transcript's speaker).
-_USER_KEYS = ("user", "username", "logname", "login", "owner")
+# docker info prints it), but after `User:` as written (a chat transcript's speaker); the
+# first of a list so named (`{"username": ["jdoe"]}`), which a document's text joins to its
+# key by SEP as it joins a value to the next key (not after `user`, `login`, `owner` or
+# `account`, which are values too: a chat message's `"role": "user"` before `"content"`);
+# and after FTP's `USER ` command.
+_USER_KEYS = ("user", "username", "logname", "login", "owner", "user_name", "user-name", "account")
+_LIST_KEYS = ("username", "logname", "user_name", "user-name")
 _USER_ASSIGNED = (
     _after_any(
         [
             *(key + sep for key in _USER_KEYS for sep in ("=", '="', "='", KEY_SEP)),
-            *(q + key + q + sep + q for key in _USER_KEYS for q in "\"'" for sep in (":", ": ")),
+            *(key + SEP for key in _LIST_KEYS),
+            *(
+                q + key + q + sep + q
+                for key in _USER_KEYS
+                for q in "\"'"
+                for sep in (":", ": ", ":[", ": [", ": [ ")
+            ),
             *(key + sep for key in _USER_KEYS[1:] for sep in (":", ": ", ': "', ": '")),
         ]
     )
     + "|(?-i:"
-    + _after_any(key + sep for key in ("user", "USER") for sep in (":", ": ", ': "', ": '"))
+    + _after_any(
+        [*(key + sep for key in ("user", "USER") for sep in (":", ": ", ': "', ": '")), "USER "]
+    )
     + ")"
 )
 # What id(1) prints: `uid=1000(jdoe) gid=1000(jdoe) groups=1000(jdoe),27(sudo)`.
 _ID_NAMED = "|".join(rf"(?<=[=,][0-9]{{{digits}}}\()" for digits in range(1, 11))
-_HOST_ASSIGNED = "|".join(rf"(?<={name}=)|(?<={name}=[\"'])" for name in ("HOST", "HOSTNAME"))
+# A host name given to a variable or a member that names the machine (`HOSTNAME=falcon`,
+# `--host=falcon`, `{"hostname": "falcon"}`, `'node': 'falcon'`), in any case; or as the
+# value of a line so named, alone to its end (`hostname: falcon`, HTTP's `Host: falcon`):
+# after `host: ` in prose (`Host: falcon is a bird`) the word names nothing.
+_HOST_KEYS = (
+    "host", "hostname", "host_name", "host-name", "node", "nodename", "node_name", "machine",
+    "computer_name",
+)  # fmt: skip
+_HOST_ASSIGNED = _after_any(
+    [
+        *(key + sep for key in _HOST_KEYS for sep in ("=", '="', "='", KEY_SEP)),
+        *(q + key + q + sep + q for key in _HOST_KEYS for q in "\"'" for sep in (":", ": ")),
+    ]
+)
+_HOST_LINE = _after_any(key + sep for key in _HOST_KEYS for sep in (":", ": ", ":\t"))
+_LINE_END = r"(?=[ \t]{0,16}(?:[\r\n\x00-\x02]|\Z))"
+# A quoted name before a quoted host, as MySQL writes an account (`'jdoe'@'localhost'`).
+_QUOTED_ACCOUNT = (r"(?<=['\"`])", r"(?=['\"`]@)")
 # A secret this long is found inside a longer token too (`tokhf_...`): no word of prose.
 _GLUED_SECRET = 12
 # A host name followed by a port (`buildbox:8080`), not inside a longer name, path or address
@@ -1473,6 +1540,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
         return (
             rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
+            rf"|{_QUOTED_ACCOUNT[0]}{v}{_QUOTED_ACCOUNT[1]}"
             rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\)))"
         )
     if known.kind is KnownKind.HOST:
@@ -1488,7 +1556,8 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
         )
         return (
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
-            rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|{_HOST_BEFORE_PORT}{v}{_PORT}{labels})"
+            rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|(?:{_HOST_LINE}){v}{_LINE_END}"
+            rf"|{_HOST_BEFORE_PORT}{v}{_PORT}{labels})"
         )
     if known.kind is KnownKind.STRING:
         # inside any longer word too (`falconbox`, `myfalcon`): a code name glued into a
@@ -2430,6 +2499,54 @@ class Detector:
         (the first `most` the scan finds, with `most`: see scan_text)."""
         return self._located(document, _Flat.text_of(document), most)
 
+    def scan_document_hiding(
+        self,
+        document: Any,
+        hidden: Mapping[tuple[tuple[str | int, ...], bool], Sequence[tuple[int, int]]],
+        shown: Collection[tuple[tuple[str | int, ...], bool]] | None = None,
+    ) -> list[DocumentHit]:
+        """`scan_document`, with spans of some strings (by location, and whether the string
+        is an object key; offsets into the string) read as string boundaries (NULs, which no
+        pattern reads across): what export was told is not private (`--allow`). What follows
+        such a span is then scanned on its own, as a text after a boundary, and a hit that
+        an allowed one started and swallowed (`/home/user/x?owner=al@host`) is found again;
+        the offsets are the document's, since a span keeps its length.
+
+        With `shown`, only those strings are read (and the few before each, which patterns
+        read as its context: its key, the argument before it); the others are boundaries
+        whole, and only the hits of those strings are given (a scan again of a few strings
+        costs theirs, not the document's)."""
+        if not hidden:
+            return self.scan_document(document)
+        flat = _Flat.of(document)
+        paths = _Flat.paths(document, set(range(len(flat.starts))))
+        whole: list[tuple[int, int]] = []
+        if shown is not None:
+            wanted = {i for i, path in paths.items() if (path, bool(flat.keys[i])) in shown}
+            read = {i - back for i in wanted for back in range(_CONTEXT_STRINGS + 1)}
+            whole = [(i, flat.length(i)) for i in range(len(flat.starts)) if i not in read]
+        spans = sorted(
+            [
+                (flat.starts[index] + start, flat.starts[index] + min(end, flat.length(index)))
+                for index, path in paths.items()
+                for start, end in hidden.get((path, bool(flat.keys[index])), ())
+                if 0 <= start < end
+            ]
+            + [(flat.starts[i], flat.starts[i] + length) for i, length in whole if length]
+        )
+        pieces: list[str] = []
+        last = 0
+        for start, end in spans:
+            start = max(start, last)
+            if end > start:
+                pieces += [flat.text[last:start], SEP * (end - start)]
+                last = end
+        pieces.append(flat.text[last:])
+        found = self._located(document, "".join(pieces))
+        if shown is None:
+            return found
+        return [hit for hit in found if (hit.path, hit.is_key) in shown]
+
     def scan_documents(
         self, documents: Iterable[Any], most: int | None = None
     ) -> Iterator[list[DocumentHit]]:
@@ -2512,6 +2629,10 @@ class Detector:
         ]
 
 
+# The strings before one that `scan_document_hiding` reads with it, as patterns read them
+# (its key, the argument before it; a window of `_ADDRESS_WINDOW` over a short key).
+_CONTEXT_STRINGS = 3
+
 # The characters that `(?i)` matches with an ASCII letter, in a pattern without re.ASCII.
 _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")  # İ ı ſ K (Kelvin)
 
@@ -2527,7 +2648,7 @@ class _KnownPlaces:
 
     def __init__(self, known: Sequence[Known]) -> None:
         any_case = (KnownKind.USER, KnownKind.HOST, KnownKind.STRING)
-        exact = [_place_prefix(k) for k in known if k.kind not in any_case]
+        exact = [p for k in known if k.kind not in any_case for p in _place_prefixes(k)]
         folded = [k.value.lower() for k in known if k.kind in any_case]
         self._plain = not all(exact + folded) or not all(v.isascii() for v in folded)
         self._exact = _prefixes(exact)
@@ -2576,6 +2697,10 @@ _TOKEN_STOP = frozenset(" \t\r\n\"'`=,;()[]{}<>" + _SEPS)
 
 
 _DRIVE = _Lazy(r"[A-Za-z]:[\\/]")
+# A home's directory relative to `/` (a tar or zip listing's `home/al/x`) or below a
+# relative path (`../home/al`, `..\\..\\Users\\al`): the directory before the name, after
+# nothing but dots and slashes from the word's start.
+_RELATIVE_HOME = _Lazy(r"(?:(?:var|usr)[/\\])?(?:home|Users|users)[/\\]\Z")
 _BELOW_FIRST = _Lazy(r"[^/\\][/\\]")
 
 
@@ -2614,6 +2739,9 @@ class _AccountNames:
         if text.startswith("file://", begin, start):
             begin += len("file://")
         if text.startswith("~", begin, start) or _DRIVE.match(text, begin, start):
+            return True
+        home = _RELATIVE_HOME.search(text, max(begin, start - 16), start)
+        if home is not None and not text[begin : home.start()].strip("./\\"):
             return True
         return (
             text.startswith(("/", "\\"), begin, start)

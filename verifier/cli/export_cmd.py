@@ -89,7 +89,8 @@ def export(
             "--allow",
             metavar="VALUE",
             help="Declare a value not private (an address, a name, a path export stopped on): "
-            "it is kept where found and the ledger says so, without the value; repeat as needed.",
+            "it is kept where found, with the path below it, and the ledger says so, without "
+            "the value; what a hit runs on to past it is still removed; repeat as needed.",
         ),
     ] = None,
     keep_env: Annotated[

@@ -9,13 +9,15 @@ in (`assemble.treatment_of`):
 - free text (and a path field): the hit is replaced by its placeholder;
 - evidence: a hit in an identifying form stops the export, naming the file and JSON
   pointer; nothing is altered. A value declared not private (`--allow VALUE`) is kept,
-  and the ledger says so, without the value.
+  and the ledger says so, without the value: the value itself and the path below it,
+  not what the hit of a home path ran on to (`?owner=al@host`, `:/home/al`), which is
+  scanned again and treated as any other hit (`Redactor.allowed_end`, `_scan`).
 
 User and host names are private only where they name an account or a machine (path
 components, `~name`, `name@`, `@host`, URL hosts, `USER=name`, `HOSTNAME=host`,
-`host:8080`); a name with a `-`, `.` or `_` in it (`lab-host-07`) is distinctive enough to
-be found as a token of its own too, inside a longer one (`server-alice-smith.log`) or a
-URL's path. An ordinary word
+`{"hostname": "host"}`, `Host: host`, `host:8080`); a name with a `-`, `.` or `_` in it
+(`lab-host-07`) is distinctive enough to be found as a token of its own too, inside a
+longer one (`server-alice-smith.log`) or a URL's path. An ordinary word
 equal to a name (`write`, `cache`, `gather`) is never touched. Opaque environment values
 are removed from free text only: the same text in evidence identifies nobody.
 """
@@ -27,7 +29,7 @@ import posixpath
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -134,6 +136,45 @@ def looks_like_path(text: str) -> bool:
     return text.startswith(("/", "~", "\\")) or bool(re.match(r"[A-Za-z]:[\\/]", text))
 
 
+# A component of a path below an allowed one (`allowed_end`): not `?`, `:`, `@`, `=`, `%`...
+_PATH_COMPONENT = re.compile(r"[\w.+-]+")
+# How many times a document is scanned again for what allowed hits swallowed (`_scan`): a
+# pass for each allowed value glued to the end of another's hit (`/home/u/a:/home/u/b`).
+_MOST_ALLOWED_PASSES = 8
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """The hits of one scan of a document: to redact or refuse, and the allowed parts of
+    those of allowed values (`Redactor._scan`)."""
+
+    hits: list[DocumentHit]
+    allowed: list[DocumentHit]
+
+
+def _merged(
+    before: list[DocumentHit],
+    rescanned: list[DocumentHit],
+    again: set[tuple[tuple[str | int, ...], bool]],
+) -> list[DocumentHit]:
+    """The hits of a scan, those of the strings in `again` taken from a scan of them again:
+    in the order of the strings, as a scan gives them (the scan again gives each string's
+    hits together, in its order)."""
+    fresh: dict[tuple[tuple[str | int, ...], bool], list[DocumentHit]] = {}
+    for hit in rescanned:
+        fresh.setdefault((hit.path, hit.is_key), []).append(hit)
+    merged: list[DocumentHit] = []
+    for hit in before:
+        where = (hit.path, hit.is_key)
+        if where not in again:
+            merged.append(hit)
+        elif where in fresh:
+            merged += fresh.pop(where)
+    for hits in fresh.values():  # a string whose hits before were all allowed
+        merged += hits
+    return merged
+
+
 def replace_hits(text: str, hits: Sequence[tuple[int, int, str]]) -> str:
     for start, end, placeholder in sorted(hits, reverse=True):
         text = text[:start] + placeholder + text[end:]
@@ -148,11 +189,67 @@ class Redactor:
         self.detector = Detector(known)
         self.allowed = tuple(a for a in allowed if a)
 
-    def is_allowed(self, text: str) -> bool:
-        return any(
-            text == value or (text.startswith(value) and text[len(value)] in "/\\")
-            for value in self.allowed
-        )
+    def allowed_end(self, text: str, start: int, end: int) -> int | None:
+        """Where the allowed part of the hit `text[start:end]` ends; None where the hit is
+        not an allowed value's.
+
+        A hit is an allowed value's where it is the value, or starts with it and then a
+        path separator. Only the value and the path below it are allowed: its components
+        up to the first character that cannot be in one (`?`, `:`, `@`, `=`...) or a `..`
+        (which leaves the allowed directory). A hit runs on past them (a home path's run
+        takes `?owner=al@host&t=hf_...`, `:/home/al/...`): what follows is not allowed,
+        and is scanned again (`_scan`).
+        """
+        found = text[start:end]
+        best: int | None = None
+        for value in self.allowed:
+            if found == value:
+                return end
+            if not found.startswith(value) or found[len(value)] not in "/\\":
+                continue
+            at = start + len(value)
+            while at < end and text[at] in "/\\":
+                component = _PATH_COMPONENT.match(text, at + 1, end)
+                if component is None or component.group() == "..":
+                    break
+                at = component.end()
+            best = at if best is None else max(best, at)
+        return best
+
+    def _scan(self, document: Any) -> _Scan:
+        """The hits of a document, and the allowed parts of those of allowed values.
+
+        A hit that starts with an allowed value is allowed up to `allowed_end`; its allowed
+        part is hidden and the document scanned again, so that what the hit swallowed past
+        it (a token, a host, an address, another home) is found as a hit of its own, and
+        treated as any other. Again until no new hit is an allowed value's: each pass hides
+        more, and costs a scan of the document only where an allowed value was hit. Past
+        `_MOST_ALLOWED_PASSES` (allowed values glued one after another, `/home/u/a:/home/
+        u/b:...`), what is left is not allowed: redacted, or refused in evidence, as if no
+        --allow named it (never published unread, and never a scan per value of the chain).
+        """
+        found = self.detector.scan_document(document)
+        allowed: list[DocumentHit] = []
+        hidden: dict[tuple[tuple[str | int, ...], bool], list[tuple[int, int]]] = {}
+        for _ in range(_MOST_ALLOWED_PASSES):
+            kept: list[DocumentHit] = []
+            swallowed = False  # whether an allowed hit ran on past its allowed part
+            for hit in found:
+                end = self.allowed_end(_string_at(document, hit), hit.start, hit.end)
+                if end is None:
+                    kept.append(hit)
+                    continue
+                allowed.append(hit if end == hit.end else replace(hit, end=end))
+                hidden.setdefault((hit.path, hit.is_key), []).append((hit.start, end))
+                swallowed = swallowed or end < hit.end
+            if not swallowed:  # (the usual case: no hit ran on, none to scan again)
+                return _Scan(kept, allowed)
+            # Only the strings with an allowed hit are scanned again: the others' hits are
+            # those of the scan before (a hidden span changes what is read there alone).
+            again = set(hidden)
+            rescanned = self.detector.scan_document_hiding(document, hidden, again)
+            found = _merged(found, rescanned, again)
+        return _Scan(found, allowed)
 
     def redact_documents(
         self, documents: Mapping[str, Any], sources: Mapping[str, str] | None = None
@@ -176,19 +273,23 @@ class Redactor:
 
     def _redact_all(
         self, documents: Mapping[str, Any], sources: Mapping[str, str] | None
-    ) -> tuple[dict[str, Any], list[LedgerEntry], dict[str, list[DocumentHit]]]:
+    ) -> tuple[dict[str, Any], list[LedgerEntry], dict[str, _Scan]]:
         counts: Counter[tuple[str, str, str, str]] = Counter()
         refusals: dict[tuple[str, str, str], Refusal] = {}
         result: dict[str, Any] = {}
-        scanned: dict[str, list[DocumentHit]] = {}
+        scanned: dict[str, _Scan] = {}
         for file, document in documents.items():
             kind = public_kind(file)
             _check_treatments(file, kind, document)
             source = (sources or {}).get(file)
-            for _ in range(80):  # keys first, outermost first: a pointer never holds a value
-                found = self.detector.scan_document(document)
+            # Keys first, every depth in one pass: a pointer never holds a value. A pass
+            # renames them all (`_redact`), so the second scan finds none left to rename;
+            # the bound is a safety net (renaming a level a pass, 55 nested keys beside a
+            # costly string took 56 scans of it: 81 s).
+            for _ in range(80):
+                found = self._scan(document)
                 if not self._redact(
-                    file, kind, document, found, source, counts, refusals, keys=True
+                    file, kind, document, found.hits, source, counts, refusals, keys=True
                 ):
                     break
             else:
@@ -200,11 +301,11 @@ class Redactor:
             # the document as published: the final check judges its hits.
             for _ in range(80):
                 changed = self._redact(
-                    file, kind, document, found, source, counts, refusals, keys=False
+                    file, kind, document, found.hits, source, counts, refusals, keys=False
                 )
                 if not cut_once_redacted(kind, document) and not changed:
                     break
-                found = self.detector.scan_document(document)
+                found = self._scan(document)
             else:
                 raise ExportError(f"{file}: values keep changing under redaction (a bug)")
             scanned[file] = found
@@ -234,14 +335,13 @@ class Redactor:
         *,
         keys: bool,
     ) -> bool:
-        """One pass over the values (or the keys, outermost level only) with the hits of a scan
-        of `document` as it is now; whether it changed any."""
+        """One pass over the values (or the keys, of every depth) with the hits of a scan of
+        `document` as it is now, those of allowed values left out (the final check records
+        them in the ledger); whether it changed any."""
         found = [h for h in scanned if h.is_key == keys]
         edits: dict[tuple[str | int, ...], list[tuple[int, int, str, DocumentHit]]] = {}
         for hit in found:
             text = _string_at(document, hit)
-            if self.is_allowed(text[hit.start : hit.end]):
-                continue  # the final check records it in the ledger
             treatment = treatment_of(kind, hit.path)
             if treatment is Treatment.PATH and not looks_like_path(text):
                 treatment = Treatment.EVIDENCE
@@ -256,16 +356,23 @@ class Redactor:
             if treatment not in (Treatment.FREE_TEXT, Treatment.PATH):
                 raise ExportError(f"{file}{hit.where}: no treatment to apply (a bug in evidence)")
             edits.setdefault(hit.path, []).append((hit.start, hit.end, hit.hit.placeholder, hit))
-        if keys and edits:  # outermost first: the paths of deeper keys change with it
-            depth = min(len(path) for path in edits)
-            edits = {path: change for path, change in edits.items() if len(path) == depth}
+        # Keys deepest first: each path names the keys above it as they were scanned, and
+        # those are renamed after it. Its ledger pointer names them as they are published.
+        renamed: dict[tuple[str | int, ...], str] = {}
+        if keys:
+            edits = dict(sorted(edits.items(), key=lambda item: -len(item[0])))
+            for path, changes in edits.items():
+                old = _string_at(document, changes[0][3])
+                renamed[path] = replace_hits(old, [(s, e, ph) for s, e, ph, _ in changes])
         for path, changes in edits.items():
-            old = _string_at(document, changes[0][3])
-            new = replace_hits(old, [(s, e, ph) for s, e, ph, _ in changes])
             if keys:
+                new = renamed[path]
                 _rename_key(document, path, new, file)
-                pointer = json_pointer(*path[:-1], new)
+                above = [renamed.get(path[: i + 1], part) for i, part in enumerate(path[:-1])]
+                pointer = json_pointer(*above, new)
             else:
+                old = _string_at(document, changes[0][3])
+                new = replace_hits(old, [(s, e, ph) for s, e, ph, _ in changes])
                 _set_string(document, path, new)
                 pointer = json_pointer(*path)
             for _, _, placeholder, hit in changes:
@@ -278,18 +385,19 @@ class Redactor:
         return self._final_check(documents, {})
 
     def _final_check(
-        self, documents: Mapping[str, Any], scanned: Mapping[str, list[DocumentHit]]
+        self, documents: Mapping[str, Any], scanned: Mapping[str, _Scan]
     ) -> list[LedgerEntry]:
         """`final_check`, with the hits of the documents in `scanned` already known."""
         counts: Counter[tuple[str, str, str, str]] = Counter()
         for file, document in sorted(documents.items()):
-            hits = scanned.get(file)
-            for hit in self.detector.scan_document(document) if hits is None else hits:
-                text = _string_at(document, hit)
+            found = scanned.get(file)
+            if found is None:
+                found = self._scan(document)
+            for hit in found.allowed:
                 category = ledger_category(hit.hit.category)
-                if self.is_allowed(text[hit.start : hit.end]):
-                    counts[(file, hit.pointer, category, ALLOWED_PLACEHOLDER)] += 1
-                    continue
+                counts[(file, hit.pointer, category, ALLOWED_PLACEHOLDER)] += 1
+            for hit in found.hits:
+                category = ledger_category(hit.hit.category)
                 if not hit.hit.identifying and treatment_of(public_kind(file), hit.path) in (
                     Treatment.EVIDENCE,
                     Treatment.PATH,
@@ -466,6 +574,28 @@ def _url_address(url: str) -> str | None:
     if address is None or address.is_loopback or address.is_unspecified:
         return None
     return str(address)
+
+
+# The variables sshd sets to the addresses of a session (`client port server port` and
+# `client port port`): the client's is where the user sits, the server's this machine's.
+SSH_ADDRESS_VARIABLES = ("SSH_CONNECTION", "SSH_CLIENT")
+
+
+def _ssh_addresses(env: Mapping[str, str]) -> list[str]:
+    """The IPv4 addresses of an SSH session in an environment, neither loopback nor
+    unspecified: private wherever the generic detector would take them for an address,
+    which reads a public one as a version number where no word says it is an address
+    (`34.99.1.2 - - [02/Nov/2026...]`, a web server's log line)."""
+    found = []
+    for name in SSH_ADDRESS_VARIABLES:
+        for part in env.get(name, "").split():
+            try:
+                address = ipaddress.IPv4Address(part)
+            except ValueError:
+                continue
+            if not (address.is_loopback or address.is_unspecified):
+                found.append(str(address))
+    return found
 
 
 def _url_host(url: str | None) -> str | None:
@@ -673,7 +803,9 @@ def collect_private_values(
     hostnames |= {h for h in map(_url_host, urls) if h}
     for hostname in sorted(hostnames, key=lambda h: (-len(h), h)):
         c.name(hostname, "host-name", "<host>", KnownKind.HOST)
-    for address in sorted({a for a in map(_url_address, filter(None, urls)) if a}):
+    addresses = {a for a in map(_url_address, filter(None, urls)) if a}
+    addresses.update(a for s in servers for a in _ssh_addresses(s.env))
+    for address in sorted(addresses):
         c.address(address)
     for secret in secrets:
         c.secret(secret, "token", "<token>")

@@ -383,15 +383,10 @@ def _work_counted(ctx: BundleContext) -> Iterator[Finding]:
             if expected is None or before is None or after is None or after - before == expected:
                 continue
             said = "prompt tokens computed" if what == "computed" else "completion tokens"
-            yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"{ref.removeprefix('metric:')} moved by {after - before:g} across this "
-                f"request, but its answer counts {expected} {said}: the answer is not what "
-                "the server did",
-                file=record.file,
-                pointer="/telemetry",
-            )
+            yield _moved(
+                record, ref, after - before,
+                f"but its answer counts {expected} {said}: the answer is not what the server did",
+            )  # fmt: skip
 
 
 def _cached_tokens_counted(ctx: BundleContext) -> Iterator[Finding]:
@@ -413,15 +408,10 @@ def _cached_tokens_counted(ctx: BundleContext) -> Iterator[Finding]:
             continue
         rose = after > before
         if rose != (cached > 0) and (rose or proof.failed is None):
-            yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"{ref.removeprefix('metric:')} moved by {after - before:g} across this "
-                f"request, but its answer says {cached} cached tokens: one of them is not this "
-                "request's",
-                file=record.file,
-                pointer="/telemetry",
-            )
+            yield _moved(
+                record, ref, after - before,
+                f"but its answer says {cached} cached tokens: one of them is not this request's",
+            )  # fmt: skip
 
 
 def _decodes_counted(ctx: BundleContext) -> Iterator[Finding]:
@@ -448,13 +438,21 @@ def _decodes_counted(ctx: BundleContext) -> Iterator[Finding]:
             continue
         most = computed + max(completion - 1, 0)
         if after - before > most:
-            yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"{ref.removeprefix('metric:')} moved by {after - before:g} across this "
-                f"request, more than its answer's {computed} prompt tokens computed and "
-                f"{completion} completion tokens take (at most {most} decode calls): the "
-                "answer is not what the server did",
-                file=record.file,
-                pointer="/telemetry",
-            )
+            yield _moved(
+                record, ref, after - before,
+                f"more than its answer's {computed} prompt tokens computed and {completion} "
+                f"completion tokens take (at most {most} decode calls): the answer is not what "
+                "the server did",
+            )  # fmt: skip
+
+
+def _moved(record: Record, ref: str, by: float, against: str) -> Finding:
+    """The error of a server counter that moved across a request otherwise than its answer
+    says (`against`: what the answer says, and what that means)."""
+    return Finding(
+        CHECK,
+        Severity.ERROR,
+        f"{ref.removeprefix('metric:')} moved by {by:g} across this request, {against}",
+        file=record.file,
+        pointer="/telemetry",
+    )

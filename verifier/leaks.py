@@ -61,7 +61,7 @@ form, ROT13, reversed, spaced out, an address as one number or in dotted octal o
 and in a home relative to `/` (`home/al/x`, `../Users/al`); a host name where a member
 or a line names the machine (`{"hostname": "h"}`, `node_name=h`, `Host: h`), a long
 secret inside a longer token, a string the user named private anywhere and in any case, an
-address with padded octets or in reverse order before a domain (`6.5.12.34.in-addr.arpa`).
+address with padded octets.
 """
 
 from __future__ import annotations
@@ -1372,9 +1372,10 @@ def _known_address(address: str) -> str:
     (`_IPV4`), its octets but the first also zero-padded (`192.168.040.023`); also joined
     by dashes or underscores, as in a cloud machine's name (`ip-192-168-40-23.internal`).
     An address in dotted decimal (not another spelling of one: `spellings`) also with its
-    first octet padded (`034.012.005.006`, as `%03d` prints it), and in reverse order before
-    a domain, as a PTR name or a cloud's reverse name spells it (`6.5.12.34.in-addr.arpa`,
-    `6.5.12.34.bc.googleusercontent.com`): the octets, not the domain, go.
+    first octet padded (`034.012.005.006`, as `%03d` prints it). (Not in reverse order, as
+    a PTR name spells it, `6.5.12.34.in-addr.arpa`: a match would start at the last octet,
+    and a short one, `1.0`, is a place in every numeric text, where the scan then tries
+    every pattern at every character: 13 s a 200 KB text with 28 such addresses.)
     After a version word it is a version (`after_version_word`), as there."""
     first, *rest = address.split(".")
     dotted = _is_dotted_quad(address)
@@ -1382,11 +1383,7 @@ def _known_address(address: str) -> str:
     head = _padded(first) if dotted else re.escape(first)
     octets = r"\.".join([head, *padded])
     joined = "[-_]".join([head, *padded])
-    pattern = rf"{_IPV4_BEFORE}{octets}{_IPV4_AFTER}|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
-    if dotted:
-        backwards = r"\.".join(_padded(octet) for octet in reversed(address.split(".")))
-        pattern += rf"|{_IPV4_BEFORE}{backwards}(?=\.[A-Za-z])"
-    return pattern
+    return rf"{_IPV4_BEFORE}{octets}{_IPV4_AFTER}|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
 
 
 def _padded(octet: str) -> str:
@@ -1406,17 +1403,11 @@ def _place_prefixes(known: Known) -> list[str]:
     """The first characters of the matches of the known value (up to four), one of which
     starts each: of a path's spelling with single slashes, and not past its second slash,
     whose spelling varies; of an address, its first octet (the rest may be padded or
-    dashed), and in dotted decimal its last and the dot after it (which start it in
-    reverse: a last octet alone, `1`, would be a place at every digit 1), each also padded
-    with zeros to three digits."""
+    dashed), in dotted decimal also padded with zeros to three digits."""
     if known.kind is KnownKind.ADDRESS:
         if _is_dotted_quad(known.value):
             octets = known.value.split(".")
-            return [
-                "0" * pad + octet + dot
-                for octet, dot in ((octets[0], ""), (octets[-1], "."))
-                for pad in range(3 - len(octet) + 1)
-            ]
+            return ["0" * pad + octets[0] for pad in range(3 - len(octets[0]) + 1)]
         dot = known.value.find(".")
         return [known.value[:dot] if dot > 0 else known.value[:4]]
     if known.kind is not KnownKind.PATH:
@@ -1462,6 +1453,9 @@ def _after_any(prefixes: Iterable[str]) -> str:
 # and after FTP's `USER ` command.
 _USER_KEYS = ("user", "username", "logname", "login", "owner", "user_name", "user-name", "account")
 _LIST_KEYS = ("username", "logname", "user_name", "user-name")
+# after `key: ` in prose too (`Username: jdoe`), but not `account: ` ("your NVIDIA account:
+# NVIDIA Developer Program" names no account), nor `user: `, below (a chat's speaker)
+_USER_LINE_KEYS = ("username", "logname", "login", "owner", "user_name", "user-name")
 _USER_ASSIGNED = (
     _after_any(
         [
@@ -1473,7 +1467,7 @@ _USER_ASSIGNED = (
                 for q in "\"'"
                 for sep in (":", ": ", ":[", ": [", ": [ ")
             ),
-            *(key + sep for key in _USER_KEYS[1:] for sep in (":", ": ", ': "', ": '")),
+            *(key + sep for key in _USER_LINE_KEYS for sep in (":", ": ", ': "', ": '")),
         ]
     )
     + "|(?-i:"
@@ -1498,7 +1492,8 @@ _HOST_ASSIGNED = _after_any(
         *(q + key + q + sep + q for key in _HOST_KEYS for q in "\"'" for sep in (":", ": ")),
     ]
 )
-_HOST_LINE = _after_any(key + sep for key in _HOST_KEYS for sep in (":", ": ", ":\t"))
+# (not `node: ` or `machine: `: prose's "The node: spark" ends a line as often)
+_HOST_LINE = _after_any(key + sep for key in _HOST_KEYS[:4] for sep in (":", ": ", ":\t"))
 _LINE_END = r"(?=[ \t]{0,16}(?:[\r\n\x00-\x02]|\Z))"
 # A quoted name before a quoted host, as MySQL writes an account (`'jdoe'@'localhost'`).
 _QUOTED_ACCOUNT = (r"(?<=['\"`])", r"(?=['\"`]@)")
@@ -2506,11 +2501,11 @@ class Detector:
         shown: Collection[tuple[tuple[str | int, ...], bool]] | None = None,
     ) -> list[DocumentHit]:
         """`scan_document`, with spans of some strings (by location, and whether the string
-        is an object key; offsets into the string) read as string boundaries (NULs, which no
-        pattern reads across): what export was told is not private (`--allow`). What follows
-        such a span is then scanned on its own, as a text after a boundary, and a hit that
-        an allowed one started and swallowed (`/home/user/x?owner=al@host`) is found again;
-        the offsets are the document's, since a span keeps its length.
+        is an object key; offsets into the string) read as a plain directory of their length
+        (`/xxxx`): what export was told is not private (`--allow`). What follows such a span
+        is then scanned again, and a hit that an allowed one started and swallowed
+        (`/home/user/x?owner=al@host`, `/home/user/al/x`) is found again; the offsets are
+        the document's, since a span keeps its length.
 
         With `shown`, only those strings are read (and the few before each, which patterns
         read as its context: its key, the argument before it); the others are boundaries
@@ -2525,21 +2520,30 @@ class Detector:
             wanted = {i for i, path in paths.items() if (path, bool(flat.keys[i])) in shown}
             read = {i - back for i in wanted for back in range(_CONTEXT_STRINGS + 1)}
             whole = [(i, flat.length(i)) for i in range(len(flat.starts)) if i not in read]
+        # A hidden span reads as a plain directory of its length (`/xxxx`), so that what
+        # follows it is still read as the path's next component (`/home/user//al`: `al`
+        # names an account below a directory, not at a word's start); a string not read is
+        # a boundary whole.
         spans = sorted(
             [
-                (flat.starts[index] + start, flat.starts[index] + min(end, flat.length(index)))
+                (
+                    flat.starts[index] + start,
+                    flat.starts[index] + min(end, flat.length(index)),
+                    True,
+                )
                 for index, path in paths.items()
                 for start, end in hidden.get((path, bool(flat.keys[index])), ())
                 if 0 <= start < end
             ]
-            + [(flat.starts[i], flat.starts[i] + length) for i, length in whole if length]
+            + [(flat.starts[i], flat.starts[i] + length, False) for i, length in whole if length]
         )
         pieces: list[str] = []
         last = 0
-        for start, end in spans:
+        for start, end, directory in spans:
             start = max(start, last)
             if end > start:
-                pieces += [flat.text[last:start], SEP * (end - start)]
+                filler = "/" + "x" * (end - start - 1) if directory else SEP * (end - start)
+                pieces += [flat.text[last:start], filler]
                 last = end
         pieces.append(flat.text[last:])
         found = self._located(document, "".join(pieces))

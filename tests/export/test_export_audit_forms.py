@@ -75,6 +75,43 @@ def test_an_allowed_path_does_not_keep_what_its_hit_ran_on_to(tmp_path: Path) ->
     assert ("experiment.json", "/request_body/messages/0/content") in allowed
 
 
+def test_an_allowed_path_does_not_keep_a_private_component_below_it(tmp_path: Path) -> None:
+    """A component below the allowed path that is, or holds, a private value is not allowed
+    (audit of 032dfa2: the token and the user as path components were published, the
+    ledger counting them allowed). What follows is read as it would be without --allow: a
+    plain name inside a longer component (`alice-notes`) or a plain host name as a
+    directory names no account or machine there either."""
+    f = _plain()
+    _ask_about(f, "/home/user/story.txt")
+    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = [
+        f"/home/user/{TOKEN}/x",
+        "/home/user/alice/notes.txt",
+        "/home/user//alice/x",
+        "/home/user/192.168.40.23/x",
+        "/home/user/docs/report.txt",
+    ]
+    out = _export(f, tmp_path, allowed=("/home/user",))
+    assert _extra(out) == [
+        "/home/user/<token>/x",
+        "/home/user/<user>/notes.txt",
+        "/home/user//<user>/x",
+        "/home/user/<ip>/x",
+        "/home/user/docs/report.txt",
+    ]
+
+
+def test_a_list_of_allowed_paths_is_allowed_whole(tmp_path: Path) -> None:
+    """PATH=/home/user/p0/bin:...:/home/user/p11/bin with --allow /home/user: every entry is
+    allowed (the audit of 032dfa2: past 8 glued values the rest was refused, and no --allow
+    could publish it)."""
+    f = _plain()
+    chain = ":".join(f"/home/user/p{i}/bin" for i in range(12))
+    _ask_about(f, f"/home/user/story.txt; export PATH={chain}")
+    out = _export(f, tmp_path, allowed=("/home/user",))
+    experiment = json.loads((out / "experiment.json").read_text())
+    assert chain in experiment["request_body"]["messages"][0]["content"]
+
+
 def test_what_an_allowed_path_ran_on_to_in_evidence_stops_the_export(tmp_path: Path) -> None:
     f = _plain()
     _ask_about(f, "/home/user/story.txt?owner=alice@falcon")
@@ -85,16 +122,15 @@ def test_what_an_allowed_path_ran_on_to_in_evidence_stops_the_export(tmp_path: P
     assert "alice" not in message and "falcon" not in message
 
 
-def test_allowed_values_glued_without_end_are_redacted_past_a_bound(tmp_path: Path) -> None:
-    """A run of allowed paths, each glued to the next, is not scanned once per path: past
-    a few, what is left is not allowed (redacted, never published unread)."""
+def test_allowed_values_glued_in_a_list_are_walked_in_one_pass(tmp_path: Path) -> None:
+    """A list of allowed paths, each glued to the next by `:`, is allowed in one walk (not
+    one scan per path), and the private path after it is redacted."""
     f = _plain()
     _ask_about(f, "/home/user/story.txt")
     chain = ":".join(f"/home/user/p{i}" for i in range(40))
     f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = f"{chain}:/home/alice/x"
     out = _export(f, tmp_path, allowed=("/home/user",))
-    kept = _extra(out)
-    assert kept.startswith("/home/user/p0:/home/user/p1:") and kept.endswith(":/path/to/home")
+    assert _extra(out) == f"{chain}:/path/to/home/x"
     assert b"/home/alice" not in _published(out)
 
 
@@ -206,7 +242,7 @@ def test_a_relative_home_in_the_manifest_stops_the_export(tmp_path: Path) -> Non
         _export(f, tmp_path)
 
 
-# --- F5: the capture's address in reverse order, padded, or in an SSH session's variables --
+# --- F5: the capture's address padded, or in an SSH session's variables ---------------
 
 
 def test_the_ssh_sessions_addresses_are_known_private(tmp_path: Path) -> None:
@@ -218,22 +254,18 @@ def test_the_ssh_sessions_addresses_are_known_private(tmp_path: Path) -> None:
     assert {"34.99.1.2", "192.168.40.7"} <= addresses
 
 
-def test_the_captures_address_in_reverse_order_or_padded_is_removed(tmp_path: Path) -> None:
+def test_the_captures_address_padded_is_removed(tmp_path: Path) -> None:
     f = RawFactory()
     f.server["env"]["SSH_CLIENT"] = "34.99.1.2 51234 22"
     for exchange in f.exchanges():  # the capture sent its requests to a public address
         exchange["request"]["url"] = "http://34.12.5.6:18128/v1/chat/completions"
     f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = [
-        "6.5.12.34.in-addr.arpa",
-        "6.5.12.34.bc.googleusercontent.com",
         "peer 034.012.005.006",
         '34.99.1.2 - - [02/Nov/2026:09:30:00 +0000] "POST /v1/chat/completions" 200',
         "6.5.12.34 is a version; so is 6.5.12.34.1",
     ]
     out = _export(f, tmp_path)
     assert _extra(out) == [
-        "<ip>.in-addr.arpa",
-        "<ip>.bc.googleusercontent.com",
         "peer <ip>",
         '<ip> - - [02/Nov/2026:09:30:00 +0000] "POST /v1/chat/completions" 200',
         "6.5.12.34 is a version; so is 6.5.12.34.1",

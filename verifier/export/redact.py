@@ -188,17 +188,20 @@ class Redactor:
         self.known = tuple(known)
         self.detector = Detector(known)
         self.allowed = tuple(a for a in allowed if a)
+        self._known_folded = tuple({k.value.casefold() for k in self.known if k.value})
 
     def allowed_end(self, text: str, start: int, end: int) -> int | None:
         """Where the allowed part of the hit `text[start:end]` ends; None where the hit is
         not an allowed value's.
 
         A hit is an allowed value's where it is the value, or starts with it and then a
-        path separator. Only the value and the path below it are allowed: its components
-        up to the first character that cannot be in one (`?`, `:`, `@`, `=`...) or a `..`
-        (which leaves the allowed directory). A hit runs on past them (a home path's run
-        takes `?owner=al@host&t=hf_...`, `:/home/al/...`): what follows is not allowed,
-        and is scanned again (`_scan`).
+        path separator. Only the value and the path below it are allowed (`_walk`): its
+        components up to the first character that cannot be in one (`?`, `:`, `@`, `=`...),
+        a `..` (which leaves the allowed directory) or a component that holds a private
+        value (`/home/user/al-notes`, `/home/user/<token>/x`), and another allowed value
+        after a list's separator (`PATH=/home/user/a:/home/user/b`). A hit runs on past
+        them (a home path's run takes `?owner=al@host&t=hf_...`, `:/home/al/...`): what
+        follows is not allowed, and is scanned again (`_scan`).
         """
         found = text[start:end]
         best: int | None = None
@@ -207,14 +210,48 @@ class Redactor:
                 return end
             if not found.startswith(value) or found[len(value)] not in "/\\":
                 continue
-            at = start + len(value)
-            while at < end and text[at] in "/\\":
-                component = _PATH_COMPONENT.match(text, at + 1, end)
-                if component is None or component.group() == "..":
-                    break
-                at = component.end()
+            at = self._walk(text, start + len(value), end)
             best = at if best is None else max(best, at)
         return best
+
+    def _walk(self, text: str, at: int, end: int) -> int:
+        """From the end of an allowed value in `text`, where its allowed path ends (at most
+        `end`): see `allowed_end`. Linear in the length walked."""
+        while True:
+            while at < end and text[at] in "/\\":
+                component = _PATH_COMPONENT.match(text, at + 1, end)
+                if (
+                    component is None
+                    or component.group() == ".."
+                    or self._holds_private(component.group())
+                ):
+                    break
+                at = component.end()
+            if at < end and text[at] in ":;,":
+                after = at + 1
+                following = next(
+                    (
+                        value
+                        for value in self.allowed
+                        if text.startswith(value, after)
+                        and (after + len(value) >= end or text[after + len(value)] in "/\\:;,")
+                    ),
+                    None,
+                )
+                if following is not None:
+                    at = min(after + len(following), end)
+                    continue
+            return at
+
+    def _holds_private(self, component: str) -> bool:
+        """Whether one path component holds a known value (a name of 3 characters or more
+        anywhere in it, a shorter one as the whole component, in any case) or anything the
+        generic detectors find (a token, an address)."""
+        folded = component.casefold()
+        for value in self._known_folded:
+            if (value in folded) if len(value) >= 3 else value == folded:
+                return True
+        return bool(leaks.GENERIC.scan_text(component, 1))
 
     def _scan(self, document: Any) -> _Scan:
         """The hits of a document, and the allowed parts of those of allowed values.

@@ -47,18 +47,27 @@ def _ask_about(f: RawFactory, path: str) -> None:
         body["messages"][0]["content"] = f"{PROMPT} Save it to {path}"
 
 
+def _export_allowing_home(tmp_path: Path, extra: Any) -> Path:
+    """The capture whose prompt names /home/user/story.txt, exported with --allow /home/user,
+    `extra` planted in the first exchange's free text."""
+    f = _plain()
+    _ask_about(f, "/home/user/story.txt")
+    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = extra
+    return _export(f, tmp_path, allowed=("/home/user",))
+
+
 # --- F1: --allow allows the value and the path below it, not what the hit ran on to ---------
 
 
 def test_an_allowed_path_does_not_keep_what_its_hit_ran_on_to(tmp_path: Path) -> None:
-    f = _plain()
-    _ask_about(f, "/home/user/story.txt")
-    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = [
-        f"/home/user/story.txt?owner=alice@falcon&from=192.168.40.23&hf_token={TOKEN}",
-        "PYTHONPATH=/home/user/lib:/home/alice/work/x:/home/bob/.local/lib",
-        "/home/user/../alice/.ssh/id_ed25519",
-    ]
-    out = _export(f, tmp_path, allowed=("/home/user",))
+    out = _export_allowing_home(
+        tmp_path,
+        [
+            f"/home/user/story.txt?owner=alice@falcon&from=192.168.40.23&hf_token={TOKEN}",
+            "PYTHONPATH=/home/user/lib:/home/alice/work/x:/home/bob/.local/lib",
+            "/home/user/../alice/.ssh/id_ed25519",
+        ],
+    )
     assert _extra(out) == [
         "/home/user/story.txt?owner=<user>@<host>&from=<ip>&hf_token=<token>",
         "PYTHONPATH=/home/user/lib:/path/to/workdir/x:/path/to/home",
@@ -81,16 +90,16 @@ def test_an_allowed_path_does_not_keep_a_private_component_below_it(tmp_path: Pa
     ledger counting them allowed). What follows is read as it would be without --allow: a
     plain name inside a longer component (`alice-notes`) or a plain host name as a
     directory names no account or machine there either."""
-    f = _plain()
-    _ask_about(f, "/home/user/story.txt")
-    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = [
-        f"/home/user/{TOKEN}/x",
-        "/home/user/alice/notes.txt",
-        "/home/user//alice/x",
-        "/home/user/192.168.40.23/x",
-        "/home/user/docs/report.txt",
-    ]
-    out = _export(f, tmp_path, allowed=("/home/user",))
+    out = _export_allowing_home(
+        tmp_path,
+        [
+            f"/home/user/{TOKEN}/x",
+            "/home/user/alice/notes.txt",
+            "/home/user//alice/x",
+            "/home/user/192.168.40.23/x",
+            "/home/user/docs/report.txt",
+        ],
+    )
     assert _extra(out) == [
         "/home/user/<token>/x",
         "/home/user/<user>/notes.txt",
@@ -125,11 +134,8 @@ def test_what_an_allowed_path_ran_on_to_in_evidence_stops_the_export(tmp_path: P
 def test_allowed_values_glued_in_a_list_are_walked_in_one_pass(tmp_path: Path) -> None:
     """A list of allowed paths, each glued to the next by `:`, is allowed in one walk (not
     one scan per path), and the private path after it is redacted."""
-    f = _plain()
-    _ask_about(f, "/home/user/story.txt")
     chain = ":".join(f"/home/user/p{i}" for i in range(40))
-    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = f"{chain}:/home/alice/x"
-    out = _export(f, tmp_path, allowed=("/home/user",))
+    out = _export_allowing_home(tmp_path, f"{chain}:/home/alice/x")
     assert _extra(out) == f"{chain}:/path/to/home/x"
     assert b"/home/alice" not in _published(out)
 

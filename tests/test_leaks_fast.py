@@ -648,6 +648,17 @@ def test_known_values_with_too_many_places_search_as_before() -> None:
     same_text(text)
 
 
+def test_known_patterns_compile_where_a_text_first_needs_them() -> None:
+    # Export builds a detector of the values collected so far for each name it embeds in a
+    # placeholder: one that never meets the start of a value compiles nothing.
+    detector = leaks.Detector(KNOWN, encoded=False)
+    assert detector.scan_text("GPU_COUNT LD_LIBRARY_PATH CUDA_VISIBLE_DEVICES") == []
+    assert all(r._regex is None and r._split is None for r in detector._regexes)
+    hits = detector.scan_text("weights in /srv/private/models/x, token s3cr3t-Value.x")
+    assert [h.placeholder for h in hits] == ["/path/to/model", "<token>"]
+    assert any(r._regex is not None or r._split is not None for r in detector._regexes)
+
+
 def test_a_run_is_found_once_whatever_the_places_inside_it() -> None:
     chars = frozenset("ab-")
     assert leaks._run_starts("ab", [0, 1], chars) == [0]

@@ -327,8 +327,27 @@ def _tree(root: Path) -> set[str]:
     return {".", *(p.relative_to(root).as_posix() for p in root.rglob("*"))}
 
 
+@pytest.fixture
+def each_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file flushed on its own, as where no syncfs flushes the file system whole
+    (`verifier.export.flush`)."""
+    monkeypatch.setattr(exporter, "whole_file_system", lambda root: None)
+
+
+def _syncfs_here(tmp_path: Path) -> None:
+    with tempfile.TemporaryDirectory(dir=tmp_path) as folder:
+        descriptor = exporter.whole_file_system(Path(folder))
+        if descriptor is None:
+            pytest.skip("no syncfs for this file system here (Linux 5.8+, a local one)")
+        os.close(descriptor)
+
+
 def test_the_flushes_run_in_a_child_and_leave_verify_free_to_fork(
-    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    each_file: None,
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every file and directory written is flushed, by a child: no thread runs in this
     process while the bundle is verified, so verify may fork a child of its own."""
@@ -364,8 +383,102 @@ def test_the_flushes_run_in_a_child_and_leave_verify_free_to_fork(
     )
 
 
-def test_flushes_are_made_here_where_no_child_can_be_had(
+def test_one_syncfs_in_a_child_flushes_the_bundle_where_it_can(
     forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the file system can be flushed whole (here: Linux 5.8+, a local file system),
+    one syncfs does it, in a child, on a descriptor of the bundle's folder opened before
+    anything was written in it; no file is flushed on its own but the folders the bundle
+    and the archive are published in."""
+    _syncfs_here(tmp_path)
+    calls = tmp_path / "calls"  # written by the child: its calls are not seen here
+    opened: list[tuple[Path, list[str]]] = []
+    whole, syncfs, each = exporter.whole_file_system, exporter.syncfs, exporter._fsync_all
+
+    def opening(root: Path) -> int | None:
+        opened.append((root, os.listdir(root)))
+        return whole(root)
+
+    def recorded_syncfs(descriptor: int, root: Path) -> None:
+        same = os.path.samefile(f"/proc/self/fd/{descriptor}", root)
+        with calls.open("a") as listing:
+            listing.write(f"{os.getpid()} syncfs {root} {same}\n")
+        syncfs(descriptor, root)
+
+    def recorded_each(paths: list[Path], stop: Any) -> None:
+        with calls.open("a") as listing:
+            listing.writelines(f"{os.getpid()} fsync {path} True\n" for path in paths)
+        each(paths, stop)
+
+    monkeypatch.setattr(exporter, "whole_file_system", opening)
+    monkeypatch.setattr(exporter, "syncfs", recorded_syncfs)
+    monkeypatch.setattr(exporter, "_fsync_all", recorded_each)
+    out = tmp_path / "out"
+    export_bundle(ExportOptions(factory_raw, out, tmp_path / "out.tar.gz"))
+    ((staging, listed),) = opened
+    assert listed == []  # nothing written in it yet
+    lines = [line.split(" ") for line in calls.read_text().splitlines()]
+    here = str(os.getpid())
+    assert [(pid == here, kind, path, same) for pid, kind, path, same in lines] == [
+        (False, "syncfs", str(staging), "True"),
+        (True, "fsync", str(tmp_path), "True"),  # the folder it is published in
+    ]
+    assert (out / "SHA256SUMS").is_file()
+
+
+@pytest.mark.parametrize("failure", ["refused", "no answer"])
+def test_a_syncfs_that_fails_means_nothing_is_published(
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: str,
+) -> None:
+    _syncfs_here(tmp_path)
+
+    def fails(descriptor: int, root: Path) -> None:
+        if failure == "no answer":
+            os._exit(0)
+        raise OSError(5, "Input/output error", str(root))
+
+    monkeypatch.setattr(exporter, "syncfs", fails)
+    expected = "Input/output error" if failure == "refused" else "ended without saying it had"
+    with pytest.raises(ExportError, match=expected) as raised:
+        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    assert raised.value.message.endswith("nothing was published")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+
+
+def test_one_syncfs_here_where_no_child_can_be_had(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _syncfs_here(tmp_path)
+    here: list[tuple[int, Path]] = []
+    syncfs = exporter.syncfs
+
+    def recorded(descriptor: int, root: Path) -> None:
+        here.append((os.getpid(), root))
+        syncfs(descriptor, root)
+
+    real = exporter.Forked
+
+    def no_fork(work: Any) -> Any:
+        if getattr(work, "func", None) is exporter._fsync_child:
+            raise ChildFailed
+        return real(work)
+
+    monkeypatch.setattr(exporter, "Forked", no_fork)
+    monkeypatch.setattr(exporter, "syncfs", recorded)
+    export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    assert [(pid, root.parent) for pid, root in here] == [(os.getpid(), tmp_path)]
+
+
+def test_flushes_are_made_here_where_no_child_can_be_had(
+    each_file: None,
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """No child to be had: every file is flushed on threads here, and the bundle
     published is the plain one."""
@@ -394,6 +507,7 @@ def test_flushes_are_made_here_where_no_child_can_be_had(
 
 @pytest.mark.parametrize("failure", ["refused", "no answer"])
 def test_a_child_that_did_not_flush_everything_means_nothing_is_published(
+    each_file: None,
     forking: list[str],
     factory_raw: Path,
     tmp_path: Path,
@@ -425,7 +539,7 @@ def test_a_child_that_did_not_flush_everything_means_nothing_is_published(
 def test_an_interrupt_while_the_flushes_are_awaited_stops_their_child(
     forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def slow(paths: list[Path], channel: Any) -> None:
+    def slow(*_args: Any) -> None:
         time.sleep(60)
 
     def interrupt(*_args: Any) -> None:
@@ -471,7 +585,11 @@ def test_the_published_names_are_flushed_to_disk(
 
 
 def test_a_flush_the_disk_refuses_is_an_error_and_leaves_nothing(
-    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    each_file: None,
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def refused(paths: list[Path], stop: Any) -> None:
         raise OSError(28, "No space left on device", str(paths[0]))

@@ -32,6 +32,7 @@ from verifier.collector import fewer_collections
 from verifier.errors import EvidenceError, ExportError, UsageError
 from verifier.export.archive import build_archive
 from verifier.export.assemble import Removal, assemble, assemble_records
+from verifier.export.flush import syncfs, whole_file_system
 from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
 from verifier.export.serialize import dumps_public, dumps_public_each
 from verifier.forked import Channel, ChildFailed, Forked, can_fork, write_all
@@ -204,6 +205,17 @@ _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 _SYNC_THREADS = 16
 
 
+def _flush_written(
+    paths: list[Path], stop: threading.Event, whole: int | None, root: Path | None
+) -> None:
+    """Every one of `paths` on disk: the file system of `whole` flushed whole (one `syncfs`,
+    `verifier.export.flush`), or where there is none, each path flushed (`_fsync_all`)."""
+    if whole is None or root is None:
+        _fsync_all(paths, stop)
+    else:
+        syncfs(whole, root)
+
+
 def _fsync_all(paths: list[Path], stop: threading.Event) -> None:
     for path in paths:
         if stop.is_set():
@@ -242,7 +254,11 @@ class _Syncing:
     """The flushes to disk of the written files and directories, started at once and
     awaited (`wait`) before anything is published.
 
-    Each fsync waits on the disk, so they run beside the verification: on a large bundle,
+    Where one `syncfs` flushes the file system the bundle is on (`whole`, a descriptor of
+    its folder opened before anything was written in it: `flush.whole_file_system`), that
+    is the flush; else each file and directory is flushed on its own.
+
+    Each flush waits on the disk, so they run beside the verification: on a large bundle,
     in a forked child (any process's fsync flushes the file), so that this process keeps
     no thread (verify forks a child of its own only where no thread runs); else, or where
     no child can be forked, on threads of `pool`, together (the file system commits them
@@ -253,14 +269,23 @@ class _Syncing:
     """
 
     def __init__(
-        self, paths: list[Path], pool: ThreadPoolExecutor, stop: threading.Event, *, fork: bool
+        self,
+        paths: list[Path],
+        pool: ThreadPoolExecutor,
+        stop: threading.Event,
+        *,
+        fork: bool,
+        whole: int | None = None,
+        root: Path | None = None,
     ) -> None:
         self._job: Forked[tuple[int, str, str] | None] | None = None
         self._threads: list[Future[None]] = []
         if fork and can_fork():
             with contextlib.suppress(ChildFailed):  # no child to be had: threads instead
-                self._job = Forked(functools.partial(_fsync_child, paths))
-        if self._job is None:
+                self._job = Forked(functools.partial(_fsync_child, paths, whole, root))
+        if self._job is None and whole is not None and root is not None:
+            self._threads = [pool.submit(_flush_written, paths, stop, whole, root)]
+        elif self._job is None:
             chunks = [paths[i::_SYNC_THREADS] for i in range(_SYNC_THREADS)]
             self._threads = [pool.submit(_fsync_all, chunk, stop) for chunk in chunks if chunk]
 
@@ -288,10 +313,12 @@ class _Syncing:
             self._job = None
 
 
-def _fsync_child(paths: list[Path], _channel: Channel) -> tuple[int, str, str] | None:
+def _fsync_child(
+    paths: list[Path], whole: int | None, root: Path | None, _channel: Channel
+) -> tuple[int, str, str] | None:
     """In the child: every flush; the first one refused, as (errno, message, path)."""
     try:
-        _fsync_all(paths, threading.Event())
+        _flush_written(paths, threading.Event(), whole, root)
     except OSError as exc:
         return exc.errno or 0, exc.strerror or str(exc), str(exc.filename or "")  # (picklable)
     return None
@@ -300,13 +327,15 @@ def _fsync_child(paths: list[Path], _channel: Channel) -> tuple[int, str, str] |
 PARALLEL_MIN_RECORDS = 2_000
 """From this many records on, a forked child loads and builds a share of them (`_build_in_two`)."""
 
-CHILD_SHARE = 0.70
+CHILD_SHARE = 0.62
 """The share of the exchange files the child loads and builds: more than half, as this
 process also loads the rest of the capture (its servers), collects the private values,
-builds and redacts the experiment document and writes the ledger, some 3.5 s of the
-10,024-record capture of `make bench`. Balanced there (one timed run each): at 0.55 the
-child ended its part 1.5 s before this process, at 0.70 within 0.1 s of it, at 0.80 1.5 s
-after (waiting longer for its share of the values to be collected)."""
+builds and redacts the experiment document and writes the ledger. Balanced on the
+10,024-record capture of `make bench` (three timed runs each, interleaved): at 0.62 both
+ended their parts within 0.05-0.35 s of each other and the files were built 3.5-3.8 s in;
+at 0.70 the child ended 0.5-0.9 s after this process, 4.0-5.0 s in. (Before the known
+values' patterns were compiled only where needed, this process's part was 1 s longer and
+0.70 balanced it.)"""
 
 Built = tuple[dict[str, bytes], list[LedgerEntry]]
 
@@ -627,6 +656,7 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
     early: Path | None = None  # the partial directory the forked archive job writes in
     job: Forked[str | None] | None = None
     syncing: _Syncing | None = None
+    whole: int | None = None  # the staging folder's, for one syncfs of its file system
     published: list[Path] = []
     # Background work, while the bundle is verified: the fsyncs, and the archive (zlib
     # compresses without the GIL). Both are awaited before anything is published.
@@ -637,9 +667,15 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
             staging = Path(tempfile.mkdtemp(prefix=_partial_prefix(out), dir=out.parent))
         if archive is not None and records >= PARALLEL_MIN_RECORDS:
             early, job = _start_archive_job(archive, files)  # before any thread starts
+        whole = whole_file_system(staging)  # (opened before anything is written in it)
         report(f"writing {len(files)} files")
         syncing = _Syncing(
-            _write_tree(staging, files), pool, stop, fork=records >= PARALLEL_MIN_RECORDS
+            _write_tree(staging, files),
+            pool,
+            stop,
+            fork=records >= PARALLEL_MIN_RECORDS,
+            whole=whole,
+            root=staging,
         )
         packing = pool.submit(build_archive, files) if archive is not None and job is None else None
         report("verifying the written bundle")
@@ -699,6 +735,8 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
     finally:
         pool.shutdown(wait=True)
         _remove(early)
+        if whole is not None:
+            os.close(whole)
     return ExportSummary(
         out_dir=out,
         archive=archive,

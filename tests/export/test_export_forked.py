@@ -334,6 +334,27 @@ def each_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(exporter, "whole_file_system", lambda root: None)
 
 
+def _no_flushing_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No child to be had for the flushes (the others fork)."""
+    real = exporter.Forked
+
+    def no_fork(work: Any) -> Any:
+        if getattr(work, "func", None) is exporter._fsync_child:
+            raise ChildFailed
+        return real(work)
+
+    monkeypatch.setattr(exporter, "Forked", no_fork)
+
+
+def _nothing_published(raw: Path, tmp_path: Path, failure: str) -> None:
+    """The export fails with the flush's error, or the silent child's, and leaves nothing."""
+    expected = "Input/output error" if failure == "refused" else "ended without saying it had"
+    with pytest.raises(ExportError, match=expected) as raised:
+        export_bundle(ExportOptions(raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    assert raised.value.message.endswith("nothing was published")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+
+
 def _syncfs_here(tmp_path: Path) -> None:
     with tempfile.TemporaryDirectory(dir=tmp_path) as folder:
         descriptor = exporter.whole_file_system(Path(folder))
@@ -442,11 +463,7 @@ def test_a_syncfs_that_fails_means_nothing_is_published(
         raise OSError(5, "Input/output error", str(root))
 
     monkeypatch.setattr(exporter, "syncfs", fails)
-    expected = "Input/output error" if failure == "refused" else "ended without saying it had"
-    with pytest.raises(ExportError, match=expected) as raised:
-        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
-    assert raised.value.message.endswith("nothing was published")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+    _nothing_published(factory_raw, tmp_path, failure)
 
 
 def test_one_syncfs_here_where_no_child_can_be_had(
@@ -460,14 +477,7 @@ def test_one_syncfs_here_where_no_child_can_be_had(
         here.append((os.getpid(), root))
         syncfs(descriptor, root)
 
-    real = exporter.Forked
-
-    def no_fork(work: Any) -> Any:
-        if getattr(work, "func", None) is exporter._fsync_child:
-            raise ChildFailed
-        return real(work)
-
-    monkeypatch.setattr(exporter, "Forked", no_fork)
+    _no_flushing_child(monkeypatch)
     monkeypatch.setattr(exporter, "syncfs", recorded)
     export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
     assert [(pid, root.parent) for pid, root in here] == [(os.getpid(), tmp_path)]
@@ -489,14 +499,7 @@ def test_flushes_are_made_here_where_no_child_can_be_had(
         here.extend(paths)
         original(paths, stop)
 
-    real = exporter.Forked
-
-    def no_fork(work: Any) -> Any:
-        if getattr(work, "func", None) is exporter._fsync_child:
-            raise ChildFailed
-        return real(work)
-
-    monkeypatch.setattr(exporter, "Forked", no_fork)
+    _no_flushing_child(monkeypatch)
     monkeypatch.setattr(exporter, "_fsync_all", recorded)
     without = _export_and_read(factory_raw, tmp_path, "without")
     flushed = set(here) - {tmp_path}  # (then the folder the bundle was published in)
@@ -529,11 +532,7 @@ def test_a_child_that_did_not_flush_everything_means_nothing_is_published(
         original(paths, stop)  # here it would succeed
 
     monkeypatch.setattr(exporter, "_fsync_all", fails_in_the_child)
-    expected = "Input/output error" if failure == "refused" else "ended without saying it had"
-    with pytest.raises(ExportError, match=expected) as raised:
-        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
-    assert raised.value.message.endswith("nothing was published")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+    _nothing_published(factory_raw, tmp_path, failure)
 
 
 def test_an_interrupt_while_the_flushes_are_awaited_stops_their_child(

@@ -466,6 +466,54 @@ def test_a_syncfs_that_fails_means_nothing_is_published(
     _nothing_published(factory_raw, tmp_path, failure)
 
 
+def test_a_syncfs_refused_here_where_no_child_can_be_had_publishes_nothing(
+    forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _syncfs_here(tmp_path)
+    _no_flushing_child(monkeypatch)
+
+    def fails(descriptor: int, root: Path) -> None:
+        raise OSError(5, "Input/output error", str(root))
+
+    monkeypatch.setattr(exporter, "syncfs", fails)
+    _nothing_published(factory_raw, tmp_path, "refused")
+
+
+@pytest.mark.parametrize("failure", [None, "refused"])
+def test_the_folder_opened_for_syncfs_is_closed_after_the_export(
+    forking: list[str],
+    factory_raw: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: str | None,
+) -> None:
+    _syncfs_here(tmp_path)
+    opened: list[int] = []
+    whole = exporter.whole_file_system
+
+    def opening(root: Path) -> int | None:
+        descriptor = whole(root)
+        assert descriptor is not None
+        opened.append(descriptor)
+        return descriptor
+
+    def fails(descriptor: int, root: Path) -> None:
+        raise OSError(5, "Input/output error", str(root))
+
+    monkeypatch.setattr(exporter, "whole_file_system", opening)
+    if failure is not None:
+        monkeypatch.setattr(exporter, "syncfs", fails)
+    before = set(os.listdir("/proc/self/fd"))
+    try:
+        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
+    except ExportError:
+        assert failure is not None
+    assert len(opened) == 1
+    assert set(os.listdir("/proc/self/fd")) == before
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(opened[0])
+
+
 def test_one_syncfs_here_where_no_child_can_be_had(
     forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,20 +16,30 @@ the files are flushed one by one):
   error in writing back any of them is reported (an error elsewhere on that file system
   is too: the export then fails, closed).
 - A file system on a local block device whose `syncfs` writes back everything it holds
-  (`_LOCAL`): on a network or FUSE file system it may flush less than `fsync` would.
+  (`_LOCAL`), read from the descriptor itself (`fstatfs`: the very file system syncfs
+  flushes, whatever the mount table says); on a network or FUSE file system it may flush
+  less than `fsync` would. A type it cannot read, or reads as another, means fsync.
 - `syncfs` in the C library, called through ctypes.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-# File systems whose syncfs writes back every dirty page, inode and folder (tmpfs: nothing
-# to write back).
-_LOCAL = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "tmpfs"})
+# File systems whose syncfs writes back every dirty page, inode and folder, by their magic
+# numbers (linux/magic.h; tmpfs: nothing to write back).
+_LOCAL = {
+    0xEF53: "ext2/3/4",
+    0x58465342: "xfs",
+    0x9123683E: "btrfs",
+    0xF2F52010: "f2fs",
+    0x01021994: "tmpfs",
+}
 _FIRST_KERNEL = (5, 8)
 
 
@@ -38,17 +48,16 @@ def whole_file_system(root: Path) -> int | None:
     `syncfs`, or None where each file must be flushed on its own."""
     if sys.platform != "linux" or kernel_version(os.uname().release) < _FIRST_KERNEL:
         return None
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
-            kind = file_system_of(os.path.realpath(root), table.read())
-    except OSError:
-        return None
-    if kind not in _LOCAL or _libc_syncfs() is None:
+    if _libc_syncfs() is None:
         return None
     try:
-        return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
+    if file_system_type(descriptor) not in _LOCAL:
+        os.close(descriptor)
+        return None
+    return descriptor
 
 
 def syncfs(descriptor: int, root: Path) -> None:
@@ -66,58 +75,50 @@ def syncfs(descriptor: int, root: Path) -> None:
 
 def kernel_version(release: str) -> tuple[int, int]:
     """(major, minor) of a Linux release string (`6.18.44-fc`); (0, 0) if it has none."""
-    parts = release.split(".", 2)
-    try:
-        return int(parts[0]), int("".join(c for c in parts[1].split("-")[0] if c.isdigit()))
-    except (IndexError, ValueError):
-        return (0, 0)
+    numbers = re.match(r"(\d+)\.(\d+)", release)
+    return (int(numbers[1]), int(numbers[2])) if numbers else (0, 0)
 
 
-def file_system_of(path: str, mountinfo: str) -> str | None:
-    """The type of the file system `path` (absolute, links resolved) is on, from the text
-    of /proc/self/mountinfo: that of the last mount whose mount point holds it and is
-    longest (a later mount on the same point hides the one before). None if none does."""
-    best: tuple[int, str] | None = None
-    for line in mountinfo.splitlines():
-        fields = line.split(" ")
-        if " - " not in line or len(fields) < 5:
-            continue
-        point = _unescaped(fields[4])
-        kind = line.split(" - ", 1)[1].split(" ", 1)[0]
-        inside = path == point or path.startswith(point.rstrip("/") + "/")
-        if inside and (best is None or len(point) >= best[0]):
-            best = (len(point), kind)
-    return None if best is None else best[1]
+def file_system_type(descriptor: int) -> int | None:
+    """The magic number of the file system `descriptor` is on (`fstatfs`'s `f_type`, its
+    first field, a C long on Linux but for s390x, where a misread names no file system of
+    `_LOCAL`), or None where it cannot be read."""
+    call = _libc_fstatfs()
+    if call is None:
+        return None
+    import ctypes
+
+    buffer = ctypes.create_string_buffer(256)  # struct statfs: 120 bytes on 64-bit Linux
+    if call(descriptor, buffer) != 0:
+        return None
+    return ctypes.c_ulong.from_buffer(buffer).value
 
 
-def _unescaped(field: str) -> str:
-    """A mountinfo field with its octal escapes (`\\040` for a space) read back."""
-    if "\\" not in field:
-        return field
-    out, at = [], 0
-    while at < len(field):
-        digits = field[at + 1 : at + 4]
-        if field[at] == "\\" and len(digits) == 3 and all(c in "01234567" for c in digits):
-            out.append(chr(int(digits, 8)))
-            at += 4
-        else:
-            out.append(field[at])
-            at += 1
-    return "".join(out)
+# The C library's functions, or None, once looked up.
+_CALLS: dict[str, Callable[..., int] | None] = {}
 
 
-_SYNCFS: list[Callable[[int], int] | None] = []  # the C library's syncfs, or None, once looked up
-
-
-def _libc_syncfs() -> Callable[[int], int] | None:
-    if not _SYNCFS:
+def _libc(name: str, *arguments: Any) -> Callable[..., int] | None:
+    if name not in _CALLS:
         try:
             import ctypes
 
-            call = ctypes.CDLL(None, use_errno=True).syncfs
-            call.argtypes = [ctypes.c_int]
+            call = getattr(ctypes.CDLL(None, use_errno=True), name)
+            call.argtypes = list(arguments)
             call.restype = ctypes.c_int
-            _SYNCFS.append(call)
+            _CALLS[name] = call
         except (OSError, AttributeError, ImportError):
-            _SYNCFS.append(None)
-    return _SYNCFS[0]
+            _CALLS[name] = None
+    return _CALLS[name]
+
+
+def _libc_syncfs() -> Callable[..., int] | None:
+    import ctypes
+
+    return _libc("syncfs", ctypes.c_int)
+
+
+def _libc_fstatfs() -> Callable[..., int] | None:
+    import ctypes
+
+    return _libc("fstatfs", ctypes.c_int, ctypes.c_char_p)

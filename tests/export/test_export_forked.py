@@ -359,7 +359,7 @@ def _syncfs_here(tmp_path: Path) -> None:
     with tempfile.TemporaryDirectory(dir=tmp_path) as folder:
         descriptor = exporter.whole_file_system(Path(folder))
         if descriptor is None:
-            pytest.skip("no syncfs for this file system here (Linux 5.8+, a local one)")
+            pytest.skip("no syncfs for this file system here (Linux 5.17+, a local one)")
         os.close(descriptor)
 
 
@@ -407,7 +407,7 @@ def test_the_flushes_run_in_a_child_and_leave_verify_free_to_fork(
 def test_one_syncfs_in_a_child_flushes_the_bundle_where_it_can(
     forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where the file system can be flushed whole (here: Linux 5.8+, a local file system),
+    """Where the file system can be flushed whole (here: Linux 5.17+, a local file system),
     one syncfs does it, in a child, on a descriptor of the bundle's folder opened before
     anything was written in it; no file is flushed on its own but the folders the bundle
     and the archive are published in."""

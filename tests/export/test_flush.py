@@ -41,6 +41,28 @@ def test_the_file_system_type_is_read_from_the_descriptor(tmp_path: Path) -> Non
     assert flush.file_system_type(-1) is None  # no such descriptor
 
 
+PROC = 0x9FA0
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no procfs here")
+def test_a_file_system_not_on_the_list_means_each_file() -> None:
+    descriptor = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert flush.file_system_type(descriptor) == PROC
+    finally:
+        os.close(descriptor)
+    before = _open_descriptors()
+    assert flush.whole_file_system(Path("/proc")) is None  # read, not told
+    assert _open_descriptors() == before
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="syncfs is Linux's")
+def test_a_link_to_the_folder_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert flush.whole_file_system(tmp_path / "link") is None
+
+
 @pytest.mark.parametrize(
     ("release", "version"),
     [
@@ -71,7 +93,9 @@ def _uname(release: str) -> SimpleNamespace:
     ("release", "kind", "whole"),
     [
         ("6.1.0", EXT4, True),
-        ("5.8.0", 0x58465342, True),  # xfs
+        ("5.17.0", 0x58465342, True),  # xfs
+        ("5.16.20", EXT4, False),  # syncfs dropped the file system's own flush errors
+        ("5.8.0", EXT4, False),
         ("5.7.0", EXT4, False),  # syncfs reported no write-back error before 5.8
         ("6.1.0", FUSE, False),
         ("6.1.0", NFS, False),

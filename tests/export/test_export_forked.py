@@ -447,25 +447,6 @@ def test_one_syncfs_in_a_child_flushes_the_bundle_where_it_can(
     assert (out / "SHA256SUMS").is_file()
 
 
-@pytest.mark.parametrize("failure", ["refused", "no answer"])
-def test_a_syncfs_that_fails_means_nothing_is_published(
-    forking: list[str],
-    factory_raw: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    failure: str,
-) -> None:
-    _syncfs_here(tmp_path)
-
-    def fails(descriptor: int, root: Path) -> None:
-        if failure == "no answer":
-            os._exit(0)
-        raise OSError(5, "Input/output error", str(root))
-
-    monkeypatch.setattr(exporter, "syncfs", fails)
-    _nothing_published(factory_raw, tmp_path, failure)
-
-
 def test_a_syncfs_refused_here_where_no_child_can_be_had_publishes_nothing(
     forking: list[str], factory_raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -504,10 +485,12 @@ def test_the_folder_opened_for_syncfs_is_closed_after_the_export(
     if failure is not None:
         monkeypatch.setattr(exporter, "syncfs", fails)
     before = set(os.listdir("/proc/self/fd"))
-    try:
-        export_bundle(ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz"))
-    except ExportError:
-        assert failure is not None
+    options = ExportOptions(factory_raw, tmp_path / "out", tmp_path / "out.tar.gz")
+    if failure is None:
+        export_bundle(options)
+    else:
+        with pytest.raises(ExportError, match="Input/output error"):
+            export_bundle(options)
     assert len(opened) == 1
     assert set(os.listdir("/proc/self/fd")) == before
     with pytest.raises(OSError, match="Bad file descriptor"):
@@ -557,17 +540,19 @@ def test_flushes_are_made_here_where_no_child_can_be_had(
 
 
 @pytest.mark.parametrize("failure", ["refused", "no answer"])
+@pytest.mark.parametrize("flush", ["whole", "each"])
 def test_a_child_that_did_not_flush_everything_means_nothing_is_published(
-    each_file: None,
     forking: list[str],
     factory_raw: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    flush: str,
     failure: str,
 ) -> None:
-    """Linux reports a write-back error to one fsync only: flushing again after the
+    """Linux reports a write-back error to one flush only: flushing again after the
     child's error could succeed over lost data, so its error is the export's, and a child
-    that ends without an answer publishes nothing either."""
+    that ends without an answer publishes nothing either; with one syncfs of the file
+    system, or a fsync of each file."""
     parent = os.getpid()
     original = exporter._fsync_all
 
@@ -579,7 +564,18 @@ def test_a_child_that_did_not_flush_everything_means_nothing_is_published(
             raise OSError(5, "Input/output error", str(paths[3]))
         original(paths, stop)  # here it would succeed
 
-    monkeypatch.setattr(exporter, "_fsync_all", fails_in_the_child)
+    def syncfs_fails(descriptor: int, root: Path) -> None:
+        assert os.getpid() != parent
+        if failure == "no answer":
+            os._exit(0)
+        raise OSError(5, "Input/output error", str(root))
+
+    if flush == "whole":
+        _syncfs_here(tmp_path)
+        monkeypatch.setattr(exporter, "syncfs", syncfs_fails)
+    else:
+        monkeypatch.setattr(exporter, "whole_file_system", lambda root: None)
+        monkeypatch.setattr(exporter, "_fsync_all", fails_in_the_child)
     _nothing_published(factory_raw, tmp_path, failure)
 
 

@@ -205,12 +205,11 @@ _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 _SYNC_THREADS = 16
 
 
-def _flush_written(
-    paths: list[Path], stop: threading.Event, whole: int | None, root: Path | None
-) -> None:
-    """Every one of `paths` on disk: the file system of `whole` flushed whole (one `syncfs`,
-    `verifier.export.flush`), or where there is none, each path flushed (`_fsync_all`)."""
-    if whole is None or root is None:
+def _flush_written(paths: list[Path], stop: threading.Event, whole: int | None, root: Path) -> None:
+    """Every one of `paths` (written below `root`) on disk: the file system of `whole`
+    flushed whole (one `syncfs`, `verifier.export.flush`), or where there is none, each
+    path flushed (`_fsync_all`)."""
+    if whole is None:
         _fsync_all(paths, stop)
     else:
         syncfs(whole, root)
@@ -275,15 +274,15 @@ class _Syncing:
         stop: threading.Event,
         *,
         fork: bool,
-        whole: int | None = None,
-        root: Path | None = None,
+        whole: int | None,
+        root: Path,
     ) -> None:
         self._job: Forked[tuple[int, str, str] | None] | None = None
         self._threads: list[Future[None]] = []
         if fork and can_fork():
             with contextlib.suppress(ChildFailed):  # no child to be had: threads instead
                 self._job = Forked(functools.partial(_fsync_child, paths, whole, root))
-        if self._job is None and whole is not None and root is not None:
+        if self._job is None and whole is not None:
             self._threads = [pool.submit(_flush_written, paths, stop, whole, root)]
         elif self._job is None:
             chunks = [paths[i::_SYNC_THREADS] for i in range(_SYNC_THREADS)]
@@ -314,7 +313,7 @@ class _Syncing:
 
 
 def _fsync_child(
-    paths: list[Path], whole: int | None, root: Path | None, _channel: Channel
+    paths: list[Path], whole: int | None, root: Path, _channel: Channel
 ) -> tuple[int, str, str] | None:
     """In the child: every flush; the first one refused, as (errno, message, path)."""
     try:

@@ -402,10 +402,10 @@ def test_a_document_only_the_child_can_parse_means_the_checks_run_here(
 def test_a_document_json_loads_would_build_unbounded_is_read_by_the_strict_rules(
     monkeypatch: pytest.MonkeyPatch, data: bytes, int_digits: int | None
 ) -> None:
-    def unbounded(text: str) -> Any:
+    def unbounded(data: bytes) -> Any:
         raise AssertionError("json.loads given a document the strict rules must bound")
 
-    monkeypatch.setattr(context_module, "_json_loads", unbounded)
+    monkeypatch.setattr(context_module, "loads_plain", unbounded)
     old = sys.get_int_max_str_digits()
     try:
         if int_digits is not None:
@@ -425,17 +425,17 @@ def test_the_child_holds_one_document_at_a_time(monkeypatch: pytest.MonkeyPatch)
     # Not two while the next is parsed: two 15 MiB strings of four-byte characters are
     # 120 MiB of text.
     files = {f"records/c/00{i}.json": b'{"s": "%d"}' % i for i in range(3)}
-    real = context_module._json_loads
+    real = context_module.loads_plain
     parsed: list[weakref.ref[_Watched]] = []
     alive: list[bool] = []
 
-    def loads(text: str) -> Any:
+    def loads(data: bytes) -> Any:
         alive.append(any(ref() is not None for ref in parsed))
-        document = _Watched(real(text))
+        document = _Watched(real(data))
         parsed.append(weakref.ref(document))
         return document
 
-    monkeypatch.setattr(context_module, "_json_loads", loads)
+    monkeypatch.setattr(context_module, "loads_plain", loads)
     documents = EachAlone(files, Limits())
     assert [documents[path]["s"] for path in sorted(files)] == ["0", "1", "2"]
     assert alive == [False, False, False]

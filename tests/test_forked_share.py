@@ -1,19 +1,18 @@
-"""The records verify's child parses and validates for the parent change nothing.
+"""The records verify's child validates for the parent change nothing.
 
 For a large bundle the forked child first parses and validates the last share of the
-records (`verify.SHARED`) and sends them back as `marshal` bytes, while the parent parses
-the rest; then it runs its own checks. Here the share is forced on every bundle: whatever
-the child sends, or fails to send, the parent's documents, schema violations and value
-budget are those of parsing every file itself, in order.
+records (`verify.SHARED`) and sends back their schema violations, while the parent parses
+every document and validates the rest; then it runs its own checks. Here the share is
+forced on every bundle: whatever the child sends, or fails to send, the parent's
+documents, schema violations and value budget are those of parsing and validating every
+file itself, in order.
 """
 
 from __future__ import annotations
 
 import json
-import marshal
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from sample_paths import SAMPLES
 
 from verifier import forked, verify
 from verifier.bundle.reader import Limits, read_bundle
-from verifier.checks.context import BundleContext, Ready, Share, VerifyOptions, violations_of
+from verifier.checks.context import BundleContext, Share, VerifyOptions, violations_of
 from verifier.jsonio import ValueBudget, loads_strict
 from verifier.schemas import SchemaViolation
 
@@ -54,7 +53,7 @@ def both(
     given: list[list[str]] = []
     real = verify._prepared
 
-    def seen(beside: Any, paths: frozenset[str]) -> dict[str, Ready] | None:
+    def seen(beside: Any, paths: frozenset[str]) -> dict[str, list[SchemaViolation]] | None:
         ready = real(beside, paths)
         given.append(sorted(ready or ()))
         return ready
@@ -100,11 +99,11 @@ def test_the_value_budget_runs_out_where_it_would_in_one_process(
         assert shared == alone, limit
 
 
-def test_a_huge_integer_the_child_gives_is_charged_to_the_budget_as_here(
+def test_a_huge_integer_in_the_childs_share_runs_the_budget_out_as_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A document the child read by the scanner (an integer of 4,299 digits), whose values
-    this process then counts, runs the budget out where one process does."""
+    """A document of the share that the scanner reads (an integer of 4,299 digits) runs
+    the budget out where one process does, its violations given by the child."""
     bundle = tmp_path / "bundle"
     shutil.copytree(SEED, bundle)
     record = sorted((bundle / "records").rglob("*.json"))[-1]  # in the child's share
@@ -121,7 +120,7 @@ def test_a_huge_integer_the_child_gives_is_charged_to_the_budget_as_here(
         assert record.relative_to(bundle).as_posix() in given[0]
 
 
-def test_a_document_nested_deeper_than_the_child_gives_is_parsed_here(
+def test_a_document_nested_deeper_than_the_child_reads_is_validated_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bundle = tmp_path / "bundle"
@@ -151,7 +150,7 @@ def test_a_document_nested_deeper_than_the_child_gives_is_parsed_here(
     ],
     ids=["a-string", "not-in-the-share", "no-path", "three-items", "none"],
 )
-def test_a_message_not_as_the_child_sends_it_means_all_parsed_here(
+def test_a_message_not_as_the_child_sends_it_means_all_validated_here(
     message: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected, _, _ = both(SEED, VerifyOptions(), monkeypatch)
@@ -161,7 +160,7 @@ def test_a_message_not_as_the_child_sends_it_means_all_parsed_here(
     assert given == [[]]
 
 
-def test_a_child_that_dies_before_its_share_means_all_parsed_here(
+def test_a_child_that_dies_before_its_share_means_all_validated_here(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     expected, _, _ = both(SEED, VerifyOptions(), monkeypatch)
@@ -183,44 +182,46 @@ def test_a_share_that_cannot_be_sent_means_all_done_here(monkeypatch: pytest.Mon
     assert given == [[]]
 
 
-def test_what_the_child_gives_is_what_parsing_here_builds() -> None:
-    loaded = read_bundle(SEED, Limits())
-    paths = sorted(p for p in loaded.files if p.startswith("records/"))
-    for path, blob in verify._prepare(loaded.files, paths, Limits()):
-        document, values, violations = marshal.loads(blob)
-        here = loads_strict(loaded.files[path])
-        assert document == here and json.dumps(document) == json.dumps(here)
-        assert list(map(tuple, violations_of(path, here))) == violations
-        assert all(sys.intern(key) is key for key in document)  # keys shared, as parsed here
-        budget = ValueBudget(Limits().max_json_values)
-        loads_strict(loaded.files[path], budget=budget)
-        assert values == budget.at_most() >= budget.limit - budget.remaining
+def test_what_the_child_gives_is_what_validating_here_finds() -> None:
+    for sample in (SEED, SAMPLES / "negative" / "schema-violation"):
+        loaded = read_bundle(sample, Limits())
+        paths = sorted(p for p in loaded.files if p.startswith("records/"))
+        given = verify._prepare(loaded.files, paths, Limits())
+        assert [path for path, _ in given] == paths
+        for path, violations in given:
+            here = violations_of(path, loads_strict(loaded.files[path]))
+            assert violations == [tuple(v) for v in here]
 
 
-def test_what_the_child_gives_holds_at_most_the_limit_of_values_in_all() -> None:
-    """The parent reads the whole share back at once: with each document given a budget of
-    its own, 10 documents of 1,001 values would be 10,010 values under a limit of 2,500."""
+def test_the_child_reads_at_most_the_limit_of_values_in_all() -> None:
+    """Each document is read with what is left of one budget: 10 documents of 1,001 values
+    each, under a limit of 2,500, are 2 read and 8 left to the parent."""
     files = {f"records/c/{i:03d}.json": json.dumps([0] * 1000).encode() for i in range(10)}
     given = verify._prepare(files, sorted(files), Limits(max_json_values=2500))
-    held = [marshal.loads(blob) for _, blob in given]
-    assert len(given) == 2
-    assert sum(values for _, values, _ in held) <= 2500
-    assert sum(len(document) + 1 for document, _, _ in held) == 2002
+    assert [path for path, _ in given] == sorted(files)[:2]
 
 
-def test_schema_violations_given_are_the_ones_found_here() -> None:
+def test_schema_violations_given_are_taken_for_the_documents_parsed_here() -> None:
     bundle = read_bundle(SAMPLES / "negative" / "schema-violation", Limits())
     plain = BundleContext(bundle, VerifyOptions())
     shared = BundleContext(bundle, VerifyOptions())
     paths = frozenset(p for p in bundle.files if p.startswith("records/"))
-    ready = {}
-    for path, blob in verify._prepare(bundle.files, sorted(paths), Limits()):
-        document, values, violations = marshal.loads(blob)
-        ready[path] = Ready(document, values, [SchemaViolation(*v) for v in violations])
-    shared.share = Share(paths, lambda: ready)
+    given = {
+        path: [SchemaViolation(*v) for v in violations]
+        for path, violations in verify._prepare(bundle.files, sorted(paths), Limits())
+    }
+    shared.share = Share(paths, lambda: given)
     assert shared.documents == plain.documents
     assert shared.schema_violations == plain.schema_violations
     assert any(shared.schema_violations[p] for p in paths)  # an invalid one was given too
+    # taken as given (the child validated the same bytes), not validated again here
+    marked = BundleContext(bundle, VerifyOptions())
+    first = min(paths)
+    told = SchemaViolation("/x", "told by the child", "x")
+    marked.share = Share(paths, lambda: {first: [told], "records/not/here.json": [told]})
+    assert marked.schema_violations[first] == [told]
+    assert "records/not/here.json" not in marked.schema_violations
+    assert all(marked.schema_violations[p] == plain.schema_violations[p] for p in paths - {first})
 
 
 def _with_leaks(tmp_path: Path) -> tuple[Path, list[str]]:
@@ -236,46 +237,6 @@ def _with_leaks(tmp_path: Path) -> tuple[Path, list[str]]:
     return bundle, [r.relative_to(bundle).as_posix() for r in leaky]
 
 
-def test_the_childs_share_is_scanned_for_leaks_as_it_is_sent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The leak scan's hits of the share, found in what the child sends (read back from
-    marshal), are the hits of scanning each document parsed; the leaks check takes them
-    as they are, without parsing those documents again."""
-    bundle, leaky = _with_leaks(tmp_path)
-    loaded = read_bundle(bundle, Limits())
-    records = sorted(p for p in loaded.files if p.startswith("records/"))
-    share = records[len(records) // 3 :]
-    scanned = verify._scanned(verify._prepare(loaded.files, share, Limits()))
-    assert sorted(scanned) == share
-    assert [p for p in share if scanned[p]] == [p for p in leaky if p in share]
-    from verifier.leaks import scan_document
-
-    for path in share:
-        assert scanned[path] == scan_document(loads_strict(loaded.files[path]))
-    from verifier.checks.context import EachAlone
-    from verifier.checks.leaks import check_leaks
-
-    plain = list(check_leaks(BundleContext(loaded, VerifyOptions())))
-    import verifier.checks.context as context
-
-    parsed_alone: list[str] = []
-    real = context._json_loads
-    by_text = {data.decode(errors="replace"): path for path, data in loaded.files.items()}
-
-    def counted(text: str) -> Any:
-        parsed_alone.append(by_text[text])
-        return real(text)
-
-    monkeypatch.setattr(context, "_json_loads", counted)
-    documents = EachAlone(loaded.files, Limits())
-    alone = BundleContext.over(loaded, VerifyOptions(), documents, scanned)
-    assert list(check_leaks(alone)) == plain
-    assert [f.file for f in plain if f.is_error] == leaky
-    assert parsed_alone and not set(parsed_alone) & set(share)  # not parsed again
-    assert all(documents.parsed[p] for p in share)  # and counted as parsed
-
-
 def test_leaks_found_by_the_child_are_the_ones_found_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -284,18 +245,3 @@ def test_leaks_found_by_the_child_are_the_ones_found_here(
     assert shared == alone
     assert set(leaky) & set(given[0]) and set(leaky) - set(given[0])  # both sides leak
     assert [f.file for f in alone[1] if f.check == "leaks"] == leaky
-
-
-def test_a_leak_scan_that_fails_in_the_child_is_the_checks_to_report(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    bundle, _ = _with_leaks(tmp_path)
-    expected, _, _ = both(bundle, VerifyOptions(), monkeypatch)
-
-    def fails(documents: Any) -> Any:
-        next(iter(documents))
-        raise RuntimeError("a bug in the scan")
-
-    monkeypatch.setattr(verify, "scan_documents", fails)  # the share's scan only
-    _, shared, given = both(bundle, VerifyOptions(), monkeypatch)
-    assert shared == expected and given[0]

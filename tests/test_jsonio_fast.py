@@ -139,6 +139,23 @@ _HOSTILE = [
     b"[]",
     b"{}",
     b'[[], {}, [[]], {"a": {}}]',
+    # orjson's differences (`jsonio._decoded_orjson`): integers past 64 bits, a duplicate
+    # key whose colons an escape hides, duplicate keys that hold colons
+    b"[12345678901234567890, 1]",
+    b"[18446744073709551615]",
+    b"[18446744073709551616]",
+    b"[9223372036854775807, -9223372036854775808]",
+    b"[-9223372036854775809]",
+    b'{"n": 123456789012345678}',
+    b'{"n": 1234567890123456789.5}',
+    b'{"a": 1, "a": "\\u003a"}',
+    b'{"a": "\\u003A", "a": 2}',
+    b'{"a": "\\u003a"}',
+    b'{"\\u003a": 1, ":": 2}',
+    b'{"a:b": 1, "a:b": {"c:d": ":"}}',
+    b'{"x": [{"k": 1}, {"k": 1, "k": 1}]}',
+    b'{"a": "x:y", "b": {"c": ":::"}}',
+    b'"a:b"',
 ]
 
 
@@ -206,7 +223,8 @@ _SPLICES = st.sampled_from(
         "NaN", "Infinity", "-Infinity", "1e400", "-1e309", "9" * 4301, "-" + "9" * 4300,
         '"\\ud800"', '"\\udfff"', '"\\ud83d\\ude00"', '"\\\\ud800"', "[" * 70 + "]" * 70,
         '{"k": 1, "k": 2}', '{"k": 1, "K": 2}', "1.5e308", "0.0", "-0", "[]", "{}", '""',
-        '"\\u0000"', '"\\n"', "tru", "[1,]", "{,}",
+        '"\\u0000"', '"\\n"', "tru", "[1,]", "{,}", '"\\u003a"', '{"k": "\\u003a", "k": 1}',
+        '{"k": ":", "k": 1}', "18446744073709551616", "-9223372036854775809",
     ]
 )  # fmt: skip
 
@@ -315,19 +333,89 @@ def test_a_run_of_4299_digits_is_found_as_the_plain_search_finds_it(text: str) -
         max_size=8,
     )
 )
-def test_few_digits_in_the_bytes_means_no_run_in_the_text(parts: list[str]) -> None:
+def test_the_digit_runs_of_the_bytes_are_the_runs_of_the_text(parts: list[str]) -> None:
     text = "".join(parts)  # (an Arabic-Indic digit is no [0-9], nor are its bytes)
-    if jsonio._few_digits(text, text.encode("utf-8")):
-        assert jsonio._HUGE_DIGITS.search(text) is None
-    if jsonio._HUGE_DIGITS.search(text) is None:
-        return
-    assert not jsonio._few_digits(text, text.encode("utf-8"))
+    runs = jsonio._digit_runs(text.encode("utf-8"))
+    assert jsonio._no_huge_run(text, runs) == (jsonio._HUGE_DIGITS.search(text) is None)
+    assert jsonio._no_huge_run(text, None) == (jsonio._HUGE_DIGITS.search(text) is None)
+    assert (jsonio._LONG_RUN in runs) == (re.search("[0-9]{19}", text) is not None)
 
 
 def test_many_digits_in_no_long_run_keep_the_fast_path() -> None:
     document = {"n": [123456789] * 600}  # 5,400 digits, none in a run of 4,299
     data = json.dumps(document).encode()
-    assert not jsonio._few_digits(data.decode(), data)  # the search decides
+    assert len(data) - len(data.translate(None, b"0123456789")) > 4299
     assert jsonio._loads_fast(data.decode(), 64, ValueBudget(10**6), data) == document
     huge = b'{"n": ' + b"9" * 4299 + b"}"  # int() reads it: the strict rules do not
     assert jsonio._loads_fast(huge.decode(), 64, ValueBudget(10**6), huge) is jsonio._NOT_SURE
+
+
+# --- orjson (`jsonio._decoded_orjson`) ----------------------------------------------------
+
+
+def test_orjson_reads_the_ordinary_documents(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It must: otherwise the comparisons above compare the standard library's parser with
+    the scanner only."""
+    read: list[bytes] = []
+    real = jsonio.orjson.loads
+
+    def loads(data: bytes) -> Any:
+        read.append(data)
+        return real(data)
+
+    monkeypatch.setattr(jsonio.orjson, "loads", loads)
+    records = [d for name, d in SAMPLE_DOCUMENTS.items() if name.startswith("seed-mlxcel/")]
+    for data in records:
+        assert loads_strict(data) == json.loads(data)
+    assert read == records
+
+
+@given(_VALUES, st.booleans())
+def test_a_dropped_member_is_told_by_the_colons(value: object, ascii_only: bool) -> None:
+    """Written with one key twice, a document has more colons than what orjson read from it,
+    written out again; written once, as many (where no colon is an escape)."""
+    once = json.dumps({"k": value, "z": 1}, ensure_ascii=ascii_only).encode()
+    twice = json.dumps({"k": value, "z": 1}, ensure_ascii=ascii_only)[:-1].encode()
+    twice += b', "k": ' + json.dumps(value, ensure_ascii=ascii_only).encode() + b"}"
+    for data, members in ((once, True), (twice, False)):
+        if b"\\u003" in data:
+            continue  # (ensure_ascii never spells a colon so: a text can)
+        try:
+            document = jsonio.orjson.loads(data)
+        except jsonio.orjson.JSONDecodeError:
+            continue  # a surrogate, an integer past 64 bits: not read by orjson
+        assert jsonio._one_member_per_colon(data, document) is members
+
+
+def test_an_escaped_colon_leaves_the_document_to_the_standard_parser() -> None:
+    # one colon fewer in the text than read, one more dropped: the counts agree
+    data = b'{"a": 1, "a": "\\u003a"}'
+    document = jsonio.orjson.loads(data)
+    assert data.count(b":") == jsonio.orjson.dumps(document).count(b":")
+    assert not jsonio._one_member_per_colon(data, document)
+    with pytest.raises(InvalidDocument, match="duplicate key"):
+        loads_strict(data)
+
+
+@given(
+    st.from_regex(r"-?(0|[1-9][0-9]{0,25})(\.[0-9]{1,25})?([eE][-+]?[0-9]{1,3})?", fullmatch=True)
+)
+def test_numbers_read_by_orjson_are_read_as_python_reads_them(number: str) -> None:
+    data = f"[{number}]".encode()
+    assert_same(data)
+    assert jsonio.loads_plain(data) == json.loads(data)
+    assert json.dumps(jsonio.loads_plain(data)) == json.dumps(json.loads(data))
+
+
+@given(st.binary(max_size=60) | st.text(alphabet='{}[],:"\\ 0123456789.eE-nNul', max_size=60))
+def test_loads_plain_is_json_loads(data: bytes | str) -> None:
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        expected: tuple[Any, ...] = ("read", json.dumps(json.loads(raw.decode("utf-8"))))
+    except ValueError:  # (a UnicodeDecodeError is one)
+        expected = ("refused",)
+    try:
+        found: tuple[Any, ...] = ("read", json.dumps(jsonio.loads_plain(raw)))
+    except ValueError:
+        found = ("refused",)
+    assert found == expected

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import marshal
 import os
 import threading
 from collections.abc import Mapping
@@ -16,17 +15,14 @@ from verifier.checks import BESIDE, in_order, internal_error, run_named
 from verifier.checks.context import (
     BundleContext,
     EachAlone,
-    Ready,
     Share,
     VerifyOptions,
     violations_of,
 )
-from verifier.checks.leaks import MOST_HITS
 from verifier.classify import Classification, ProtocolContext, classify, sampled
 from verifier.collector import fewer_collections
 from verifier.errors import InvalidDocument, UsageError
 from verifier.jsonio import ValueBudget, loads_strict
-from verifier.leaks import DocumentHit, scan_documents
 from verifier.model import Finding, Verdict
 from verifier.profiles.rules import ProfileRules, RulesError
 from verifier.records import Experiment
@@ -109,12 +105,11 @@ def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
     """Share the work with a forked child, for a bundle large enough to gain from it.
 
     The child starts at once. First it parses and validates the last SHARED of the
-    records (`_prepare`) and sends them back from a thread, while this process parses and
-    validates the rest; as they are being sent, it scans them for leaks, read back from
-    what it sends (`_scanned`). Then it runs the BESIDE checks, parsing each other
-    document again on its own and holding one at a time (EachAlone), and sends back, with
-    their findings, which documents it parsed: those findings count only if it parsed the
-    documents this process did.
+    records (`_prepare`) and sends back their schema violations from a thread, while this
+    process parses every document and validates the rest. Then it runs the BESIDE checks,
+    parsing each document again on its own and holding one at a time (EachAlone), and
+    sends back, with their findings, which documents it parsed: those findings count only
+    if it parsed the documents this process did.
     """
     size = sum(len(data) for name, data in context.files.items() if name.endswith(".json"))
     if size < BESIDE_FROM_BYTES:
@@ -130,24 +125,19 @@ def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
     shared = records[len(records) - int(len(records) * SHARED) :]
 
     def work(channel: forked.Channel) -> _Beside:
-        # Sent from a thread: the parent takes them only once it has parsed its own, and
-        # meanwhile this process goes on with its checks (the thread waits in one write,
-        # without the GIL). Not kept for those checks (14 MiB more at the peak): what the
-        # leaks check would read in them, the hits, is.
-        def send(prepared: list[tuple[str, bytes]]) -> None:
+        # Sent from a thread: the parent takes them only once it has parsed every document
+        # and validated its own, and meanwhile this process goes on with its checks (the
+        # thread waits in one write, without the GIL).
+        def send(prepared: list[tuple[str, list[tuple[str, ...]]]]) -> None:
             try:
                 channel.send(prepared)
             except BaseException:  # as in forked._child: the parent does all the work
                 os._exit(1)
 
-        prepared = _prepare(files, shared, limits)
-        sending = threading.Thread(target=send, args=(prepared,))
+        sending = threading.Thread(target=send, args=(_prepare(files, shared, limits),))
         sending.start()
-        scanned = _scanned(prepared)
-        del prepared
         documents = EachAlone(files, limits)
-        alone = BundleContext.over(context.bundle, context.options, documents, scanned)
-        found = run_named(alone, BESIDE)
+        found = run_named(BundleContext.over(context.bundle, context.options, documents), BESIDE)
         sending.join()
         return found, documents.parsed
 
@@ -159,82 +149,58 @@ def _start_beside(context: BundleContext) -> Forked[_Beside] | None:
     return beside
 
 
-# The share of the records the child parses and validates for the parent before its own
-# checks: with it, both end about together. Measured on the 10,024-record bundle, the
-# collector off as in the CLI: 0.35, 0.42 and 0.48 of them ended verify_path 1.47, 1.45 and
-# 1.55 s after it started; `evidence verify` took 1.65 s (median of 5) with 0.35, 0.40 and
-# 0.45 alike, the parent's other checks and classification being the longer part.
+# The share of the records the child validates for the parent before its own checks: the
+# parent parses every document (orjson reads one in a fifth of the time the schemas take
+# to validate it) and validates the rest. Measured on the 10,024-record bundle, the
+# collector off as in the CLI: see docs/BENCHMARKS.md.
 SHARED = 0.40
-# The child gives back no document nested deeper than this, so that whatever this process
-# does with one never meets a stack depth the child did not (the default limit is 64).
+# The child validates no document nested deeper than this, so that what this process
+# takes from it never met a stack depth this process's own validation would not (the
+# default limit is 64).
 _SHARED_MAX_DEPTH = 200
 
 
 def _prepare(
     files: Mapping[str, bytes], paths: list[str], limits: Limits
-) -> list[tuple[str, bytes]]:
-    """The child's share of the parsing: each document it could read, as `marshal` bytes
-    of (document, values: at most this many, violations). One it cannot read, or whose
-    validation fails unexpectedly, it leaves out: the parent reads that one itself."""
-    prepared: list[tuple[str, bytes]] = []
+) -> list[tuple[str, list[tuple[str, ...]]]]:
+    """The child's share of the validation: the schema violations of each document it
+    could read, as tuples. One it cannot read, or whose validation fails unexpectedly, it
+    leaves out: the parent validates that one itself. It reads at most the bundle's limit
+    of values in all (the parent's budget bounds the parent's reading, not this)."""
+    prepared: list[tuple[str, list[tuple[str, ...]]]] = []
     depth = min(limits.max_json_depth, _SHARED_MAX_DEPTH)
-    # What it gives holds at most the bundle's limit of values in all, as the parent reads
-    # all of it back at once: past that, the parent parses the rest itself (and stops).
     left = limits.max_json_values
     for path in paths:
         try:
             budget = ValueBudget(left)
             document = loads_strict(files[path], max_depth=depth, budget=budget)
-            values = budget.at_most()  # counted by the parent only if it must be
-            violations = [tuple(v) for v in violations_of(path, document)]
-            prepared.append((path, marshal.dumps((document, values, violations))))
-            left -= values
-        except Exception:  # noqa: S112 - the parent parses it, and reports what it finds
+            left -= budget.at_most()
+            prepared.append((path, [tuple(v) for v in violations_of(path, document)]))
+        except Exception:  # noqa: S112 - the parent validates it, and reports what it finds
             continue
     return prepared
 
 
-def _scanned(prepared: list[tuple[str, bytes]]) -> dict[str, list[DocumentHit]]:
-    """The leak scan's hits of each document of the share, read back from its marshal
-    bytes (some 5x faster than parsing it again), a batch at a time while they are being
-    sent: the leaks check then need not parse them again. A batch whose scan fails
-    unexpectedly is left to the check, which scans it again and says what fails."""
-    scanned: dict[str, list[DocumentHit]] = {}
-    for start in range(0, len(prepared), _SCANNED_TOGETHER):
-        batch = prepared[start : start + _SCANNED_TOGETHER]
-        try:
-            documents = [marshal.loads(blob)[0] for _, blob in batch]  # noqa: S302 - ours
-            found = list(scan_documents(documents, MOST_HITS))  # bounded as the check's own
-        except Exception:  # noqa: S112 - scanned again by the check, which reports it
-            continue
-        scanned.update(zip((path for path, _ in batch), found, strict=True))
-    return scanned
-
-
-# Documents the child holds at once for the leak scan of its share (the scan's own batch).
-_SCANNED_TOGETHER = 64
-
-
-def _prepared(beside: Forked[_Beside], paths: frozenset[str]) -> dict[str, Ready] | None:
-    """What the child parsed for this process; None (all parsed here) if it sent nothing
-    whole. Read again from marshal, a document is what parsing it here would build (its
-    keys interned as the parser interns them)."""
+def _prepared(
+    beside: Forked[_Beside], paths: frozenset[str]
+) -> dict[str, list[SchemaViolation]] | None:
+    """The schema violations the child found, by path; None (all validated here) if it sent
+    nothing whole."""
     from verifier import forked
 
     try:
         message: object = beside.receive()
     except forked.ChildFailed:
         return None
-    ready: dict[str, Ready] = {}
+    given: dict[str, list[SchemaViolation]] = {}
     try:
-        for path, blob in message:  # type: ignore[attr-defined]
-            document, values, violations = marshal.loads(blob)  # noqa: S302 - our child's
-            if path not in paths or path in ready or type(values) is not int or values < 1:
+        for path, violations in message:  # type: ignore[attr-defined]
+            if path not in paths or path in given or type(violations) is not list:
                 return None
-            ready[path] = Ready(document, values, [SchemaViolation(*v) for v in violations])
-    except Exception:  # not what the child sends: parse them here
+            given[path] = [SchemaViolation(*v) for v in violations]
+    except Exception:  # not what the child sends: validate them here
         return None
-    return ready
+    return given
 
 
 def _findings_beside(beside: Forked[_Beside], context: BundleContext) -> dict[str, list[Finding]]:

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Self
+from typing import Any, Self
 
 from verifier import layout, schemas
 from verifier.bundle.reader import Limits, LoadedBundle
 from verifier.errors import InvalidDocument, SchemaVersionError, UnsafeInput
-from verifier.jsonio import ValueBudget, ints_bounded, loads_strict
+from verifier.jsonio import ValueBudget, ints_bounded, loads_plain, loads_strict
 from verifier.model import Arm
 from verifier.profiles import PROFILES, current_rules, known_rules
 from verifier.profiles.base import ServerProfile
@@ -30,9 +29,6 @@ from verifier.protocol import (
 )
 from verifier.records import Experiment, Record
 from verifier.schemas import SchemaViolation
-
-if TYPE_CHECKING:
-    from verifier.leaks import DocumentHit
 
 _RECORD_NAME = re.compile(r"^records/[a-z0-9][a-z0-9._-]{0,63}/[0-9]{3,7}\.json$")
 
@@ -112,25 +108,21 @@ def violations_of(path: str, document: Any) -> list[SchemaViolation]:
     return schemas.validate(document, schemas.KIND_TO_SCHEMA[expected])
 
 
-class Ready(NamedTuple):
-    """One document parsed and validated elsewhere: what this process would have built."""
-
-    document: Any
-    values: int  # at most this many JSON values: charged to the bundle's budget in its turn
-    violations: list[SchemaViolation]
-
-
 class Share:
-    """Files another process parses and validates for this one: `ready` (fetched once,
-    when first asked) gives those it read, by path; a file it did not give is parsed here,
-    and so is every one if `fetch` gives None."""
+    """Records another process validates for this one: `ready` (fetched once, when first
+    asked) gives the schema violations of those it validated, by path; a record it did not
+    give is validated here, and so is every one if `fetch` gives None."""
 
-    def __init__(self, paths: frozenset[str], fetch: Callable[[], Mapping[str, Ready] | None]):
+    def __init__(
+        self,
+        paths: frozenset[str],
+        fetch: Callable[[], Mapping[str, list[SchemaViolation]] | None],
+    ) -> None:
         self.paths = paths
         self._fetch = fetch
-        self._ready: Mapping[str, Ready] | None = None
+        self._ready: Mapping[str, list[SchemaViolation]] | None = None
 
-    def ready(self) -> Mapping[str, Ready]:
+    def ready(self) -> Mapping[str, list[SchemaViolation]]:
         if self._ready is None:
             self._ready = self._fetch() or {}
         return self._ready
@@ -142,15 +134,11 @@ class BundleContext:
     def __init__(self, bundle: LoadedBundle, options: VerifyOptions) -> None:
         self.bundle = bundle
         self.options = options
-        # Documents another process parses and validates for this one (verify's forked
-        # child), set before the first document is read; and the violations known before
-        # the schema check (found early, or given by that process).
+        # Documents another process validates for this one (verify's forked child), set
+        # before the first document is read; and the violations known before the schema
+        # check (found early, or given by that process).
         self.share: Share | None = None
         self._violations_known: dict[str, list[SchemaViolation]] = {}
-        # The leak scan's hits of documents scanned already, by path (verify's child scans
-        # those it parses for the other process while it sends them): the leaks check
-        # takes these rather than parse and scan the same documents again.
-        self.leaks_scanned: Mapping[str, list[DocumentHit]] = {}
 
     @property
     def files(self) -> Mapping[str, bytes]:
@@ -164,8 +152,6 @@ class BundleContext:
         # One budget for the whole bundle: its cost is bounded, not each file's.
         budget = ValueBudget(limits.max_json_values)
         spent: str | None = None
-        share = self.share
-        given: Mapping[str, Ready] | None = None
         files = self.files
         # By name: a file is looked at only to be parsed here. (In verify's parent, every
         # bytes object touched, even to be counted, is a page copied from its child.)
@@ -175,17 +161,6 @@ class BundleContext:
             if spent is not None:  # past the limit nothing more is parsed, and each says so
                 errors[path] = f"not read: {spent}"
                 continue
-            if share is not None and path in share.paths:
-                if given is None:  # validate this process's own first, while the other works
-                    self._validate_early(documents)
-                    given = share.ready()
-                ready = given.get(path)
-                # As if parsed here: it takes its values from the shared budget, and one
-                # that would not fit in what is left is parsed here, to be refused here.
-                if ready is not None and budget.charge(ready.document, ready.values):
-                    documents[path] = ready.document
-                    self._violations_known[path] = ready.violations
-                    continue
             try:
                 data = files[path]
                 documents[path] = loads_strict(data, max_depth=limits.max_json_depth, budget=budget)
@@ -194,6 +169,15 @@ class BundleContext:
             except UnsafeInput as exc:  # the value budget: a finding, said once per document
                 errors[path] = exc.message
                 spent = f"the limit of {limits.max_json_values} JSON values was reached before it"
+        share = self.share
+        if share is not None:
+            # This process's own first, while the other process validates its share; then
+            # the violations it found, for each document parsed here too. (Parsing is a
+            # function of the bytes: a document it read is the one read here.)
+            self._validate_early({p: d for p, d in documents.items() if p not in share.paths})
+            given = share.ready()
+            for path in share.paths & given.keys() & documents.keys():
+                self._violations_known[path] = given[path]
         return documents, errors
 
     def _validate_early(self, documents: Mapping[str, Any]) -> None:
@@ -212,21 +196,10 @@ class BundleContext:
         return self._parsed[0]
 
     @classmethod
-    def over(
-        cls,
-        bundle: LoadedBundle,
-        options: VerifyOptions,
-        documents: EachAlone,
-        scanned: Mapping[str, list[DocumentHit]] | None = None,
-    ) -> Self:
-        """The same bundle, its documents read through `documents` (verify's forked child);
-        `scanned`: the leak scan's hits of those scanned already, each of which `documents`
-        counts as parsed."""
+    def over(cls, bundle: LoadedBundle, options: VerifyOptions, documents: EachAlone) -> Self:
+        """The same bundle, its documents read through `documents` (verify's forked child)."""
         view = cls(bundle, options)
         view._parsed = (documents, {})
-        if scanned:
-            view.leaks_scanned = scanned
-            documents.parsed.update(dict.fromkeys(scanned, True))
         return view
 
     @property
@@ -326,16 +299,16 @@ class EachAlone(Mapping[str, Any]):
     (the last one kept for the next question): for verify's forked child, so that it
     starts before the parent has parsed anything and holds one document at a time.
 
-    A document the strict rules accept (`loads_strict`) is read by `json.loads` as the
-    same value, in about half the time (no hooks, no interned keys: one document at a
-    time needs none); one that might hold more values than the budget allows, or any
-    document where Python reads integers of any length, is read by the strict rules, so
-    that time and memory stay bounded as they bound them. The converse does not hold:
-    `json.loads` also takes duplicate keys, NaN, lone surrogates and deep nesting, and a
-    document the bundle's shared budget would stop. `parsed` says which files were
-    parsed and whether each parsed: the parent compares it with its own strict parse
-    before it trusts findings made from these, so a file read here and refused there
-    (or the reverse) means the checks run again in the parent.
+    A document the strict rules accept (`loads_strict`) is read by `json.loads`
+    (`loads_plain`) as the same value, in about a fifth of the time (no hooks, no interned
+    keys: one document at a time needs none); one that might hold more values than the
+    budget allows, or any document where Python reads integers of any length, is read by
+    the strict rules, so that time and memory stay bounded as they bound them. The
+    converse does not hold: `json.loads` also takes duplicate keys, NaN, lone surrogates
+    and deep nesting, and a document the bundle's shared budget would stop. `parsed` says
+    which files were parsed and whether each parsed: the parent compares it with its own
+    strict parse before it trusts findings made from these, so a file read here and
+    refused there (or the reverse) means the checks run again in the parent.
     """
 
     def __init__(self, files: Mapping[str, bytes], limits: Limits) -> None:
@@ -365,7 +338,7 @@ class EachAlone(Mapping[str, Any]):
         # than they read. Any other document is theirs to read.
         most = 1 + data.count(b",") + data.count(b"[") + data.count(b"{")
         if most <= limits.max_json_values and ints_bounded():
-            return _json_loads(data.decode("utf-8"))
+            return loads_plain(data)
         budget = ValueBudget(limits.max_json_values)
         return loads_strict(data, max_depth=limits.max_json_depth, budget=budget)
 
@@ -386,7 +359,6 @@ class EachAlone(Mapping[str, Any]):
 
 
 _NOT_PARSED: Any = object()
-_json_loads = json.JSONDecoder().decode  # made once
 
 
 def has_args(argv: tuple[str, ...], wanted: tuple[str, ...]) -> bool:

@@ -47,39 +47,31 @@ def _allowed(ctx: BundleContext) -> set[tuple[str, str, str]]:
 
 def check_leaks(ctx: BundleContext) -> Iterator[Finding]:
     allowed = _allowed(ctx)
-    scanned = ctx.leaks_scanned
     # The documents go to `scan_documents`, which scans them in batches and so reads a few
-    # ahead of the one whose hits it gives; the other files, and the documents scanned
-    # already, come out where they are in the sorted order, once the documents before them
-    # are done. `order` holds each file read ahead, with its bytes where it is not a
-    # document, or its hits where they are known, until its findings are out.
-    order: deque[tuple[str, bytes | list[DocumentHit] | None]] = deque()
+    # ahead of the one whose hits it gives; the other files come out where they are in the
+    # sorted order, once the documents before them are done. `order` holds each file read
+    # ahead, with its bytes where it is not a document, until its findings are out.
+    order: deque[tuple[str, bytes | None]] = deque()
 
     def documents() -> Iterator[Any]:
         for path, data in sorted(ctx.files.items()):
             if path.endswith(".sig"):
                 continue  # raw signature bytes, not text
-            if path in scanned:
-                order.append((path, scanned[path]))
-            elif path in ctx.documents:
+            if path in ctx.documents:
                 order.append((path, None))
                 yield ctx.documents[path]
             else:
                 order.append((path, data))
 
-    def ahead(item: tuple[str, bytes | list[DocumentHit] | None]) -> Iterator[Finding]:
-        path, found = item
-        if isinstance(found, bytes):
-            yield from _bytes_findings(path, found)
-        elif found is not None:
-            yield from _hit_findings(path, found, allowed)
-
     for hits in scan_documents(documents(), MOST_HITS):
-        while (item := order.popleft())[1] is not None:  # those before this document
-            yield from ahead(item)
-        yield from _hit_findings(item[0], hits, allowed)
-    for item in order:  # those after the last document scanned here
-        yield from ahead(item)
+        path, data = order.popleft()
+        while data is not None:  # the other files before this document
+            yield from _bytes_findings(path, data)
+            path, data = order.popleft()
+        yield from _hit_findings(path, hits, allowed)
+    for path, data in order:  # the other files after the last document
+        if data is not None:  # (always: every document's hits came out above)
+            yield from _bytes_findings(path, data)
 
 
 def _hit_findings(

@@ -355,18 +355,36 @@ def test_many_digits_in_no_long_run_keep_the_fast_path() -> None:
 def test_orjson_reads_the_ordinary_documents(monkeypatch: pytest.MonkeyPatch) -> None:
     """It must: otherwise the comparisons above compare the standard library's parser with
     the scanner only."""
-    read: list[bytes] = []
-    real = jsonio.orjson.loads
+    kept: list[bool] = []
+    real = jsonio._decoded_orjson
 
-    def loads(data: bytes) -> Any:
-        read.append(data)
-        return real(data)
+    def decoded(data: bytes, containers: int, most: int) -> Any:
+        document = real(data, containers, most)
+        kept.append(document is not jsonio._NOT_SURE)
+        return document
 
-    monkeypatch.setattr(jsonio.orjson, "loads", loads)
+    monkeypatch.setattr(jsonio, "_decoded_orjson", decoded)
     records = [d for name, d in SAMPLE_DOCUMENTS.items() if name.startswith("seed-mlxcel/")]
     for data in records:
         assert loads_strict(data) == json.loads(data)
-    assert read == records
+    assert kept == [True] * len(records)
+
+
+@given(_VALUES, st.sampled_from([0, jsonio._AS_WRITTEN]), st.integers(0, 200))
+def test_documents_as_orjson_writes_them_read_the_same(
+    value: object, option: int, limit: int
+) -> None:
+    """Written as orjson writes them, so that what it reads is kept (json.dumps' spacing
+    differs from orjson's: the generated documents above are nearly all read otherwise)."""
+    try:
+        data = jsonio.orjson.dumps(value, option=option)
+    except jsonio.orjson.JSONEncodeError:
+        return  # an integer past 64 bits, a surrogate
+    containers = data.count(b"[") + data.count(b"{")
+    assert jsonio._decoded_orjson(data, containers, 1 + data.count(b",") + containers) == value
+    assert_same(data)
+    assert_same(data, limit=limit, max_depth=3)
+    assert json.dumps(jsonio.loads_plain(data)) == json.dumps(json.loads(data))
 
 
 # Two keys of 64 bytes with the same xxh3-64 hash, which orjson's key cache takes for
@@ -395,8 +413,12 @@ def test_keys_orjson_takes_for_each_other_are_read_as_written(indent: int | None
 
 
 def test_orjson_keeps_only_what_it_writes_back_as_read() -> None:
-    assert jsonio._decoded_orjson(b'{\n  "a": [\n    1,\n    2.5\n  ]\n}\n') == {"a": [1, 2.5]}
-    assert jsonio._decoded_orjson(b'{"a":[1,2.5]}') == {"a": [1, 2.5]}
+    def read(data: bytes) -> Any:
+        containers = data.count(b"[") + data.count(b"{")
+        return jsonio._decoded_orjson(data, containers, 1 + data.count(b",") + containers)
+
+    assert read(b'{\n  "a": [\n    1,\n    2.5\n  ]\n}\n') == {"a": [1, 2.5]}
+    assert read(b'{"a":[1,2.5]}') == {"a": [1, 2.5]}
     for other in (
         b'{"a": [1, 2.5]}',  # json.dumps' spacing
         b'{\n  "a": 1\n}',  # no final newline
@@ -408,7 +430,7 @@ def test_orjson_keeps_only_what_it_writes_back_as_read() -> None:
         b'["\\ud800"]',  # refused by orjson
         b"[" * 300 + b"]" * 300,  # read, not written back
     ):
-        assert jsonio._decoded_orjson(other) is jsonio._NOT_SURE, other
+        assert read(other) is jsonio._NOT_SURE, other
 
 
 @given(
@@ -433,3 +455,42 @@ def test_loads_plain_is_json_loads(data: bytes | str) -> None:
     except ValueError:
         found = ("refused",)
     assert found == expected
+
+
+def test_a_deep_document_of_many_values_is_not_written_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Indented, every line of it would take two spaces a level: 2 MB at 250 levels would
+    be written back in some 500 MB (found by a fresh-eyes audit)."""
+    written: list[int] = []
+    real = jsonio.orjson.dumps
+
+    def dumps(value: Any, option: int = 0) -> bytes:
+        found: bytes = real(value, option=option)
+        written.append(len(found))
+        return found
+
+    monkeypatch.setattr(jsonio.orjson, "dumps", dumps)
+    for depth in (250, 64, 20):
+        data = b"[" * depth + b"0," * 999_000 + b"0" + b"]" * depth + b"\n"
+        assert_same(data, max_depth=300)
+        jsonio.loads_plain(data)
+    assert written == []
+    record = SAMPLE_DOCUMENTS["seed-mlxcel/records/sdpa-det-0/001.json"]
+    assert loads_strict(record) == json.loads(record)
+    assert written == [len(record)]  # a record is
+
+
+@given(_VALUES, st.sampled_from([None, 2]))
+def test_the_write_back_bound_holds(value: object, indent: int | None) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    data = text.encode("utf-8", "surrogatepass")
+    containers = data.count(b"[") + data.count(b"{")
+    most = 1 + data.count(b",") + containers
+    try:
+        document = jsonio.orjson.loads(data)
+    except jsonio.orjson.JSONDecodeError:
+        return  # a surrogate, an integer past 64 bits
+    bound = jsonio._write_back_bound(len(data), containers, most)
+    for option in (0, jsonio._AS_WRITTEN):
+        assert len(jsonio.orjson.dumps(document, option=option)) <= bound

@@ -341,14 +341,14 @@ def _loads_fast(text: str, max_depth: int, budget: ValueBudget, data: bytes | No
     # 1.16x the count, half the characters 21x). Deferred too: the nesting (never deeper
     # than the containers) and the integer length (no run of 4,299 digits).
     if most <= budget.room() and containers <= max_depth and _no_huge_run(text, data):
-        document = _decoded(text, data)
+        document = _decoded(text, data, containers, most)
         if document is not _NOT_SURE:
             budget.defer(document, most)
         return document
     # A document that might spend the budget is read by the scanner, which stops in time.
     if most > budget.room() and most > budget.remaining:  # (room() is the cheaper bound)
         return _NOT_SURE
-    document = _decoded(text, data)
+    document = _decoded(text, data, containers, most)
     if document is _NOT_SURE:
         return _NOT_SURE
     values = _count_values(document, max_depth if containers > max_depth else None)
@@ -358,12 +358,13 @@ def _loads_fast(text: str, max_depth: int, budget: ValueBudget, data: bytes | No
     return document
 
 
-def _decoded(text: str, data: bytes | None = None) -> Any:
-    """`text` (`data`, where given, as UTF-8) parsed by orjson where it is sure to build
-    what the standard library's parser builds, else by that parser; _NOT_SURE where the
-    strict rules might refuse it."""
+def _decoded(text: str, data: bytes | None = None, containers: int = 0, most: int = 0) -> Any:
+    """`text` (`data`, where given, as UTF-8, with at most `containers` arrays and objects
+    and `most` values) parsed by orjson where it is sure to build what the standard
+    library's parser builds, else by that parser; _NOT_SURE where the strict rules might
+    refuse it."""
     if data is not None:
-        document = _decoded_orjson(data)
+        document = _decoded_orjson(data, containers, most)
         if document is not _NOT_SURE:
             return document
     try:
@@ -390,9 +391,16 @@ def _decoded(text: str, data: bytes | None = None) -> Any:
 _AS_WRITTEN = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 
 
-def _decoded_orjson(data: bytes) -> Any:
+def _decoded_orjson(data: bytes, containers: int, most: int) -> Any:
     """What orjson reads in `data`, where it writes that back as `data` (and so the standard
-    library's parser reads the same value in `data`); else _NOT_SURE."""
+    library's parser reads the same value in `data`); else _NOT_SURE. `data` holds at most
+    `containers` arrays and objects and `most` values.
+
+    A document that orjson could write back in far more bytes than it holds (deep, and of
+    many values: each line indented by two a level) is not written back at all: the
+    standard library's parser reads it (`_write_back_bound`)."""
+    if _write_back_bound(len(data), containers, most) > 16 * len(data) + _WRITE_BACK_FREE:
+        return _NOT_SURE
     try:
         document = orjson.loads(data)
         again = orjson.dumps(document, option=_AS_WRITTEN if data.endswith(b"\n") else 0)
@@ -400,6 +408,19 @@ def _decoded_orjson(data: bytes) -> Any:
         return _NOT_SURE
     return document if again == data else _NOT_SURE
 
+
+def _write_back_bound(size: int, containers: int, most: int) -> int:
+    """At most how many bytes orjson writes back a document of `size` bytes with at most
+    `containers` arrays and objects and `most` values: what it writes compact is at most
+    5 bytes a byte of the text (a number of 4 characters, `9e15`, is written in 18, and
+    nothing else grows as much), and indented, each line (a value, or the end of a
+    container: at most `most` + `containers`) adds its newline, the space after a key's
+    colon and two spaces a level, no deeper than `containers`."""
+    return 5 * size + (most + containers) * (2 * containers + 2)
+
+
+# What the write-back may take whatever the document's size (a record's takes some 44 KB).
+_WRITE_BACK_FREE = 1 << 20
 
 _PLAIN: Callable[[str], Any] = json.JSONDecoder().decode  # made once
 
@@ -409,7 +430,9 @@ def loads_plain(data: bytes) -> Any:
     where it does; read by orjson where that is sure to read the same (`_decoded_orjson`),
     in about half the time. Not strict: for a reader that judges what it read against a
     strict reading of the same bytes."""
-    document = _decoded_orjson(data)
+    containers = data.count(b"[") + data.count(b"{")
+    # (in UTF-8, as in the text: a value but the first follows a comma or a bracket)
+    document = _decoded_orjson(data, containers, 1 + data.count(b",") + containers)
     if document is not _NOT_SURE:
         return document
     return _PLAIN(data.decode("utf-8"))

@@ -300,7 +300,7 @@ class EachAlone(Mapping[str, Any]):
     starts before the parent has parsed anything and holds one document at a time.
 
     A document the strict rules accept (`loads_strict`) is read by `json.loads`
-    (`loads_plain`) as the same value, in about a fifth of the time (no hooks, no interned
+    (`loads_plain`) as the same value, in about half its time (no hooks, no interned
     keys: one document at a time needs none); one that might hold more values than the
     budget allows, or any document where Python reads integers of any length, is read by
     the strict rules, so that time and memory stay bounded as they bound them. The

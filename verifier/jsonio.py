@@ -373,7 +373,7 @@ def _decoded(text: str, data: bytes | None = None, containers: int = 0, most: in
         return _NOT_SURE
 
 
-# orjson reads a document in about a fifth of the standard library's time, but it is not
+# orjson reads a record in under half the standard library's time, but it is not
 # trusted to read a hostile one: its cache of object keys takes a key for another whose
 # (unseeded) hash is the same, without comparing them, and a writer can make two keys of
 # 17 to 64 bytes collide at will; it reads an integer past 64 bits as a float, and of a

@@ -396,20 +396,42 @@ _SAME_HASH = (
 )
 
 
-@pytest.mark.parametrize("indent", [None, 2])
-def test_keys_orjson_takes_for_each_other_are_read_as_written(indent: int | None) -> None:
+def _as_orjson_writes(document: object, indented: bool) -> bytes:
+    """`document` spelled as orjson writes it: indented by two with a final newline, or
+    compact (so that only the write-back check can tell a key taken for another)."""
+    if indented:
+        return json.dumps(document, indent=2).encode() + b"\n"
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("indented", [False, True])
+def test_keys_orjson_takes_for_each_other_are_read_as_written(indented: bool) -> None:
     first, second = (key.decode() for key in _SAME_HASH)
     document = {"a": {first: "x"}, "b": {second: "hunter2hunter2"}}
-    data = json.dumps(document, indent=indent).encode() + (b"\n" if indent else b"")
+    data = _as_orjson_writes(document, indented)
     assert loads_strict(data) == document
     assert list(loads_strict(data)["b"]) == [second]
     assert jsonio.loads_plain(data) == document
     assert_same(data)
     # and across documents: the first key read before, in another document
-    alone = json.dumps({second: 1}, indent=indent).encode() + (b"\n" if indent else b"")
-    loads_strict(json.dumps({first: 1}).encode())
+    loads_strict(_as_orjson_writes({first: 1}, indented))
+    alone = _as_orjson_writes({second: 1}, indented)
     assert list(loads_strict(alone)) == [second]
     assert list(jsonio.loads_plain(alone)) == [second]
+
+
+@pytest.mark.parametrize("depth", [255, 1000, 1024, 1025])
+def test_loads_plain_reads_deep_nesting_as_json_loads(depth: int) -> None:
+    """orjson reads up to 1,024 levels and writes back 254: what it cannot write back
+    is json.loads' to read, or to refuse (a RecursionError, as it raises)."""
+    data = b"[" * depth + b"]" * depth
+    outcomes = []
+    for load in (lambda: json.loads(data.decode()), lambda: jsonio.loads_plain(data)):
+        try:
+            outcomes.append(("read", json.dumps(load())))
+        except (ValueError, RecursionError) as exc:
+            outcomes.append(("refused", type(exc).__name__))
+    assert outcomes[0] == outcomes[1]
 
 
 def test_orjson_keeps_only_what_it_writes_back_as_read() -> None:

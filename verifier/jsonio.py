@@ -358,7 +358,7 @@ def _loads_fast(text: str, max_depth: int, budget: ValueBudget, data: bytes | No
     return document
 
 
-def _decoded(text: str, data: bytes | None = None, containers: int = 0, most: int = 0) -> Any:
+def _decoded(text: str, data: bytes | None, containers: int, most: int) -> Any:
     """`text` (`data`, where given, as UTF-8, with at most `containers` arrays and objects
     and `most` values) parsed by orjson where it is sure to build what the standard
     library's parser builds, else by that parser; _NOT_SURE where the strict rules might

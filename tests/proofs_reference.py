@@ -27,6 +27,7 @@ from verifier.proofs import (
     RequestProof,
     _cache_state_disagrees,
     _is_count,
+    _not_said_on,
     _reset_shown,
     _short,
     _Verdict,
@@ -266,6 +267,14 @@ def prove_request(
         return verdict(False, contradiction, contradiction)
 
     arm = record.claimed_arm
+    if arm is not Arm.SERVER_DISABLED:
+        off = _not_said_on(record, rules.cache_enabled_pointer)
+        if off:
+            return verdict(
+                False,
+                f"a {arm} request is served with the cache on, and the server's stats do not "
+                f"say it is ({rules.cache_enabled_pointer} not true {' and '.join(off)} it)",
+            )
     if arm is Arm.WARM:
         warm = _prove_warm(
             across, signals, cached, prompt, verdict, rules.reuse_counts_cached_tokens

@@ -146,8 +146,8 @@ def _all_counts(snapshot: Snapshot, refs: tuple[str, ...]) -> bool:
     )
 
 
-def _counts(snapshot: Snapshot, ref: str) -> bool:
-    """_all_counts of one reference."""
+def counts(snapshot: Snapshot, ref: str) -> bool:
+    """Whether the counter and each of its samples is a count (_all_counts of one reference)."""
     value = snapshot.counter(ref)
     return (value is None or _is_count(value)) and all(
         _is_count(sample) for sample in snapshot.samples(ref).values()
@@ -234,7 +234,7 @@ def _how(moves: Iterable[float] | None) -> int | None:
 
 
 def _how_between(ref: str, before: Snapshot, after: Snapshot) -> int | None:
-    """_how(_moves(ref, before, after)) without sorting: which way a sample moved does
+    """_how(counter_moves(ref, before, after)) without sorting: which way a sample moved does
     not depend on the order the samples are taken in, so a family whose samples have the
     same keys on both sides is read in its own order. What the snapshots worked out
     already (their samples and counters) is read straight from their memos: this runs
@@ -248,8 +248,8 @@ def _how_between(ref: str, before: Snapshot, after: Snapshot) -> int | None:
             new = after.samples(ref)
         if not old or not new:
             return None
-        if old.keys() != new.keys():  # a sample came or went: the moves as _moves has them
-            return _how(_moves(ref, before, after))
+        if old.keys() != new.keys():  # a sample came or went: the moves as counter_moves has them
+            return _how(counter_moves(ref, before, after))
         return _how([new[key] - was for key, was in old.items()])
     old_value = before._memo_.get(ref, _UNSET)
     if old_value is _UNSET:
@@ -265,7 +265,7 @@ def _how_between(ref: str, before: Snapshot, after: Snapshot) -> int | None:
 class _Moves:
     """How each counter moved between two snapshots, worked out once: a request's proof
     asks for the same counters across it (or since the request before) several times.
-    Which way each moved is what the proof reads; the moves themselves (_moves) are
+    Which way each moved is what the proof reads; the moves themselves (counter_moves) are
     worked out only where it sums them."""
 
     def __init__(self, before: Snapshot, after: Snapshot, refs: Iterable[str] = ()) -> None:
@@ -286,7 +286,7 @@ class _Moves:
     def __call__(self, ref: str) -> list[float] | None:
         known = self.known
         if ref not in known:
-            known[ref] = _moves(ref, self.before, self.after)
+            known[ref] = counter_moves(ref, self.before, self.after)
         return known[ref]
 
     def how(self, ref: str) -> int | None:
@@ -310,7 +310,7 @@ class _Moves:
         return [ref for ref in refs if (how := self.how(ref)) is not None and how & _NONZERO]
 
 
-def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
+def counter_moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
     """How far each sample of a counter moved (a metric family sample by sample, so that
     one sample's rise cannot hide behind another's fall); None when it was not recorded."""
     if ref.startswith("metric:"):
@@ -360,6 +360,19 @@ def _same_surface(signals: CacheSignals) -> tuple[tuple[str, str], ...]:
     )
 
 
+def _not_said_on(record: Record, pointer: str | None) -> list[str]:
+    """The sides of the request ("before", "after") whose stats say the cache is anything
+    but on at `pointer` (`false`, 0, "false"...: not `true`). null, or no such field, says
+    nothing; nor does a profile that reads no cache state in its stats (no pointer)."""
+    if pointer is None:
+        return []
+    return [
+        side
+        for side, snapshot in (("before", record.before), ("after", record.after))
+        if (value := snapshot.stat(pointer)) is not None and value is not True
+    ]
+
+
 def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | None) -> str | None:
     """The server's own account of its cache against itself and the request: every source
     of cache evidence must agree. More hits than lookups on one surface; and where the stats
@@ -381,21 +394,13 @@ def _cache_state_disagrees(record: Record, rules: ProfileRules, cached: int | No
     used = _stats_counters(rules.signals)
     if not any(d is not None and d > 0 for d in record.before.deltas(record.after, used)):
         return None
-    pointer = rules.cache_enabled_pointer
-    if pointer is not None:
-        # Not `true` (`false`, 0, "false"...): the stats do not say the cache is on. (null,
-        # or no such field, says nothing.)
-        off = [
-            side
-            for side, snapshot in (("before", record.before), ("after", record.after))
-            if (value := snapshot.stat(pointer)) is not None and value is not True
-        ]
-        if off:
-            return (
-                f"the server's stats do not say its cache is on ({pointer} not true "
-                f"{' and '.join(off)} the request), yet their own counters show the request "
-                "used it"
-            )
+    off = _not_said_on(record, rules.cache_enabled_pointer)
+    if off:
+        return (
+            f"the server's stats do not say its cache is on ({rules.cache_enabled_pointer} not "
+            f"true {' and '.join(off)} the request), yet their own counters show the request "
+            "used it"
+        )
     entries = rules.cache_entries_pointer
     if cached and entries is not None and _is_zero(record.before.stat(entries)):
         return (
@@ -477,7 +482,7 @@ def prove_request(
             f"/telemetry/{side}: {ref}"
             for side, snapshot in (("before", record.before), ("after", record.after))
             for ref in everything
-            if not _counts(snapshot, ref)
+            if not counts(snapshot, ref)
         )
         return proof(
             False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
@@ -524,6 +529,17 @@ def prove_request(
         return verdict(False, contradiction, contradiction)
 
     arm = record.claimed_arm
+    if arm is not Arm.SERVER_DISABLED:
+        # Cold, warm and opt-out requests are all served with the cache on (EVIDENCE.md,
+        # "Terms"), and every source of cache evidence must agree: stats that say it is off
+        # show another arm than the one claimed (a cold baseline from a cache-off server).
+        off = _not_said_on(record, rules.cache_enabled_pointer)
+        if off:
+            return verdict(
+                False,
+                f"a {arm} request is served with the cache on, and the server's stats do not "
+                f"say it is ({rules.cache_enabled_pointer} not true {' and '.join(off)} it)",
+            )
     if arm is Arm.WARM:
         warm = _prove_warm(
             across, signals, cached, prompt, verdict, rules.reuse_counts_cached_tokens

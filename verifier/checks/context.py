@@ -13,7 +13,7 @@ from typing import Any, Self
 from verifier import layout, schemas
 from verifier.bundle.reader import Limits, LoadedBundle
 from verifier.errors import InvalidDocument, SchemaVersionError, UnsafeInput
-from verifier.jsonio import ValueBudget, ints_bounded, loads_plain, loads_strict
+from verifier.jsonio import ValueBudget, ints_bounded, json_key, loads_plain, loads_strict
 from verifier.model import Arm
 from verifier.profiles import PROFILES, current_rules, known_rules
 from verifier.profiles.base import ServerProfile
@@ -433,7 +433,8 @@ def choose_rules(experiment: Experiment | None, options: VerifyOptions) -> Rules
             "(pass --profile FILE to judge it by rules you choose)",
         )
     copy = experiment.profile_rules
-    differs = copy is not None and copy != versioned.to_json()
+    # Compared as JSON, where 0 is not false and 1 is not 1.0 (Python's == says they are).
+    differs = copy is not None and json_key(copy) != json_key(versioned.to_json())
     return RulesChoice(
         versioned, f"judged by this tool's {versioned.key} rules", copy_differs=differs
     )

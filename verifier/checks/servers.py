@@ -49,6 +49,14 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                     "is not what it shows, and what the server reads of it is not known",
                     "conditions", ci, "settings", name, actual=ascii(value),
                 )  # fmt: skip
+        for ai, arg in enumerate(condition.server_args):
+            if not _plain(arg):
+                yield error(
+                    f"the condition's server argument {arg!r} has characters other than "
+                    "printable ASCII (a look-alike hyphen, a space around it): it is not what "
+                    "it shows, and what the server reads of it is not known",
+                    "conditions", ci, "server_args", ai, actual=ascii(arg),
+                )  # fmt: skip
         declared = [s.instance for s in condition.servers]
         if len(set(declared)) != len(declared):
             yield error("a server instance is declared twice", "conditions", ci, "servers")

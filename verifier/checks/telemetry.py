@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from verifier.checks.context import BundleContext
 from verifier.model import Arm, Finding, Severity
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import RequestProof, as_count, completion_count
-from verifier.records import Record
+from verifier.proofs import RequestProof, as_count, completion_count, counter_moves, counts
+from verifier.records import Record, Snapshot
 
 CHECK = "telemetry"
 
@@ -68,6 +68,15 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 file=record.file,
                 pointer="/response/timings",
             )
+        for pointer, value in _not_counts(record.response):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"{_name(pointer)} is {value!r}, not a whole number in 0..2^53: the counts "
+                "read against each other must be counts",
+                file=record.file,
+                pointer="/response" + pointer,
+            )
         total = _total_disagrees(record)
         if total is not None:
             yield Finding(
@@ -86,8 +95,11 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 pointer="/response/choices/0/finish_reason",
             )
     yield from _counters_kept(ctx)
+    yield from _counters_counted(ctx)
     yield from _lacking_in_some(ctx)
     yield from _cache_state_said(ctx)
+    yield from _cache_state_in_every_answer(ctx)
+    yield from _reuse_within_lookups(ctx)
     yield from _undisclosed_work(ctx)
     yield from _work_counted(ctx)
     yield from _cached_tokens_counted(ctx)
@@ -118,6 +130,32 @@ _TWICE = (
     ("/timings/predicted_n", "/usage/completion_tokens"),
     ("/timings/cache_n", "/usage/prompt_tokens_details/cached_tokens"),
 )
+
+
+# The counts of an answer that `_counts_disagree` and `_decodes_counted` read, and that no
+# other rule reads as a number (the proofs report cached_tokens and prompt_tokens that are not
+# counts, `_total_disagrees` total_tokens): where one is there but is no count (65.0, "65"),
+# the rules that read it would skip it, so it is an error of its own (EVIDENCE.md, "Numbers
+# are bounded").
+_NOT_COUNTED_ELSEWHERE = (
+    ("timings", "prompt_n"),
+    ("timings", "cache_n"),
+    ("timings", "predicted_n"),
+    ("usage", "completion_tokens"),
+)
+
+
+def _not_counts(response: object) -> Iterator[tuple[str, object]]:
+    """The pointer and value of each of `_NOT_COUNTED_ELSEWHERE` that the response holds
+    (not null) and that is no count (each read as `response_value` would find it)."""
+    if not isinstance(response, dict):
+        return
+    for part, name in _NOT_COUNTED_ELSEWHERE:
+        holder = response.get(part)
+        if isinstance(holder, dict):
+            value = holder.get(name)
+            if value is not None and as_count(value) is None:
+                yield f"/{part}/{name}", value
 
 
 def _counts_disagree(record: Record, answered_cached: int | None) -> Iterator[str]:
@@ -275,6 +313,135 @@ def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
                     pointer=f"/telemetry/{side}/metrics",
                 )
                 return  # once: the rest is the same edit
+
+
+def _counters_counted(ctx: BundleContext) -> Iterator[Finding]:
+    """The counters the profile's rules read beyond its signals (`_extra_counters`) are
+    counts, sample by sample, that never go back on one server: across a request, and
+    between one request and the next (EVIDENCE.md: "Numbers are bounded", and a counter
+    that goes backwards without a restart makes the telemetry unusable). The proofs hold
+    the signals to this; these are read by the cross-checks below, which would otherwise
+    take -0.5 or a fall for a count. Once a record."""
+    refs = _extra_counters(ctx)
+    if not refs:
+        return
+    last: dict[tuple[str, int], Record] = {}
+    for record in sorted(ctx.records, key=lambda r: (r.condition, r.sequence)):
+        server = (record.condition, record.server_instance)
+        previous = last.get(server)
+        last[server] = record
+        problem = None
+        for side, snapshot in (("before", record.before), ("after", record.after)):
+            bad = [ref for ref in refs if not counts(snapshot, ref)]
+            if bad:
+                problem = (
+                    f"/telemetry/{side}/metrics",
+                    (
+                        f"{_names(bad)} is not a whole number >= 0 in every sample: a counter the "
+                        "checks read must be a count"
+                    ),
+                )
+                break
+        if problem is None:
+            fell = [ref for ref in refs if _fell(record.before, record.after, ref)]
+            if fell:
+                problem = "/telemetry", f"{_names(fell)} went down across this request"
+        if problem is None and previous is not None:
+            fell = [ref for ref in refs if _fell(previous.after, record.before, ref)]
+            if fell:
+                problem = (
+                    "/telemetry/before",
+                    (
+                        f"{_names(fell)} went down between {previous.file} and this request, on "
+                        "the same server"
+                    ),
+                )
+        if problem is not None:
+            pointer, message = problem
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"{message}: the telemetry is not usable",
+                file=record.file,
+                pointer=pointer,
+            )
+
+
+def _extra_counters(ctx: BundleContext) -> tuple[str, ...]:
+    """The counters the profile's rules read beyond its signals, each once."""
+    profile = ctx.profile
+    if profile is None:
+        return ()
+    refs = (
+        *profile.work_counters,
+        *(ref for ref, _ in profile.counted_work),
+        *filter(None, (profile.cached_tokens_counter, profile.decode_counter)),
+    )
+    return tuple(dict.fromkeys(refs))
+
+
+def _fell(before: Snapshot, after: Snapshot, ref: str) -> bool:
+    """Whether any sample of the counter went down from one snapshot to the other."""
+    moves = counter_moves(ref, before, after)
+    return moves is not None and any(move < 0 for move in moves)
+
+
+def _cache_state_in_every_answer(ctx: BundleContext) -> Iterator[Finding]:
+    """Where the server's metrics say whether its prefix cache is on (vLLM's
+    `vllm:cache_config_info`), one server build says it in every /metrics answer or in none:
+    a cache-off server whose answers leave it out, while the others carry it, had its own
+    statement taken out, and it is what shows the cache off (EVIDENCE.md: a cache-off server
+    shows it in its command line and, where the server can report it, in its telemetry)."""
+    profile = ctx.profile
+    if profile is None or not profile.says_cache_state_in_metrics:
+        return
+    read = 0
+    silent: list[tuple[Record, str]] = []
+    for record in ctx.records:
+        for side, snapshot in (("before", record.before), ("after", record.after)):
+            if snapshot.metrics is None:
+                continue  # not read: its request is left unproven by the proofs
+            read += 1
+            if not profile.cache_state_in_metrics(snapshot.metrics):
+                silent.append((record, side))
+    if silent and len(silent) < read:
+        record, side = silent[0]
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            f"{len(silent)} of {read} metrics snapshots do not say whether the prefix cache is "
+            "on, which the others say: one server build says it in every /metrics answer or "
+            "in none",
+            file=record.file,
+            pointer=f"/telemetry/{side}/metrics",
+        )
+
+
+def _reuse_within_lookups(ctx: BundleContext) -> Iterator[Finding]:
+    """Where the profile's reuse and lookup counters count the same thing
+    (`ServerProfile.reuse_within_lookups`: vLLM's prefix cache hits and queries, both in
+    tokens), a request reuses no more than it looked up."""
+    profile, rules = ctx.profile, ctx.rules
+    if profile is None or rules is None or not profile.reuse_within_lookups:
+        return
+    reuse, lookups = rules.signals.reuse, rules.signals.lookups
+    if not reuse or not lookups:
+        return
+    for record in ctx.records:
+        moved = [d for d in record.before.deltas(record.after, reuse + lookups) if d is not None]
+        if len(moved) != len(reuse) + len(lookups):
+            continue  # one not recorded: the proofs leave the request unproven
+        reused, looked = sum(moved[: len(reuse)]), sum(moved[len(reuse) :])
+        if reused > looked:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the telemetry contradicts itself: {_names(list(reuse))} rose by {reused:g} "
+                f"across this request, {_names(list(lookups))} by {looked:g}: the cache reused "
+                "more than it was asked for",
+                file=record.file,
+                pointer="/telemetry",
+            )
 
 
 def _cache_state_said(ctx: BundleContext) -> Iterator[Finding]:

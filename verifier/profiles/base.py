@@ -140,6 +140,14 @@ class ServerProfile(ABC):
         return frozenset()
 
     @property
+    def reuse_within_lookups(self) -> bool:
+        """Whether the rules' reuse and lookup counters count the same thing (vLLM's prefix
+        cache hits and queries, both in tokens: SERVERS.md), so that across a request the
+        reuse rises no more than the lookups (not so by default: mlxcel counts reused
+        tokens and lookups of entries)."""
+        return False
+
+    @property
     def says_cache_state_in_metrics(self) -> bool:
         """Whether `cache_state_in_metrics` can say anything (a check skips it otherwise)."""
         return False

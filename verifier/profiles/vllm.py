@@ -37,6 +37,10 @@ class VllmProfile(ServerProfile):
     def says_cache_state_in_metrics(self) -> bool:
         return True
 
+    @property
+    def reuse_within_lookups(self) -> bool:
+        return True  # prefix_cache_hits and prefix_cache_queries both count tokens
+
 
 CACHE_OFF_FLAG = "--no-enable-prefix-caching"
 CACHE_ON_FLAG = "--enable-prefix-caching"

@@ -413,14 +413,14 @@ def test_which_way_a_counter_moved_is_what_its_moves_say(
 def test_snapshots_told_unmoved_have_no_counter_that_moved(
     metrics: dict[str, Any], stats: dict[str, Any], changes: list[tuple[str, Any]]
 ) -> None:
-    # _unmoved_since stands for the moves since the request before, where the later
+    # unmoved_since stands for the moves since the request before, where the later
     # snapshot's counters are all counts: it holds only where none of them moved.
     later_metrics = dict(metrics)
     for key, value in changes:
         later_metrics[key] = value
     earlier, later = Snapshot(stats, metrics), Snapshot(dict(stats), later_metrics)
     refs = ("metric:f", "metric:g", "metric:f_x", "stats:s", "stats:t")
-    if proofs._unmoved_since(earlier, later):
+    if proofs.unmoved_since(earlier, later):
         since = reference._Moves(earlier, later)
         assert not any(since.fell(ref) or any(since(ref) or []) for ref in refs)
 

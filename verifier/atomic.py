@@ -36,7 +36,9 @@ def write_new_file(target: Path, data: bytes) -> None:
     """Write beside `target`, then link it into place: never a partial file, never a clobber."""
     check_new_output(target)
     parent = target.absolute().parent
-    temporary = parent / f".{target.name}.{os.getpid()}.partial"
+    # Named after the target where the name leaves room (a name is at most 255 bytes).
+    name = target.name if len(os.fsencode(target.name)) <= 200 else "evidence"
+    temporary = parent / f".{name}.{os.getpid()}.partial"
     try:
         with open(temporary, "xb") as handle:
             handle.write(data)

@@ -114,8 +114,7 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
                 "verified": verified,
                 "verdict": str(result.verdict) if result is not None else "invalid",
                 "unreadable": result is None,
-                "error": item.error
-                or (None if verified else "the bundle did not verify: not compared"),
+                "error": item.error or (None if verified else _why_not_compared(result)),
             }
         )
         if verified and result is not None and result.experiment is not None:
@@ -249,6 +248,17 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
         "first_differences": first_differences,
         "outcome": "same" if same else "changed",
     }
+
+
+def _why_not_compared(result: VerificationResult | None) -> str:
+    """Why a bundle that did not verify is not compared: its first error, and how many."""
+    errors = [f for f in result.findings if f.is_error] if result is not None else []
+    if not errors:
+        return "the bundle did not verify (nothing to classify): not compared"
+    first = errors[0]
+    where = f" ({first.file}{first.pointer or ''})" if first.file else ""
+    more = f", and {len(errors) - 1} more" if len(errors) > 1 else ""
+    return f"the bundle did not verify ({first.check}: {first.message}{where}{more}): not compared"
 
 
 def exit_code(document: dict[str, Any], expect: str | None) -> int:

@@ -2033,7 +2033,8 @@ _BATCH_CHARS = 1 << 20
 #    batch with no accepted match every place of X is tried, with the result of 3.
 # 5. The views: no escape (`_Decoded._ESCAPE`: `\uXXXX`, `\/`, `\\`, `\"`, `\n` and the
 #    other JSON control escapes, `%XX`, `\xXX`, `\NNN`, `&#N;`, `&#xX;` and those without `;`, a
-#    run of invisible characters and the character after it, never a separator) holds \x00,
+#    run of invisible characters and terminal sequences and the character after it, never a
+#    separator, and a character compatibility reads as ASCII) holds \x00,
 #    so the batch decodes as each text decoded between the same gaps; a text with an
 #    escape makes the batch have one, at each depth. A view of X (which may begin without
 #    a separator, and may hold \x00s decoded from `\u0000` or `%00`) is another text
@@ -2757,6 +2758,8 @@ class _AccountNames:
                 begin = max(self._begin, low)
                 break
         self._at, self._begin = start, begin
+        if begin == low and low > 0 and text[low - 1] not in _TOKEN_STOP:
+            return True  # a word longer than the walk reads: an account, as fail closed says
         if text.startswith("://", start - 3):  # a URL's user (`http://al@127.0.0.1/`)
             return True
         if text.startswith("/path/to/", begin):
@@ -2809,8 +2812,72 @@ def _utf8_run(escape: str) -> str:
     )
 
 
-# Characters that show nothing, which a text can hold inside a value (`ali\u200bce`).
-_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+# Characters that show nothing, which a text can hold inside a value (`ali\u200bce`): the
+# default-ignorable code points of Unicode (zero-width spaces and joiners, the word joiner and
+# invisible operators, byte order mark, soft hyphen, bidirectional marks and controls,
+# variation selectors, Hangul fillers, tags), as ranges of a character class.
+_INVISIBLE = (
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+)
+# A terminal's escape sequences, which show nothing either: a control sequence (`ESC[2m`,
+# colour and style: ECMA-48's CSI, its parameter and intermediate bytes, then its final
+# byte) and an operating system command (`ESC]8;;URL ESC\`, a hyperlink) ended by BEL or ST.
+_TERMINAL = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x00-\x02\x07\x1b]*(?:\x07|\x1b\\)"
+
+
+def _compatible_ascii() -> dict[int, str]:
+    """The characters outside ASCII that Unicode's compatibility normalization (NFKC) reads
+    as one printable ASCII character, each with it: fullwidth forms (`／ｈｏｍｅ`),
+    mathematical letters and digits (`𝐚𝐥𝐢𝐜𝐞`), superscripts and subscripts, letterlike
+    symbols (the Kelvin sign, `ℎ`), circled and parenthesized digits and letters that stand
+    alone. One for one: a view of a text so read keeps one character for each."""
+    blocks = (
+        (0x00A0, 0x00FF), (0x02B0, 0x02FF), (0x1D2C, 0x1D6A), (0x2000, 0x206F),
+        (0x2070, 0x209F), (0x2100, 0x218F), (0x2460, 0x24FF), (0x3000, 0x3000),
+        (0xFE50, 0xFE6F), (0xFF01, 0xFF5E), (0x1D400, 0x1D7FF), (0x1F100, 0x1F1FF),
+    )  # fmt: skip
+    table: dict[int, str] = {}
+    for first, last in blocks:
+        for code in range(first, last + 1):
+            read = unicodedata.normalize("NFKC", chr(code))
+            if len(read) == 1 and " " < read < "\x7f":
+                table[code] = read
+    return table
+
+
+def _ranges(codes: Iterable[int]) -> str:
+    """A character class's inside for `codes`, each run of consecutive ones as a range: `re`
+    tests a character past the Basic Multilingual Plane against each item of a class in
+    turn (a class of 700 such single characters took 10 s over a 15 MiB text)."""
+    items: list[str] = []
+    run: list[int] = []
+    for code in sorted(codes):
+        if run and code == run[-1] + 1:
+            run.append(code)
+            continue
+        if run:
+            items.append(_range_item(run[0], run[-1]))
+        run = [code]
+    if run:
+        items.append(_range_item(run[0], run[-1]))
+    return "".join(items)
+
+
+def _range_item(first: int, last: int) -> str:
+    if first == last:
+        return re.escape(chr(first))
+    return f"{re.escape(chr(first))}-{re.escape(chr(last))}"
+
+
+_COMPATIBLE = _compatible_ascii()
+_COMPATIBLE_CLASS = _ranges(_COMPATIBLE)
+# The same, past the Basic Multilingual Plane as whole blocks: where an escape may start
+# (each place is then matched exactly), searched for in every text that is not ASCII.
+_COMPATIBLE_STARTS = _ranges(code for code in _COMPATIBLE if code <= 0xFFFF) + (
+    "\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff"
+)
 
 
 def _character(digits: str, base: int) -> str:
@@ -2831,19 +2898,28 @@ class _Decoded:
     # `ö`) is one escape of that character; a run that does not is one escape a byte, each
     # its Latin-1 character, as a lone `%HH` is. A run of invisible characters (zero-width
     # spaces and joiners, word joiner, byte order mark, soft hyphen) and the character after
-    # it is one escape of that character: `ali\u200bce` is read as `alice`.
-    _ESCAPE = re.compile(
+    # it is one escape of that character: `ali\u200bce` is read as `alice`; so is a run of
+    # terminal escape sequences (`\x1b[2m/home/alice`: the `m` would stand before the path
+    # as a letter). A character that compatibility normalization reads as one ASCII
+    # character (`／`, `𝐚`) is an escape of that character.
+    _ESCAPE = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
-        rf"|[{_INVISIBLE}]+([^\x00-\x02])"
+        rf"|(?:[{_INVISIBLE}]|{_TERMINAL})+([^\x00-\x02])|([{_COMPATIBLE_CLASS}])"
     )
     # How an escape starts. `_ESCAPE` starts with a group, so `re` finds no set of first
     # characters in it and tries it at every place of a text (some 40 ns a character); this
     # pattern's branches each start with a character, which `re` searches for in C, and
     # `_ESCAPE` is tried only where one matches (`_escapes`). Replies with a `%` and a `\\`
     # in each: the leak scan of 10,000 records took 3.7 s with the two full searches.
-    _ESCAPE_START = re.compile(r"%[0-9A-Fa-f]|\\[ux/\\\"nrtbf0-3]|&#|" + "|".join(_INVISIBLE))
+    _ESCAPE_START = _Lazy(
+        rf"%[0-9A-Fa-f]|\\[ux/\\\"nrtbf0-3]|&#|\x1b[\[\]]|[{_INVISIBLE}{_COMPATIBLE_STARTS}]"
+    )
+    # Whether a text holds a character past ASCII that starts an escape (a text of ASCII
+    # alone needs no search for one). (The three compiled where first used: a bundle whose
+    # texts hold no escape never needs them.)
+    _PAST_ASCII = _Lazy(rf"[{_INVISIBLE}{_COMPATIBLE_STARTS}]")
     _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 
     def __init__(self, text: str, positions: list[int], spans: list[tuple[int, int]]) -> None:
@@ -2863,7 +2939,8 @@ class _Decoded:
             "\\" not in text
             and "%" not in text
             and "&#" not in text
-            and (text.isascii() or not any(c in text for c in _INVISIBLE))
+            and "\x1b" not in text
+            and (text.isascii() or cls._PAST_ASCII.search(text) is None)
         ) or next(cls._escapes(text), None) is None:
             return None
         return cls._decoded(text, parent, escapes)
@@ -2873,7 +2950,7 @@ class _Decoded:
         """`_ESCAPE.finditer(text)`: every match of `_ESCAPE` starts where `_ESCAPE_START`
         matches (each of its alternatives begins as one of that pattern's), so trying it at
         each such place, from the end of the last match, finds the same matches."""
-        start, escape = cls._ESCAPE_START.search, cls._ESCAPE.match
+        start, escape = cls._ESCAPE_START.regex.search, cls._ESCAPE.regex.match
         position = 0
         while (found := start(text, position)) is not None:
             at = found.start()
@@ -2895,7 +2972,7 @@ class _Decoded:
                 return match.start()
             pieces.append(text[last : match.start()])
             length += match.start() - last
-            utf8, code, literal, control, percent, octal, decimal, hexadecimal, shown = (
+            utf8, code, literal, control, percent, octal, decimal, hexadecimal, shown, alike = (
                 match.groups()
             )
             if utf8 is not None:
@@ -2927,6 +3004,8 @@ class _Decoded:
                 pieces.append(_character(hexadecimal, 16))
             elif shown is not None:
                 pieces.append(shown)
+            elif alike is not None:
+                pieces.append(_COMPATIBLE[ord(alike)])
             elif octal is not None:
                 pieces.append(chr(int(octal, 8)))
             else:

@@ -57,7 +57,13 @@ def detect_hf_snapshot(path: Path) -> HfSnapshot | None:
 def _resolve(path: Path, snapshot: HfSnapshot | None) -> Path:
     """A regular file as is; a link only when it stays inside the snapshot's own repo dir."""
     if path.is_symlink():
-        target = path.resolve()
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:  # a loop (RuntimeError in 3.11), or dangling
+            raise ModelFilesError(
+                f"{path} is a link that leads nowhere ({getattr(exc, 'strerror', None) or exc}); "
+                "give a directory of regular files"
+            ) from None
         if snapshot is None or not target.is_relative_to(snapshot.repo_dir.resolve()):
             raise ModelFilesError(
                 f"{path} is a link to {target}, outside the model's own Hugging Face cache "

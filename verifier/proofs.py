@@ -326,7 +326,7 @@ def counter_moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | 
     return None if old_value is None or new_value is None else [new_value - old_value]
 
 
-def _unmoved_since(earlier: Snapshot, later: Snapshot) -> bool:
+def unmoved_since(earlier: Snapshot, later: Snapshot) -> bool:
     """Whether two snapshots hold the same documents, so that no counter moved between
     them: for `later`'s counters all counts (prove_request has checked), the moves
     _Moves(earlier, later) finds are all zero (a count is finite, so x - x is 0), and
@@ -491,7 +491,7 @@ def prove_request(
     across = _Moves(record.before, record.after, everything)
     backwards = across.fallen(everything) if across.fell_any else []
     moved_between: list[str] = []
-    if previous is not None and not _unmoved_since(previous.after, record.before):
+    if previous is not None and not unmoved_since(previous.after, record.before):
         since = _Moves(previous.after, record.before, everything)
         if since.fell_any:
             backwards += [f"{ref} (since the previous request)" for ref in since.fallen(everything)]

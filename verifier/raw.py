@@ -255,7 +255,7 @@ class _Tree:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return None
             with open(fd, "rb", closefd=False) as stream:
-                return stream.read()
+                return stream.read(MAX_DOCUMENT_BYTES + 1)  # past it: refused by the reader
         except OSError:
             return None
         finally:
@@ -273,6 +273,11 @@ class _Tree:
         return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
+# The largest JSON document of a raw capture read (the harness writes kilobytes for one
+# request, megabytes for a run's description): a larger one is refused, not read into memory.
+MAX_DOCUMENT_BYTES = 1 << 28
+
+
 def _read_document(
     root: Path, relative: str, schema: str, tree: _Tree | None = None
 ) -> dict[str, Any]:
@@ -282,6 +287,12 @@ def _read_document(
         path = _inside(root, relative)
         if not path.is_file():
             raise ExportError(f"{relative}: missing (or not a regular file) in the raw directory")
+    size = len(data) if data is not None else path.stat().st_size
+    if size > MAX_DOCUMENT_BYTES:
+        raise ExportError(
+            f"{relative}: more than {MAX_DOCUMENT_BYTES:,} bytes, far past what the harness "
+            "writes for one document: not read"
+        )
     try:
         document = loads_strict(path.read_bytes() if data is None else data)
     except OSError as exc:

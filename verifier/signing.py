@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from verifier.errors import UsageError
+from verifier.inputs import read_small_file
 
 if TYPE_CHECKING:  # cryptography loads where a key is used, not to check a signature's size
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -29,7 +31,7 @@ def generate_key_pair(out_dir: Path) -> KeyPairPaths:
     private_path = out_dir / PRIVATE_KEY_FILE
     public_path = out_dir / PUBLIC_KEY_FILE
     for path in (private_path, public_path):
-        if path.exists():
+        if os.path.lexists(path):  # (a link too, even one that leads nowhere)
             raise UsageError(f"{path} already exists; refusing to overwrite a key")
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -43,11 +45,32 @@ def generate_key_pair(out_dir: Path) -> KeyPairPaths:
     public_pem = key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with os.fdopen(os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fd:
-        fd.write(private_pem)
-    with public_path.open("xb") as handle:
-        handle.write(public_pem)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"{out_dir} is not a folder: give the folder to write the keys in")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the folder {out_dir}: {exc.strerror or exc}") from None
+    written: list[Path] = []
+    path = private_path
+    try:  # both keys or neither: a private key without its public one is no pair
+        for path, data, mode in (
+            (private_path, private_pem, 0o600),
+            (public_path, public_pem, 0o644),
+        ):
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            written.append(path)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+    except OSError as exc:
+        for done in written:
+            with contextlib.suppress(OSError):
+                done.unlink()
+        raise UsageError(
+            f"cannot write {path}: {exc.strerror or exc}; no key was written"
+        ) from None
     return KeyPairPaths(private_path, public_path)
 
 
@@ -55,10 +78,9 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+    data = read_small_file(path, "the signing key", MAX_KEY_FILE_BYTES)
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    except OSError as exc:
-        raise UsageError(f"cannot read the signing key {path}: {exc.strerror}") from None
+        key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"{path} is not an unencrypted PEM private key: {exc}") from None
     if not isinstance(key, Ed25519PrivateKey):
@@ -66,18 +88,12 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
     return key
 
 
-_MAX_KEY_FILE_BYTES = 64 * 1024
+MAX_KEY_FILE_BYTES = 64 * 1024  # the most bytes a key file is read to (a PEM key is some 120)
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """The reviewer's public key; every way of getting it wrong is a UsageError that says which."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(_MAX_KEY_FILE_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read the public key {path}: {exc.strerror}") from None
-    if len(data) > _MAX_KEY_FILE_BYTES:
-        raise UsageError(f"{path} is not a public key: it is over {_MAX_KEY_FILE_BYTES} bytes")
+    data = read_small_file(path, "the public key", MAX_KEY_FILE_BYTES)
     if b"PRIVATE KEY-----" in data:
         raise UsageError(
             f"{path} holds a private key; give the public key ({PUBLIC_KEY_FILE}), "

@@ -22,6 +22,7 @@ from verifier.checks.context import (
 from verifier.classify import Classification, ProtocolContext, classify, sampled
 from verifier.collector import fewer_collections
 from verifier.errors import InvalidDocument, UsageError
+from verifier.inputs import read_small_file
 from verifier.jsonio import ValueBudget, loads_strict
 from verifier.model import Finding, Verdict
 from verifier.profiles.rules import ProfileRules, RulesError
@@ -270,12 +271,13 @@ def _classify(
     return experiment, classification, None
 
 
+# The most bytes a `--profile` file is read to (the tool's own rules are some 2 KB).
+MAX_PROFILE_FILE_BYTES = 1 << 20
+
+
 def load_profile_rules(path: Path) -> ProfileRules:
     """A reviewer's `--profile FILE`: rules they chose, so the tool trusts them."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"--profile {path}: {exc.strerror or exc}") from None
+    data = read_small_file(path, "--profile", MAX_PROFILE_FILE_BYTES)
     try:
         return ProfileRules.from_json(loads_strict(data))
     except InvalidDocument as exc:

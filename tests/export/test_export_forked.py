@@ -62,7 +62,7 @@ def forking(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 def _built(raw: Path, *, two: bool, allowed: tuple[str, ...] = ()) -> tuple[str, Any]:
-    """("ok", files, counts, records, conditions, progress) or ("error", message)."""
+    """("ok", files, counts, kept, records, conditions, progress) or ("error", message)."""
     options = ExportOptions(raw, raw.parent / "out", allowed=allowed)
     said: list[str] = []
     saved = exporter.PARALLEL_MIN_RECORDS, exporter.can_fork
@@ -91,7 +91,7 @@ def test_two_processes_give_the_plain_bundle_on_the_samples(
     sample = tmp_path / "sample" / "raw"
     shutil.copytree(SAMPLE_RAW, sample)
     for raw in (sample, seed_raw, factory_raw):
-        outcome, (files, counts, records, _conditions, said) = _same_both_ways(raw, forking)
+        outcome, (files, counts, _kept, records, _conditions, said) = _same_both_ways(raw, forking)
         assert outcome == "ok" and counts and records >= 2 and len(files) > 4
         assert len(said) == len(set(said)) == 3  # reading, assembling, redacting: once each
 

@@ -235,12 +235,21 @@ class _StrictTarInfo(tarfile.TarInfo):
         return member
 
 
-_STREAM_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, ValueError, OverflowError)
+# (RecursionError: tarfile reads each PAX or GNU long-name header by calling itself for the
+# header after it, so a chain of a few hundred of them exhausts the stack.)
+_STREAM_ERRORS = (
+    tarfile.TarError, EOFError, OSError, zlib.error, ValueError, OverflowError, RecursionError,
+)  # fmt: skip
 
 
 def _corrupt(source: str, exc: BaseException) -> UnreadableInput:
     if isinstance(exc, EOFError | zlib.error):
         return UnreadableInput(f"{source}: corrupt or truncated gzip stream: {_reason(exc)}")
+    if isinstance(exc, RecursionError):
+        return UnreadableInput(
+            f"{source}: corrupt tar archive: a chain of extended headers (PAX or GNU long "
+            "names) too long to read"
+        )
     if isinstance(exc, tarfile.TarError | ValueError | OverflowError):
         return UnreadableInput(f"{source}: corrupt tar archive: {_reason(exc)}")
     return UnreadableInput(f"{source}: cannot be read: {_reason(exc)}")

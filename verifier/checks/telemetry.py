@@ -7,7 +7,14 @@ from collections.abc import Iterator
 from verifier.checks.context import BundleContext
 from verifier.model import Arm, Finding, Severity
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import RequestProof, as_count, completion_count, counter_moves, counts
+from verifier.proofs import (
+    RequestProof,
+    as_count,
+    completion_count,
+    counter_moves,
+    counts,
+    unmoved_since,
+)
 from verifier.records import Record, Snapshot
 
 CHECK = "telemetry"
@@ -346,7 +353,8 @@ def _counters_counted(ctx: BundleContext) -> Iterator[Finding]:
             fell = [ref for ref in refs if _fell(record.before, record.after, ref)]
             if fell:
                 problem = "/telemetry", f"{_names(fell)} went down across this request"
-        if problem is None and previous is not None:
+        moved_since = previous is not None and not unmoved_since(previous.after, record.before)
+        if problem is None and previous is not None and moved_since:
             fell = [ref for ref in refs if _fell(previous.after, record.before, ref)]
             if fell:
                 problem = (
@@ -382,6 +390,11 @@ def _extra_counters(ctx: BundleContext) -> tuple[str, ...]:
 
 def _fell(before: Snapshot, after: Snapshot, ref: str) -> bool:
     """Whether any sample of the counter went down from one snapshot to the other."""
+    if ref.startswith("metric:"):  # a family of one sample on both sides (nearly every one)
+        old, new = before.samples(ref), after.samples(ref)
+        if len(old) == 1 and old.keys() == new.keys():
+            ((key, was),) = old.items()
+            return new[key] < was
     moves = counter_moves(ref, before, after)
     return moves is not None and any(move < 0 for move in moves)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 import signal
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ if TYPE_CHECKING:  # the harness and rich.progress load only when a capture runs
     from verifier.capture import CaptureSummary, RequestEvent
 from verifier.cli.common import Command, boundary, program, stderr, stderr_console
 from verifier.errors import InvalidDocument, UsageError
+from verifier.inputs import read_small_file
 from verifier.jsonio import loads_strict
 
 
@@ -41,7 +43,9 @@ class RichProgress:
         self.progress.update(self.task, total=total_requests, description="requests")
 
     def note(self, message: str) -> None:
-        self.progress.console.print(f"[dim]{message}[/]", soft_wrap=True)
+        from rich.markup import escape
+
+        self.progress.console.print(f"[dim]{escape(message)}[/]", soft_wrap=True)
 
     def request_done(self, event: RequestEvent) -> None:
         digest = event.output_hash[:12] if event.output_hash else "no hash"
@@ -96,13 +100,18 @@ def _condition_specs(specs: list[str]) -> list[str]:
     return specs
 
 
+# The most cycles a capture runs (three requests each, with a proven reset): far past any
+# sweep's need, and a plan that fits in memory.
+MAX_CYCLES = 10_000
+MAX_TOKENS = 2**31 - 1  # the widest token cap a server's request field takes
+
+
 def _read_request(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
+    data = read_small_file(path, "--request", 16 << 20)  # a request body: some kilobytes
     try:
-        document = loads_strict(path.read_bytes())
-    except OSError as exc:
-        raise UsageError(f"cannot read --request {path}: {exc.strerror}") from None
+        document = loads_strict(data)
     except InvalidDocument as exc:
         raise UsageError(f"--request {path}: {exc.message}") from None
     if not isinstance(document, dict):
@@ -210,7 +219,11 @@ def capture(
     cycles: Annotated[
         int,
         typer.Option(
-            "--cycles", metavar="N", min=1, help="Reset, cold, warm, warm cycles (1 or more)."
+            "--cycles",
+            metavar="N",
+            min=1,
+            max=MAX_CYCLES,
+            help=f"Reset, cold, warm, warm cycles (1 to {MAX_CYCLES}).",
         ),
     ] = 2,
     no_localize: Annotated[
@@ -228,7 +241,8 @@ def capture(
             "--max-tokens",
             metavar="N",
             min=1,
-            help="Token cap of every request (1 or more); overrides max_tokens of the "
+            max=MAX_TOKENS,
+            help="Token cap of every request (1 to 2^31-1); overrides max_tokens of the "
             "--request body. Without either: 800.",
         ),
     ] = None,
@@ -332,6 +346,13 @@ def capture(
         run_capture,
     )
 
+    for option, seconds in (
+        ("--wall-timeout", wall_timeout),
+        ("--request-timeout", request_timeout),
+        ("--ready-timeout", ready_timeout),
+    ):
+        if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+            raise UsageError(f"{option} {seconds}: give a number of seconds above 0")
     profile = get_profile(server_profile.value)
     body = prepare_request_body(
         _read_request(request),

@@ -10,6 +10,7 @@ import typer
 
 from verifier.cli.common import Command, boundary, note, require_stdout, stderr
 from verifier.errors import UnreadableInput, UnsafeInput, UsageError
+from verifier.report.common import printable
 from verifier.report.formats import OutputFormat
 
 
@@ -62,11 +63,13 @@ def diff(
     require_stdout("the comparison")
     inputs = []
     for path in bundles:
-        note(f"verifying {path}")
+        note(f"verifying {printable(str(path))}")
         try:
             inputs.append(DiffInput(str(path), verify_path(path, VerifyOptions(public_key=key))))
         except (UnreadableInput, UnsafeInput) as exc:
-            stderr.print(f"[bold red]error:[/] {exc.message}", soft_wrap=True)
+            from rich.markup import escape
+
+            stderr.print(f"[bold red]error:[/] {escape(printable(exc.message))}", soft_wrap=True)
             inputs.append(DiffInput(str(path), None, exc.message))
     document = diff_bundles(inputs)
     if output_format is OutputFormat.JSON:

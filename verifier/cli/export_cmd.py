@@ -17,7 +17,10 @@ if TYPE_CHECKING:  # the exporter loads only when an export runs
 
 
 def _print_summary(summary: ExportSummary) -> None:
+    from rich.markup import escape
     from rich.table import Table
+
+    from verifier.report.common import printable
 
     table = Table("redacted, by category (values never shown)", "occurrences", box=None)
     for category, count in summary.redactions.items():
@@ -27,12 +30,15 @@ def _print_summary(summary: ExportSummary) -> None:
     else:
         table.add_row("total occurrences", str(sum(summary.redactions.values())))
     stderr.print(table)
+    if summary.kept:
+        kept = ", ".join(f"{category} {count}" for category, count in summary.kept.items())
+        stderr.print(f"kept where found, as --allow said (published): {kept}")
     stderr.print(
         f"[green]exported[/] {summary.records} records of {len(summary.conditions)} "
-        f"condition(s), {len(summary.files)} files -> {summary.out_dir}"
+        f"condition(s), {len(summary.files)} files -> {escape(printable(str(summary.out_dir)))}"
     )
     if summary.archive is not None:
-        stderr.print(f"[green]archive[/]  {summary.archive}")
+        stderr.print(f"[green]archive[/]  {escape(printable(str(summary.archive)))}")
     stderr.print(
         f"verified: verdict {summary.verdict}"
         + ("; SHA256SUMS signed" if summary.signed else "; not signed (see --sign-key)")

@@ -34,8 +34,10 @@ def keygen(
     from verifier import signing  # cryptography loads only here
 
     paths = signing.generate_key_pair(out)
-    stderr.print(f"private key: {paths.private} (keep it secret)")
-    stderr.print(f"public key:  {paths.public} (publish it)")
+    from verifier.report.common import printable
+
+    stderr.print(f"private key: {printable(str(paths.private))} (keep it secret)", markup=False)
+    stderr.print(f"public key:  {printable(str(paths.public))} (publish it)", markup=False)
 
 
 def register(app: typer.Typer) -> None:

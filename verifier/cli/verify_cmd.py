@@ -55,12 +55,10 @@ def _key_info(path: Path) -> "KeyInfo":
     from cryptography.hazmat.primitives import serialization
 
     from verifier import signing
+    from verifier.inputs import read_small_file
     from verifier.report.document import KeyInfo
 
-    try:
-        head = path.read_bytes()[:4096]
-    except OSError as exc:
-        raise UsageError(f"cannot read --key {path}: {exc.strerror}") from None
+    head = read_small_file(path, "--key", signing.MAX_KEY_FILE_BYTES)[:4096]
     if b"PRIVATE KEY-----" in head:
         raise UsageError(
             f"--key {path} is a private key: give the signer's public key "
@@ -154,7 +152,8 @@ def verify(
             "--quiet",
             "-q",
             help="Print only each bundle's verdict and name, one line each (for scripts); "
-            "no progress on stderr. The exit code is unchanged.",
+            "no progress on stderr (why a bundle could not be read still is). The exit code "
+            "is unchanged.",
         ),
     ] = False,
     output: Annotated[
@@ -214,7 +213,7 @@ def verify(
       evidence verify bundle.tar.gz --format markdown > comment.md
       evidence verify a.tar.gz b.tar.gz --expect cache-state-dependent
     """
-    if key is not None and not key.is_file():
+    if key is not None and not key.exists():
         raise UsageError(f"--key {key}: no such file")
     if model_dir is not None and not model_dir.exists():
         raise UsageError(f"--model-dir {model_dir}: no such file or directory")
@@ -256,18 +255,18 @@ def verify(
             )
             for path in bundles:
                 if not quiet:
-                    note(f"verifying {path}")
+                    note(f"verifying {printable(str(path))}")
                 try:
                     _refuse_raw_capture(path)
                     result = verify_path(path, options)
                 except (UnreadableInput, UnsafeInput) as exc:
-                    if not quiet:
-                        from rich.text import Text
+                    # (with --quiet too: why a bundle could not be read is no progress line)
+                    from rich.text import Text
 
-                        stderr.print(
-                            Text.assemble(("error: ", "bold red"), printable(exc.message)),
-                            soft_wrap=True,
-                        )
+                    stderr.print(
+                        Text.assemble(("error: ", "bold red"), printable(exc.message)),
+                        soft_wrap=True,
+                    )
                     outcomes.append(
                         BundleOutcome(
                             str(path), None, error=exc.message, expected=expect,
@@ -277,12 +276,9 @@ def verify(
                     continue
                 except Exception as exc:  # a bug: this bundle fails closed, the others still report
                     message = f"internal error ({type(exc).__name__}): please report this input"
-                    if not quiet:
-                        from rich.text import Text
+                    from rich.text import Text
 
-                        stderr.print(
-                            Text.assemble(("error: ", "bold red"), message), soft_wrap=True
-                        )
+                    stderr.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
                     outcomes.append(
                         BundleOutcome(str(path), None, error=message, expected=expect, unsafe=True)
                     )
@@ -358,7 +354,7 @@ def _write(
         write_new_file(output, rendered.encode("utf-8"))
     except EvidenceError as exc:
         raise UsageError(f"--output: {exc.message}") from None
-    note(f"report written to {output}")
+    note(f"report written to {printable(str(output))}")
 
 
 def register(app: typer.Typer) -> None:

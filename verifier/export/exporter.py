@@ -36,7 +36,7 @@ from verifier.export.flush import syncfs, whole_file_system
 from verifier.export.redact import LedgerEntry, Redactor, collect_private_values
 from verifier.export.serialize import dumps_public, dumps_public_each
 from verifier.forked import Channel, ChildFailed, Forked, can_fork, write_all
-from verifier.leaks import scan_bytes
+from verifier.leaks import ALLOWED_PLACEHOLDER, scan_bytes
 from verifier.model import Finding
 from verifier.raw import (
     ExchangeFile,
@@ -73,6 +73,8 @@ class ExportSummary:
     records: int
     redactions: Mapping[str, int] = field(default_factory=dict)
     """Ledger category -> number of replacements or removals."""
+    kept: Mapping[str, int] = field(default_factory=dict)
+    """Ledger category -> number of values kept where found, as `--allow` said."""
     signed: bool = False
     verdict: str = ""
 
@@ -96,6 +98,14 @@ def _refuse_existing(options: ExportOptions) -> None:
             raise UsageError(f"{parent} does not exist; create it first")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise UsageError(f"{parent}: no permission to write there")
+        if parent.resolve().is_relative_to(options.raw_dir.resolve()):
+            # Public files among the private ones: a later export would read them as part
+            # of the capture (a folder under conditions/ breaks it), and a copy of the
+            # capture would carry the public bundle along.
+            raise UsageError(
+                f"{target} is inside the raw capture {options.raw_dir}: write the public "
+                "bundle outside it"
+            )
     if options.archive is not None and options.archive.absolute() == options.out_dir.absolute():
         raise UsageError("--out and --archive must be different paths")
 
@@ -341,8 +351,9 @@ Built = tuple[dict[str, bytes], list[LedgerEntry]]
 
 def _build_files(
     options: ExportOptions, key: Ed25519PrivateKey | None, progress: Progress
-) -> tuple[dict[str, bytes], Counter[str], int, tuple[str, ...]]:
-    """The bundle's bytes by path; the redaction counts; the record count; the conditions."""
+) -> tuple[dict[str, bytes], Counter[str], Counter[str], int, tuple[str, ...]]:
+    """The bundle's bytes by path; the redaction counts and the counts of values kept
+    (`--allow`), by category; the record count; the conditions."""
     said: list[str] = []
 
     def once(message: str) -> None:  # a fallback to the plain path does not say it again
@@ -360,9 +371,12 @@ def _build_files(
         files[layout.SIGNATURE] = signing.sign(files[layout.SHA256SUMS], key)
     _check_files(files)
     counts: Counter[str] = Counter()
-    for entry in ledger:
-        counts[entry.category] += entry.count
-    return files, counts, records, conditions
+    kept: Counter[str] = Counter()
+    for entry in ledger:  # a value allowed is in the ledger too, but was not removed
+        (kept if entry.placeholder == ALLOWED_PLACEHOLDER else counts)[entry.category] += (
+            entry.count
+        )
+    return files, counts, kept, records, conditions
 
 
 def _check_outcome(options: ExportOptions, raw: RawCapture) -> None:
@@ -646,7 +660,7 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
         if target is not None:
             _remove_stale_partials(target)
     key = signing.load_private_key(options.sign_key) if options.sign_key else None
-    files, counts, records, conditions = _build_files(options, key, report)
+    files, counts, kept, records, conditions = _build_files(options, key, report)
     public_key = _public_pem(key)
 
     out, archive = options.out_dir, options.archive
@@ -743,6 +757,7 @@ def _export_bundle_work(options: ExportOptions, progress: Progress | None) -> Ex
         conditions=conditions,
         records=records,
         redactions=dict(sorted(counts.items())),
+        kept=dict(sorted(kept.items())),
         signed=public_key is not None,
         verdict=verdict,
     )

@@ -84,8 +84,10 @@ LEDGER_CATEGORY = {
 }
 HOW_TO_ALLOW = (
     "Evidence is published byte for byte, so export neither publishes nor alters it. If the "
-    "value is not private, export again with --allow VALUE (type the value yourself; it is "
-    "not shown here); otherwise capture again without it."
+    "value is not private, export again with --allow VALUE, VALUE being exactly the "
+    "characters named above (type them yourself; they are not shown here): it allows that "
+    "value and any path below it, not a longer path that holds it. Otherwise capture again "
+    "without it."
 )
 
 
@@ -344,7 +346,13 @@ class Redactor:
                     break
                 found = self._scan(document)
             else:
-                raise ExportError(f"{file}: values keep changing under redaction (a bug)")
+                raise ExportError(
+                    f"{file}: redaction did not settle: after 80 passes a scan still finds "
+                    "private values to replace (a file with tens of thousands of them, or a "
+                    "private value that its own replacement brings back); nothing was "
+                    "published. Please report it as a bug in evidence, without the raw "
+                    "capture's private values"
+                )
             scanned[file] = found
             result[file] = document
         if refusals:
@@ -691,9 +699,13 @@ class _Collector:
             self._add(value, category, placeholder, kind)
 
     def secret(self, value: str, category: str, placeholder: str) -> None:
-        """A value that identifies someone wherever it appears (a token)."""
+        """A value that identifies someone wherever it appears (a token); and its body
+        after a vendor's prefix (`hf_`, `sk-proj-`), which is as secret without it."""
         if len(value) >= MIN_OPAQUE:
             self._add(value, category, placeholder, KnownKind.SECRET)
+            prefix = _TOKEN_PREFIX.match(value)
+            if prefix is not None and len(value) - prefix.end() >= _LEAST_TOKEN_BODY:
+                self._add(value[prefix.end() :], category, placeholder, KnownKind.SECRET)
 
     def string(self, value: str, placeholder: str) -> None:
         """A string the user named private (`--private-path NAME`), whatever its length:
@@ -730,12 +742,24 @@ class _Collector:
         self._add(value, "private-path", placeholder, KnownKind.PATH)
         if value in self.values:
             self._settled.add(given)
+        if "\\" in given:  # a Windows path, also written with slashes (`C:/Users/Bob Smith`)
+            self.path(given.replace("\\", "/"), placeholder)
 
     def _covered(self, value: str) -> bool:
         return any(
             p.kind is KnownKind.PATH and (value == p.value or value.startswith(p.value + "/"))
             for p in self.values.values()
         )
+
+
+# A token's vendor prefix (`hf_`, `ghp_`, `sk-proj-`, `xoxb-`), and the shortest body after
+# one that is looked for alone (shorter, it could be an ordinary word).
+_TOKEN_PREFIX = re.compile(r"(?:[A-Za-z]{2,8}[-_]){1,2}(?=[A-Za-z0-9])")
+_LEAST_TOKEN_BODY = 16
+
+# The environment variables that name the person behind a run where the harness ran as
+# another user (root, under sudo or su); `USER` and `LOGNAME` name the one it ran as.
+_USER_VARIABLES = ("SUDO_USER", "LOGNAME", "USER", "USERNAME", "DOAS_USER")
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -833,7 +857,12 @@ def collect_private_values(
     c = _Collector(public_values, allowed)
 
     # Names first: the placeholders of paths embed file names, which must not carry them.
+    # The person behind the run: the user the harness ran as, and where it ran as another
+    # (root, under sudo), the one the environment names (`SUDO_USER`, `LOGNAME`...).
     c.name(host.user, "user-name", "<user>", KnownKind.USER)
+    for server in servers:
+        for variable in _USER_VARIABLES:
+            c.name(server.env.get(variable), "user-name", "<user>", KnownKind.USER)
     hostnames = {host.hostname, host.hostname.split(".", 1)[0]}
     urls = [run.server_url, *other_urls]
     urls += [e.request_url for ex in raw.exchanges.values() for e in ex]
@@ -905,4 +934,22 @@ def collect_private_values(
             c.path(posixpath.dirname(lib.path))
     for arg in argv:
         c.path(_argument_path(arg))
-    return tuple(c.values.values())
+    values = tuple(c.values.values())
+    _refuse_in_placeholders(values, [p for p in private_paths if "/" not in p])
+    return values
+
+
+def _refuse_in_placeholders(values: Sequence[Known], named: Sequence[str]) -> None:
+    """A string named private (`--private-path NAME`) is replaced wherever it is, inside
+    words too: one that is part of a placeholder (`ate` in `<private-1>`) would be found
+    again in its own replacement, and redaction would never end."""
+    placeholders = sorted({k.placeholder for k in values if k.placeholder})
+    for private in named:
+        inside = [p for p in placeholders if private.lower() in p.lower()]
+        if inside:
+            raise ExportError(
+                f"--private-path {private!r} is part of the placeholder {inside[0]!r} that export "
+                "writes in place of private values: it would be found again in its own "
+                "replacement. Name a longer string (one that is not part of a placeholder); "
+                "nothing was published"
+            )

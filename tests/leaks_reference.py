@@ -157,8 +157,6 @@ def _names_an_account(text: str, start: int) -> bool:
     begin = start
     while begin > max(0, start - 4096) and text[begin - 1] not in _TOKEN_STOP:
         begin -= 1
-    if begin > 0 and text[begin - 1] not in _TOKEN_STOP:
-        return True  # a word longer than the walk reads: an account (fail closed)
     if text.startswith("/path/to/", begin):
         return False  # a placeholder export wrote
     word = text[begin:start].removeprefix("file://")

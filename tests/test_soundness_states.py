@@ -121,6 +121,42 @@ def test_vllm_hits_past_the_tokens_looked_up(tmp_path: Path) -> None:
     )  # fmt: skip
 
 
+def test_vllm_hits_of_one_engine_past_its_own_queries(tmp_path: Path) -> None:
+    # Summed, the two engines' hits and queries agree; engine 0 reused 65 tokens it never
+    # looked up, hidden behind engine 1's queries.
+    def split(_sequence: int, record: Any) -> None:
+        for side in ("before", "after"):
+            metrics = record["telemetry"][side]["metrics"]
+            hits = metrics.pop("vllm:prefix_cache_hits_total")
+            queries = metrics.pop("vllm:prefix_cache_queries_total")
+            metrics['vllm:prefix_cache_hits_total{engine="0"}'] = hits
+            metrics['vllm:prefix_cache_hits_total{engine="1"}'] = 0.0
+            metrics['vllm:prefix_cache_queries_total{engine="0"}'] = 0.0
+            metrics['vllm:prefix_cache_queries_total{engine="1"}'] = queries
+
+    _invalid(
+        _vllm_files(edit=split), tmp_path, "telemetry", 'hits_total{engine="0"} rose by'
+    )  # fmt: skip
+
+
+def test_mlxcel_stats_that_leave_their_cache_state_out_in_some_answers(tmp_path: Path) -> None:
+    # A cache-off cold baseline whose `enabled: false` was taken out (or made null) says
+    # nothing by itself: the other answers, which carry it, show it was there.
+    for spelling in ("absent", None):
+
+        def drop(record: Any, spelling: Any = spelling) -> None:
+            if record["claimed_arm"] == "cold":
+                for side in ("before", "after"):
+                    stats = record["telemetry"][side]["cache_stats"]
+                    if spelling == "absent":
+                        del stats["enabled"]
+                    else:
+                        stats["enabled"] = None
+
+        files = _records(dict(SEED_FILES), drop)
+        _invalid(files, tmp_path, "telemetry", "stats snapshots lack /enabled")
+
+
 # --- the counts the cross-checks read --------------------------------------------------
 
 

@@ -2033,12 +2033,14 @@ _BATCH_CHARS = 1 << 20
 #    batch with no accepted match every place of X is tried, with the result of 3.
 # 5. The views: no escape (`_Decoded._ESCAPE`: `\uXXXX`, `\/`, `\\`, `\"`, `\n` and the
 #    other JSON control escapes, `%XX`, `\xXX`, `\NNN`, `&#N;`, `&#xX;` and those without `;`, a
-#    run of invisible characters and terminal sequences and the character after it, never a
-#    separator, and a character compatibility reads as ASCII) holds \x00,
+#    run of invisible characters and the character after it, never a separator, a run of
+#    terminal sequences, read as a space) holds \x00,
 #    so the batch decodes as each text decoded between the same gaps; a text with an
 #    escape makes the batch have one, at each depth. A view of X (which may begin without
 #    a separator, and may hold \x00s decoded from `\u0000` or `%00`) is another text
-#    between gaps: 1 to 4 hold for any text.
+#    between gaps: 1 to 4 hold for any text. The view of compatibility forms
+#    (`_view_hits`) reads each character for one printable ASCII character, never a
+#    separator: a batch's is its texts' between the same gaps.
 # 6. A hit in X alone is then a match found in the batch; the batch's overlap resolution
 #    keeps at least one of its hits, so its scan is not empty.
 # Hence: a batch with no hit holds no document with a hit (tests/test_leaks_batch.py checks
@@ -2440,6 +2442,14 @@ class Detector:
         places = _Places(text)
         yield from self._known_hits(places)
         yield from _generic(text, places)
+        if not text.isascii() and _COMPATIBLE_IN.search(text) is not None:
+            # The text with its compatibility forms read as ASCII (`_compatible_ascii`), one
+            # for one: its offsets are the text's, and its excerpts are taken from the text.
+            read = text.translate(_COMPATIBLE)
+            alike = _Places(read)
+            yield from self._known_matches(alike, text)
+            for hit in _generic(read, alike):
+                yield replace(hit, excerpt=_mask(text[hit.start : hit.end]))
 
     def scan_text(self, text: str, most: int | None = None) -> list[LeakHit]:
         """Every private string in `text`, in order, without overlaps; with `most`, the
@@ -2758,8 +2768,6 @@ class _AccountNames:
                 begin = max(self._begin, low)
                 break
         self._at, self._begin = start, begin
-        if begin == low and low > 0 and text[low - 1] not in _TOKEN_STOP:
-            return True  # a word longer than the walk reads: an account, as fail closed says
         if text.startswith("://", start - 3):  # a URL's user (`http://al@127.0.0.1/`)
             return True
         if text.startswith("/path/to/", begin):
@@ -2822,9 +2830,14 @@ _INVISIBLE = (
     "\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
 )
 # A terminal's escape sequences, which show nothing either: a control sequence (`ESC[2m`,
-# colour and style: ECMA-48's CSI, its parameter and intermediate bytes, then its final
-# byte) and an operating system command (`ESC]8;;URL ESC\`, a hyperlink) ended by BEL or ST.
-_TERMINAL = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x00-\x02\x07\x1b]*(?:\x07|\x1b\\)"
+# colour and style: ECMA-48's CSI, 7-bit or 8-bit, its parameter and intermediate bytes,
+# then its final byte), an operating system command (`ESC]8;;URL ESC\`, a hyperlink) ended
+# by BEL or ST, a character set's designation (`ESC(B`, as `tput sgr0` writes it) and the
+# other sequences of ESC and one character (`ESC7`).
+_TERMINAL = (
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b\][^\x00-\x02\x07\x1b]*(?:\x07|\x1b\\)"
+    r"|\x1b[ -/]+[0-~]|\x1b[0-Z\\^-~]"
+)
 
 
 def _compatible_ascii() -> dict[int, str]:
@@ -2832,7 +2845,9 @@ def _compatible_ascii() -> dict[int, str]:
     as one printable ASCII character, each with it: fullwidth forms (`／ｈｏｍｅ`),
     mathematical letters and digits (`𝐚𝐥𝐢𝐜𝐞`), superscripts and subscripts, letterlike
     symbols (the Kelvin sign, `ℎ`), circled and parenthesized digits and letters that stand
-    alone. One for one: a view of a text so read keeps one character for each."""
+    alone. One for one: the view of a text so read keeps its offsets (`Detector._view_hits`).
+    Not the fullwidth tilde: Japanese writes `～` between words (`楽しかった～ｗｗｗ`), which
+    read as ASCII would be the home of a user `www`."""
     blocks = (
         (0x00A0, 0x00FF), (0x02B0, 0x02FF), (0x1D2C, 0x1D6A), (0x2000, 0x206F),
         (0x2070, 0x209F), (0x2100, 0x218F), (0x2460, 0x24FF), (0x3000, 0x3000),
@@ -2842,7 +2857,7 @@ def _compatible_ascii() -> dict[int, str]:
     for first, last in blocks:
         for code in range(first, last + 1):
             read = unicodedata.normalize("NFKC", chr(code))
-            if len(read) == 1 and " " < read < "\x7f":
+            if len(read) == 1 and " " < read < "\x7f" and read != "~":
                 table[code] = read
     return table
 
@@ -2872,11 +2887,12 @@ def _range_item(first: int, last: int) -> str:
 
 
 _COMPATIBLE = _compatible_ascii()
-_COMPATIBLE_CLASS = _ranges(_COMPATIBLE)
-# The same, past the Basic Multilingual Plane as whole blocks: where an escape may start
-# (each place is then matched exactly), searched for in every text that is not ASCII.
-_COMPATIBLE_STARTS = _ranges(code for code in _COMPATIBLE if code <= 0xFFFF) + (
-    "\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff"
+# Whether a text holds one of them (past the Basic Multilingual Plane, their whole blocks:
+# a view of a text that holds none is the text itself), searched for in a text not ASCII.
+_COMPATIBLE_IN = _Lazy(
+    "["
+    + _ranges(code for code in _COMPATIBLE if code <= 0xFFFF)
+    + "\U0001d400-\U0001d7ff\U0001f100-\U0001f1ff]"
 )
 
 
@@ -2898,28 +2914,25 @@ class _Decoded:
     # `ö`) is one escape of that character; a run that does not is one escape a byte, each
     # its Latin-1 character, as a lone `%HH` is. A run of invisible characters (zero-width
     # spaces and joiners, word joiner, byte order mark, soft hyphen) and the character after
-    # it is one escape of that character: `ali\u200bce` is read as `alice`; so is a run of
-    # terminal escape sequences (`\x1b[2m/home/alice`: the `m` would stand before the path
-    # as a letter). A character that compatibility normalization reads as one ASCII
-    # character (`／`, `𝐚`) is an escape of that character.
+    # it is one escape of that character: `ali\u200bce` is read as `alice`. A run of
+    # terminal escape sequences is one escape of a space (`\x1b[2m/home/alice`: the `m`
+    # would stand before the path as a letter; `see\x1b[0m/home`: `see` would).
     _ESCAPE = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
-        rf"|(?:[{_INVISIBLE}]|{_TERMINAL})+([^\x00-\x02])|([{_COMPATIBLE_CLASS}])"
+        rf"|[{_INVISIBLE}]+([^\x00-\x02])|(?P<terminal>(?:{_TERMINAL})+)"
     )
     # How an escape starts. `_ESCAPE` starts with a group, so `re` finds no set of first
     # characters in it and tries it at every place of a text (some 40 ns a character); this
     # pattern's branches each start with a character, which `re` searches for in C, and
     # `_ESCAPE` is tried only where one matches (`_escapes`). Replies with a `%` and a `\\`
     # in each: the leak scan of 10,000 records took 3.7 s with the two full searches.
-    _ESCAPE_START = _Lazy(
-        rf"%[0-9A-Fa-f]|\\[ux/\\\"nrtbf0-3]|&#|\x1b[\[\]]|[{_INVISIBLE}{_COMPATIBLE_STARTS}]"
-    )
+    _ESCAPE_START = _Lazy(rf"%[0-9A-Fa-f]|\\[ux/\\\"nrtbf0-3]|&#|[\x1b\x9b]|[{_INVISIBLE}]")
     # Whether a text holds a character past ASCII that starts an escape (a text of ASCII
     # alone needs no search for one). (The three compiled where first used: a bundle whose
     # texts hold no escape never needs them.)
-    _PAST_ASCII = _Lazy(rf"[{_INVISIBLE}{_COMPATIBLE_STARTS}]")
+    _PAST_ASCII = _Lazy(rf"[{_INVISIBLE}\x9b]")
     _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 
     def __init__(self, text: str, positions: list[int], spans: list[tuple[int, int]]) -> None:
@@ -2972,7 +2985,7 @@ class _Decoded:
                 return match.start()
             pieces.append(text[last : match.start()])
             length += match.start() - last
-            utf8, code, literal, control, percent, octal, decimal, hexadecimal, shown, alike = (
+            utf8, code, literal, control, percent, octal, decimal, hexadecimal, shown, terminal = (
                 match.groups()
             )
             if utf8 is not None:
@@ -3004,8 +3017,8 @@ class _Decoded:
                 pieces.append(_character(hexadecimal, 16))
             elif shown is not None:
                 pieces.append(shown)
-            elif alike is not None:
-                pieces.append(_COMPATIBLE[ord(alike)])
+            elif terminal is not None:
+                pieces.append(" ")
             elif octal is not None:
                 pieces.append(chr(int(octal, 8)))
             else:

@@ -237,6 +237,16 @@ def parse_condition(text: str) -> Condition:
         if var in settings:
             raise UsageError(f"condition {name!r} sets {var} twice")
         settings[var] = value
+    # As verify reads a condition (checks/servers.py): a value that is not printable ASCII
+    # with nothing around it is not what it shows, and a run with it would not verify.
+    shown = [*((f"{k}={v}", v) for k, v in settings.items()), *((a, a) for a in server_args)]
+    for item, value in shown:
+        if not (value.isascii() and value.isprintable() and value == value.strip()):
+            raise UsageError(
+                f"condition {name!r}: {item!a} has characters other than printable "
+                "ASCII (or a space around its value): what the server reads of it is not "
+                "what it shows, and verify refuses such a condition"
+            )
     return Condition(name, settings, tuple(server_args))
 
 

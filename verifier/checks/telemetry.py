@@ -106,6 +106,7 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
     yield from _lacking_in_some(ctx)
     yield from _cache_state_said(ctx)
     yield from _cache_state_in_every_answer(ctx)
+    yield from _stats_state_in_every_answer(ctx)
     yield from _reuse_within_lookups(ctx)
     yield from _undisclosed_work(ctx)
     yield from _work_counted(ctx)
@@ -430,10 +431,41 @@ def _cache_state_in_every_answer(ctx: BundleContext) -> Iterator[Finding]:
         )
 
 
+def _stats_state_in_every_answer(ctx: BundleContext) -> Iterator[Finding]:
+    """Where the profile reads the cache state in the stats (mlxcel's `enabled`), one server
+    build writes it in every stats answer or in none: a snapshot whose stats leave it out
+    (or null), while the others carry it, had it taken out, where it would have said the
+    cache was off (`proofs._not_said_on` reads a field that is not there as saying nothing)."""
+    rules = ctx.rules
+    pointer = rules.cache_enabled_pointer if rules is not None else None
+    if pointer is None:
+        return
+    read = 0
+    silent: list[tuple[Record, str]] = []
+    for record in ctx.records:
+        for side, snapshot in (("before", record.before), ("after", record.after)):
+            if snapshot.cache_stats is None:
+                continue  # not read: its request is left unproven by the proofs
+            read += 1
+            if snapshot.stat(pointer) is None:
+                silent.append((record, side))
+    if silent and len(silent) < read:
+        record, side = silent[0]
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            f"{len(silent)} of {read} stats snapshots lack {pointer} (or hold null), which the "
+            "others carry: one server build writes it in every stats answer or in none",
+            file=record.file,
+            pointer=f"/telemetry/{side}/cache_stats",
+        )
+
+
 def _reuse_within_lookups(ctx: BundleContext) -> Iterator[Finding]:
     """Where the profile's reuse and lookup counters count the same thing
     (`ServerProfile.reuse_within_lookups`: vLLM's prefix cache hits and queries, both in
-    tokens), a request reuses no more than it looked up."""
+    tokens), a request reuses no more than it looked up: sample by sample where the
+    families carry labels (an engine's hits are not hidden by another engine's queries)."""
     profile, rules = ctx.profile, ctx.rules
     if profile is None or rules is None or not profile.reuse_within_lookups:
         return
@@ -441,20 +473,44 @@ def _reuse_within_lookups(ctx: BundleContext) -> Iterator[Finding]:
     if not reuse or not lookups:
         return
     for record in ctx.records:
-        moved = [d for d in record.before.deltas(record.after, reuse + lookups) if d is not None]
-        if len(moved) != len(reuse) + len(lookups):
+        reused = _by_label(reuse, record.before, record.after)
+        looked = _by_label(lookups, record.before, record.after)
+        if reused is None or looked is None:
             continue  # one not recorded: the proofs leave the request unproven
-        reused, looked = sum(moved[: len(reuse)]), sum(moved[len(reuse) :])
-        if reused > looked:
+        over = sorted(label for label, moved in reused.items() if moved > looked.get(label, 0.0))
+        if over:
+            label = over[0]
             yield Finding(
                 CHECK,
                 Severity.ERROR,
-                f"the telemetry contradicts itself: {_names(list(reuse))} rose by {reused:g} "
-                f"across this request, {_names(list(lookups))} by {looked:g}: the cache reused "
-                "more than it was asked for",
+                f"the telemetry contradicts itself: {_names(list(reuse))}{label} rose by "
+                f"{reused[label]:g} across this request, {_names(list(lookups))}{label} by "
+                f"{looked.get(label, 0.0):g}: the cache reused more than it was asked for",
                 file=record.file,
                 pointer="/telemetry",
             )
+
+
+def _by_label(refs: tuple[str, ...], before: Snapshot, after: Snapshot) -> dict[str, float] | None:
+    """How far the counters of `refs` moved across a request, summed by label set (a
+    sample's key past its family's name: `{engine="0"}`; "" for one without labels);
+    None where one of them was not recorded."""
+    moved: dict[str, float] = {}
+    for ref in refs:
+        if ref.startswith("metric:"):
+            old, new = before.samples(ref), after.samples(ref)
+            if not old or not new:
+                return None
+            cut = len(ref) - len("metric:")
+            for key in old.keys() | new.keys():
+                label = key[cut:]
+                moved[label] = moved.get(label, 0.0) + new.get(key, 0.0) - old.get(key, 0.0)
+        else:
+            was, now = before.counter(ref), after.counter(ref)
+            if was is None or now is None:
+                return None
+            moved[""] = moved.get("", 0.0) + now - was
+    return moved
 
 
 def _cache_state_said(ctx: BundleContext) -> Iterator[Finding]:

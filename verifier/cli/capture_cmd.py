@@ -104,6 +104,8 @@ def _condition_specs(specs: list[str]) -> list[str]:
 # sweep's need, and a plan that fits in memory.
 MAX_CYCLES = 10_000
 MAX_TOKENS = 2**31 - 1  # the widest token cap a server's request field takes
+# The longest timeout: 30 days (a socket's timeout overflows the clock past some 9e9 s).
+MAX_SECONDS = 30 * 24 * 3600
 
 
 def _read_request(path: Path | None) -> dict[str, Any] | None:
@@ -351,8 +353,10 @@ def capture(
         ("--request-timeout", request_timeout),
         ("--ready-timeout", ready_timeout),
     ):
-        if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
-            raise UsageError(f"{option} {seconds}: give a number of seconds above 0")
+        if seconds is not None and not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
+            raise UsageError(
+                f"{option} {seconds}: give a number of seconds above 0, at most {MAX_SECONDS:,}"
+            )
     profile = get_profile(server_profile.value)
     body = prepare_request_body(
         _read_request(request),

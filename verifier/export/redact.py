@@ -742,8 +742,11 @@ class _Collector:
         self._add(value, "private-path", placeholder, KnownKind.PATH)
         if value in self.values:
             self._settled.add(given)
-        if "\\" in given:  # a Windows path, also written with slashes (`C:/Users/Bob Smith`)
+        # A Windows path, also written the other way (`C:/Users/Bob Smith`, `C:\Users\...`).
+        if "\\" in given:
             self.path(given.replace("\\", "/"), placeholder)
+        elif _DRIVE_PATH.match(given):
+            self.path(given.replace("/", "\\"), placeholder)
 
     def _covered(self, value: str) -> bool:
         return any(
@@ -751,6 +754,8 @@ class _Collector:
             for p in self.values.values()
         )
 
+
+_DRIVE_PATH = re.compile(r"[A-Za-z]:[\\/]")  # a Windows path: `C:\Users`, `c:/data`
 
 # A token's vendor prefix (`hf_`, `ghp_`, `sk-proj-`, `xoxb-`), and the shortest body after
 # one that is looked for alone (shorter, it could be an ordinary word).
@@ -880,7 +885,7 @@ def collect_private_values(
         if leaks.is_secret_name(name) and not _is_path(value):
             c.secret(value, "token", "<token>")
     for private in private_paths:
-        if "/" in private:
+        if "/" in private or _DRIVE_PATH.match(private):
             c.path(private, "/path/to/" + c.numbered())
         else:  # a named string: removed wherever it is, whatever its length
             c.string(private, f"<{c.numbered()}>")

@@ -696,20 +696,24 @@ class Detector:
         pattern, then the longer one.
         """
         found = list(self._view_hits(text))
-        view = _Decoded.of(text)
-        depth = 0
-        while view is not None and depth < 2:
-            for hit in self._view_hits(view.text):
-                start, end = view.original(hit.start, hit.end)
-                excerpt = _mask(text[start:end]) if hit.category != PRIVATE_KEY else hit.excerpt
-                found.append(
-                    _Found(
-                        hit.category, start, end, excerpt, hit.placeholder, hit.identifying,
-                        hit.known,
-                    )
-                )  # fmt: skip
-            view = _Decoded.of(view.text, view)
-            depth += 1
+        # Terminal sequences are read two ways (`_Decoded._SPACED`); a text without them
+        # reads the same either way.
+        readings = (False, True) if "\x1b" in text or "\x9b" in text else (False,)
+        for spaced in readings:
+            view = _Decoded.of(text, spaced=spaced)
+            depth = 0
+            while view is not None and depth < 2:
+                for hit in self._view_hits(view.text):
+                    start, end = view.original(hit.start, hit.end)
+                    excerpt = _mask(text[start:end]) if hit.category != PRIVATE_KEY else hit.excerpt
+                    found.append(
+                        _Found(
+                            hit.category, start, end, excerpt, hit.placeholder, hit.identifying,
+                            hit.known,
+                        )
+                    )  # fmt: skip
+                view = _Decoded.of(view.text, view)
+                depth += 1
         # Identifying hits first, so that an opaque value (removed from free text only) never
         # hides a home path or a token inside it; then the opaque ones in the gaps.
         chosen: list[_Found] = []
@@ -760,13 +764,20 @@ class _Decoded(leaks._Decoded):
 
     @classmethod
     def of(
-        cls, text: str, parent: leaks._Decoded | None = None, *, escapes: int | None = None
+        cls,
+        text: str,
+        parent: leaks._Decoded | None = None,
+        *,
+        escapes: int | None = None,
+        spaced: bool = False,
     ) -> leaks._Decoded | int | None:
-        return None if cls._ESCAPE.search(text) is None else cls._decoded(text, parent, escapes)
+        regex = cls._SPACED if spaced else cls._ESCAPE
+        return None if regex.search(text) is None else cls._decoded(text, parent, escapes, spaced)
 
     @classmethod
-    def _escapes(cls, text: str) -> Iterator[re.Match[str]]:
-        return cls._ESCAPE.finditer(text)  # every place tried, not only those of a first character
+    def _escapes(cls, text: str, spaced: bool = False) -> Iterator[re.Match[str]]:
+        # every place tried, not only those of a first character
+        return (cls._SPACED if spaced else cls._ESCAPE).finditer(text)
 
 
 class _Flat:

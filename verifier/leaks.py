@@ -2462,38 +2462,27 @@ class Detector:
         """
         found = list(itertools.islice(self._view_hits(text), most))
         stopped: tuple[int, str] | None = None  # where the scan stopped early, and why
-        view: _Decoded | None = None
+        firsts: list[_Decoded] = []
         if most is not None and len(found) >= most:
             stopped = (found[-1].start, f"{most} private strings or more")
         else:
-            first = _Decoded.of(text, escapes=None if most is None else _MOST_ESCAPES)
-            if isinstance(first, int):  # a text of too many escapes to decode, bounded
-                stopped = (first, f"more than {_MOST_ESCAPES:,} escapes in one text")
-            else:
-                view = first
-        if view is None and not found and stopped is None:
+            # Terminal sequences are read two ways (`_Decoded._SPACED`): both views are scanned.
+            readings = (False, True) if "\x1b" in text or "\x9b" in text else (False,)
+            for spaced in readings:
+                first = _Decoded.of(
+                    text, escapes=None if most is None else _MOST_ESCAPES, spaced=spaced
+                )
+                if isinstance(first, int):  # a text of too many escapes to decode, bounded
+                    stopped = (first, f"more than {_MOST_ESCAPES:,} escapes in one text")
+                    break
+                if first is not None:
+                    firsts.append(first)
+        if not firsts and not found and stopped is None:
             return []
-        depth = 0
-        while view is not None and depth < 2:
-            left = None if most is None else most - len(found)
-            for hit in itertools.islice(self._view_hits(view.text), left):
-                start, end = view.original(hit.start, hit.end)
-                excerpt = _mask(text[start:end]) if hit.category != PRIVATE_KEY else hit.excerpt
-                found.append(
-                    _Found(
-                        hit.category, start, end, excerpt, hit.placeholder, hit.identifying,
-                        hit.known,
-                    )
-                )  # fmt: skip
-            if most is not None and len(found) >= most:
-                stopped = (found[-1].start, f"{most} private strings or more")
+        for first in firsts:
+            if stopped is not None:
                 break
-            deeper = _Decoded.of(view.text, view, escapes=None if most is None else _MOST_ESCAPES)
-            if isinstance(deeper, int):
-                at = view.original(deeper, deeper + 1)[0]
-                stopped, deeper = (at, f"more than {_MOST_ESCAPES:,} escapes in one text"), None
-            view = deeper
-            depth += 1
+            stopped = self._views_hits(text, first, found, most)
         # Identifying hits first, so that an opaque value (removed from free text only) never
         # hides a home path or a token inside it; then the opaque ones in the gaps.
         # The identifying hits chosen do not overlap: by start, their ends ascend too, and the
@@ -2520,6 +2509,35 @@ class Detector:
         if stopped is not None:  # where: the last hit found, or an escape; inside a string
             hits.append(LeakHit(TOO_MANY, stopped[0], stopped[0] + 1, stopped[1]))
         return hits
+
+    def _views_hits(
+        self, text: str, view: _Decoded | None, found: list[_Found], most: int | None
+    ) -> tuple[int, str] | None:
+        """The hits of `view` and of its own views (two deep), added to `found` at `text`'s
+        offsets; where the scan stopped early, and why (None: it did not)."""
+        stopped: tuple[int, str] | None = None
+        depth = 0
+        while view is not None and depth < 2:
+            left = None if most is None else most - len(found)
+            for hit in itertools.islice(self._view_hits(view.text), left):
+                start, end = view.original(hit.start, hit.end)
+                excerpt = _mask(text[start:end]) if hit.category != PRIVATE_KEY else hit.excerpt
+                found.append(
+                    _Found(
+                        hit.category, start, end, excerpt, hit.placeholder, hit.identifying,
+                        hit.known,
+                    )
+                )  # fmt: skip
+            if most is not None and len(found) >= most:
+                stopped = (found[-1].start, f"{most} private strings or more")
+                break
+            deeper = _Decoded.of(view.text, view, escapes=None if most is None else _MOST_ESCAPES)
+            if isinstance(deeper, int):
+                at = view.original(deeper, deeper + 1)[0]
+                stopped, deeper = (at, f"more than {_MOST_ESCAPES:,} escapes in one text"), None
+            view = deeper
+            depth += 1
+        return stopped
 
     def scan_document(self, document: Any, most: int | None = None) -> list[DocumentHit]:
         """Every private string of a JSON document (object keys included), by location
@@ -2913,11 +2931,19 @@ class _Decoded:
     # `&#47home`). A run of `%HH` or `\\xHH` that spells one character in UTF-8 (`%C3%B6`,
     # `ö`) is one escape of that character; a run that does not is one escape a byte, each
     # its Latin-1 character, as a lone `%HH` is. A run of invisible characters (zero-width
-    # spaces and joiners, word joiner, byte order mark, soft hyphen) and the character after
-    # it is one escape of that character: `ali\u200bce` is read as `alice`. A run of
-    # terminal escape sequences is one escape of a space (`\x1b[2m/home/alice`: the `m`
-    # would stand before the path as a letter; `see\x1b[0m/home`: `see` would).
+    # spaces and joiners, word joiner, byte order mark, soft hyphen) and terminal escape
+    # sequences, and the character after it, is one escape of that character: `ali\u200bce`
+    # and `/home/\x1b[1malice` are read as `alice` (`\x1b[2m/home/alice` too, whose `m`
+    # would stand before the path as a letter). A text with terminal sequences is read a
+    # second way too (`_SPACED`), each run of them a space: in `see\x1b[0m/home/alice`,
+    # `see` is no part of the path.
     _ESCAPE = _Lazy(
+        rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
+        r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
+        r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
+        rf"|(?:[{_INVISIBLE}]|{_TERMINAL})+([^\x00-\x02])"
+    )
+    _SPACED = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
@@ -2943,7 +2969,12 @@ class _Decoded:
 
     @classmethod
     def of(
-        cls, text: str, parent: _Decoded | None = None, *, escapes: int | None = None
+        cls,
+        text: str,
+        parent: _Decoded | None = None,
+        *,
+        escapes: int | None = None,
+        spaced: bool = False,
     ) -> _Decoded | int | None:
         """The view of `text` with its escapes decoded; None where it holds none (a text
         without `\\`, `%` or `&#` is not searched); with `escapes`, where the text holds
@@ -2954,16 +2985,17 @@ class _Decoded:
             and "&#" not in text
             and "\x1b" not in text
             and (text.isascii() or cls._PAST_ASCII.search(text) is None)
-        ) or next(cls._escapes(text), None) is None:
+        ) or next(cls._escapes(text, spaced), None) is None:
             return None
-        return cls._decoded(text, parent, escapes)
+        return cls._decoded(text, parent, escapes, spaced)
 
     @classmethod
-    def _escapes(cls, text: str) -> Iterator[re.Match[str]]:
+    def _escapes(cls, text: str, spaced: bool = False) -> Iterator[re.Match[str]]:
         """`_ESCAPE.finditer(text)`: every match of `_ESCAPE` starts where `_ESCAPE_START`
         matches (each of its alternatives begins as one of that pattern's), so trying it at
         each such place, from the end of the last match, finds the same matches."""
-        start, escape = cls._ESCAPE_START.regex.search, cls._ESCAPE.regex.match
+        start = cls._ESCAPE_START.regex.search
+        escape = (cls._SPACED if spaced else cls._ESCAPE).regex.match
         position = 0
         while (found := start(text, position)) is not None:
             at = found.start()
@@ -2975,19 +3007,22 @@ class _Decoded:
                 position = match.end()
 
     @classmethod
-    def _decoded(cls, text: str, parent: _Decoded | None, escapes: int | None) -> _Decoded | int:
+    def _decoded(
+        cls, text: str, parent: _Decoded | None, escapes: int | None, spaced: bool = False
+    ) -> _Decoded | int:
         pieces: list[str] = []
         positions: list[int] = []
         spans: list[tuple[int, int]] = []
         last = length = 0
-        for match in cls._escapes(text):
+        for match in cls._escapes(text, spaced):
             if escapes is not None and len(spans) >= escapes:
                 return match.start()
             pieces.append(text[last : match.start()])
             length += match.start() - last
-            utf8, code, literal, control, percent, octal, decimal, hexadecimal, shown, terminal = (
+            utf8, code, literal, control, percent, octal, decimal, hexadecimal, shown, *more = (
                 match.groups()
             )
+            terminal = more[0] if more else None  # (`_SPACED`'s)
             if utf8 is not None:
                 width = 3 if utf8[0] == "%" else 4  # `%HH` or `\\xHH`
                 data = bytes(

@@ -69,6 +69,10 @@ def _unescaped(out: Path) -> str:
         ("see\x1b[0m/home/bob/x", "/home/bob/x"),
         ("addr:\x1b(B\x1b[m10.0.0.7", "10.0.0.7"),  # `tput sgr0`
         ("a\x9b1m/home/bob/x", "/home/bob/x"),  # an 8-bit control sequence
+        # Inside a value: `ls` colours each part of a path, `grep` its match (helper-45).
+        ("ls: /home/\x1b[01;34mbob\x1b[0m/models", "bob\x1b[0m/models"),
+        ("grep: /home/\x1b[01;31m\x1b[Kbob\x1b[m\x1b[K/notes.txt", "bob\x1b[m\x1b[K/notes"),
+        ("peer 192.168.\x1b[1m4.20", "192.168.\x1b[1m4.20"),
         # Invisible characters past the zero-width ones: marks, variation selectors, tags.
         ("hf_QmVyeVN\u200elY3JldFRva2VuRm9yVGVzdHMx", "hf_QmVyeVN\u200elY3JldFRva2VuRm9yVGVzdHMx"),
         ("/home\u200f/bob/.ssh/id", "/home\u200f/bob/.ssh/id"),
@@ -86,8 +90,8 @@ def _unescaped(out: Path) -> str:
 def test_a_value_behind_what_shows_nothing_is_found(text: str, found: str | None) -> None:
     hits = scan_text(text)
     assert hits, text
-    if found is not None:
-        assert [text[h.start : h.end] for h in hits] == [found]
+    if found is not None:  # one hit, which covers the value (with what shows nothing, or not)
+        assert len(hits) == 1 and found in text[hits[0].start : hits[0].end], hits
 
 
 @pytest.mark.parametrize(
@@ -120,6 +124,7 @@ def test_a_long_text_of_fullwidth_punctuation_is_scanned_to_its_end() -> None:
     "planted",
     [
         "cannot open \x1b[35m/home/alice/src/serve.py\x1b[0m on \x1b[1mlab-host-07",
+        "\x1b[32malice\x1b[39m@\x1b[34mlab-host-07\x1b[39m:~$ ls /home/\x1b[01;34malice\x1b[0m/x",
         f"token {TOKEN[:10]}\u200e{TOKEN[10:]}",
         "/home/\U0001d41a\U0001d425\U0001d422\U0001d41c\U0001d41e/models and \uff0f\uff48"
         "\uff4f\uff4d\uff45\uff0f\uff41\uff4c\uff49\uff43\uff45",
@@ -128,7 +133,7 @@ def test_a_long_text_of_fullwidth_punctuation_is_scanned_to_its_end() -> None:
 def test_export_removes_them_and_verifies(tmp_path: Path, planted: str) -> None:
     out, _ = _export(_with_extra(planted), tmp_path)
     published = _unescaped(out)
-    assert "lab-host-07" not in published and "/home/alice" not in published
+    assert "lab-host-07" not in published and "alice" not in published
     assert TOKEN[10:] not in published and "\U0001d41a\U0001d425" not in published
     assert "\uff0f\uff48\uff4f\uff4d\uff45\uff0f\uff41" not in published
     assert not [f for f in verify_path(out).findings if f.check == "leaks"]
@@ -136,11 +141,11 @@ def test_export_removes_them_and_verifies(tmp_path: Path, planted: str) -> None:
 
 @pytest.mark.parametrize("given", ["C:\\Users\\Bob Smith", "C:/Users/Bob Smith"])
 def test_a_windows_path_named_private_in_either_spelling(tmp_path: Path, given: str) -> None:
-    f = _with_extra(
-        "copied from C:/Users/Bob Smith/models/qwen and C:\\Users\\Bob Smith\\AppData"
-    )
-    out, _ = _export(f, tmp_path, private_paths=(given,))
-    assert "Smith" not in _published(out)
+    text = "copied from C:/Users/Bob Smith/models/qwen and C:\\Users\\Bob Smith\\AppData"
+    if "/" not in given:  # a named string: in any case too (Windows paths are)
+        text += " and c:\\users\\bob smith\\x"
+    out, _ = _export(_with_extra(text), tmp_path, private_paths=(given,))
+    assert "Smith" not in _published(out) and "smith" not in _published(out)
 
 
 def test_a_windows_home_with_a_space_written_with_slashes(tmp_path: Path) -> None:

@@ -137,7 +137,7 @@ def test_export_refuses_to_write_inside_the_raw_capture(tmp_path: Path) -> None:
         ["--cycles", "99999999999999999999"],
         ["--max-tokens", "100000000000000000000000"],
         ["--request-timeout", "1e10"],  # past what a socket's clock holds
-        ["--condition", "tpl:--chat-template-kwargs {\"lang\":\"fran\u00e7ais\"}"],
+        ["--condition", 'tpl:--chat-template-kwargs {"lang":"fran\u00e7ais"}'],
         ["--condition", "fa:-fa,\u2010ub=8"],
         ["--condition", "x:VAR=\uff11"],
     ],

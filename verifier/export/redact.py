@@ -885,10 +885,13 @@ def collect_private_values(
         if leaks.is_secret_name(name) and not _is_path(value):
             c.secret(value, "token", "<token>")
     for private in private_paths:
-        if "/" in private or _DRIVE_PATH.match(private):
+        if "/" in private:
             c.path(private, "/path/to/" + c.numbered())
-        else:  # a named string: removed wherever it is, whatever its length
-            c.string(private, f"<{c.numbered()}>")
+        else:  # a named string: removed wherever it is, in any case, whatever its length
+            placeholder = f"<{c.numbered()}>"
+            c.string(private, placeholder)
+            if "\\" in private:  # a Windows path (`C:\Data\m`), also with slashes
+                c.string(private.replace("\\", "/"), placeholder)
 
     # The paths the run names, each with its own placeholder.
     if run.binary_path:

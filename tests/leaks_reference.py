@@ -687,6 +687,13 @@ class Detector:
     def _view_hits(self, text: str) -> Iterator[_Found]:
         yield from self._known_hits(text)
         yield from _generic(text)
+        # Compatibility forms read as ASCII, one for one (`leaks._compatible_ascii`); each
+        # excerpt from the text itself.
+        read = "".join(leaks._COMPATIBLE.get(ord(c), c) for c in text)
+        if read != text:
+            yield from self._known_matches(read, text)
+            for hit in _generic(read):
+                yield dataclasses.replace(hit, excerpt=_mask(text[hit.start : hit.end]))
 
     def scan_text(self, text: str) -> list[LeakHit]:
         """Every private string in `text`, in order, without overlaps.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from verifier.checks.context import BundleContext
 from verifier.model import Arm, Finding, Severity
@@ -409,23 +409,18 @@ def _cache_state_in_every_answer(ctx: BundleContext) -> Iterator[Finding]:
     profile = ctx.profile
     if profile is None or not profile.says_cache_state_in_metrics:
         return
-    read = 0
-    silent: list[tuple[Record, str]] = []
-    for record in ctx.records:
-        for side, snapshot in (("before", record.before), ("after", record.after)):
-            if snapshot.metrics is None:
-                continue  # not read: its request is left unproven by the proofs
-            read += 1
-            if not profile.cache_state_in_metrics(snapshot.metrics):
-                silent.append((record, side))
-    if silent and len(silent) < read:
-        record, side = silent[0]
+    metrics_say = profile.cache_state_in_metrics
+    some = _said_in_some_only(
+        ctx.records, lambda s: None if s.metrics is None else bool(metrics_say(s.metrics))
+    )
+    if some is not None:
+        record, side, silent, read = some
         yield Finding(
             CHECK,
             Severity.ERROR,
-            f"{len(silent)} of {read} metrics snapshots do not say whether the prefix cache is "
-            "on, which the others say: one server build says it in every /metrics answer or "
-            "in none",
+            f"{silent} of {read} metrics snapshots do not say whether the prefix cache is on, "
+            "which the others say: one server build says it in every /metrics answer or in "
+            "none",
             file=record.file,
             pointer=f"/telemetry/{side}/metrics",
         )
@@ -440,25 +435,40 @@ def _stats_state_in_every_answer(ctx: BundleContext) -> Iterator[Finding]:
     pointer = rules.cache_enabled_pointer if rules is not None else None
     if pointer is None:
         return
-    read = 0
-    silent: list[tuple[Record, str]] = []
-    for record in ctx.records:
-        for side, snapshot in (("before", record.before), ("after", record.after)):
-            if snapshot.cache_stats is None:
-                continue  # not read: its request is left unproven by the proofs
-            read += 1
-            if snapshot.stat(pointer) is None:
-                silent.append((record, side))
-    if silent and len(silent) < read:
-        record, side = silent[0]
+    some = _said_in_some_only(
+        ctx.records, lambda s: None if s.cache_stats is None else s.stat(pointer) is not None
+    )
+    if some is not None:
+        record, side, silent, read = some
         yield Finding(
             CHECK,
             Severity.ERROR,
-            f"{len(silent)} of {read} stats snapshots lack {pointer} (or hold null), which the "
-            "others carry: one server build writes it in every stats answer or in none",
+            f"{silent} of {read} stats snapshots lack {pointer} (or hold null), which the others "
+            "carry: one server build writes it in every stats answer or in none",
             file=record.file,
             pointer=f"/telemetry/{side}/cache_stats",
         )
+
+
+def _said_in_some_only(
+    records: Iterable[Record], says: Callable[[Snapshot], bool | None]
+) -> tuple[Record, str, int, int] | None:
+    """Where `says(snapshot)` is false for some snapshots and true for others (None: the
+    snapshot was not read, and its request is left unproven by the proofs): the first
+    silent one (its record and side), how many are silent, and how many were read."""
+    read = 0
+    silent: list[tuple[Record, str]] = []
+    for record in records:
+        for side, snapshot in (("before", record.before), ("after", record.after)):
+            said = says(snapshot)
+            if said is None:
+                continue
+            read += 1
+            if not said:
+                silent.append((record, side))
+    if not silent or len(silent) == read:
+        return None
+    return (*silent[0], len(silent), read)
 
 
 def _reuse_within_lookups(ctx: BundleContext) -> Iterator[Finding]:

@@ -2033,8 +2033,9 @@ _BATCH_CHARS = 1 << 20
 #    batch with no accepted match every place of X is tried, with the result of 3.
 # 5. The views: no escape (`_Decoded._ESCAPE`: `\uXXXX`, `\/`, `\\`, `\"`, `\n` and the
 #    other JSON control escapes, `%XX`, `\xXX`, `\NNN`, `&#N;`, `&#xX;` and those without `;`, a
-#    run of invisible characters and the character after it, never a separator, a run of
-#    terminal sequences, read as a space) holds \x00,
+#    run of invisible characters or terminal sequences and the character after it, never a
+#    separator; in the second reading, `_SPACED`, a run of terminal sequences read as a
+#    space) holds \x00,
 #    so the batch decodes as each text decoded between the same gaps; a text with an
 #    escape makes the batch have one, at each depth. A view of X (which may begin without
 #    a separator, and may hold \x00s decoded from `\u0000` or `%00`) is another text
@@ -2956,7 +2957,7 @@ class _Decoded:
     # in each: the leak scan of 10,000 records took 3.7 s with the two full searches.
     _ESCAPE_START = _Lazy(rf"%[0-9A-Fa-f]|\\[ux/\\\"nrtbf0-3]|&#|[\x1b\x9b]|[{_INVISIBLE}]")
     # Whether a text holds a character past ASCII that starts an escape (a text of ASCII
-    # alone needs no search for one). (The three compiled where first used: a bundle whose
+    # alone needs no search for one). (These four compiled where first used: a bundle whose
     # texts hold no escape never needs them.)
     _PAST_ASCII = _Lazy(rf"[{_INVISIBLE}\x9b]")
     _CONTROL: ClassVar[dict[str, str]] = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}

@@ -2447,6 +2447,8 @@ class Detector:
             # The text with its compatibility forms read as ASCII (`_compatible_ascii`), one
             # for one: its offsets are the text's, and its excerpts are taken from the text.
             read = text.translate(_COMPATIBLE)
+            if read == text:  # (the search reads whole blocks past the BMP: none of them)
+                return
             alike = _Places(read)
             yield from self._known_matches(alike, text)
             for hit in _generic(read, alike):

@@ -11,6 +11,7 @@ from typing import Any
 
 from verifier.errors import UsageError
 from verifier.model import Arm
+from verifier.records import plain_value
 
 _CONDITION_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -241,7 +242,7 @@ def parse_condition(text: str) -> Condition:
     # with nothing around it is not what it shows, and a run with it would not verify.
     shown = [*((f"{k}={v}", v) for k, v in settings.items()), *((a, a) for a in server_args)]
     for item, value in shown:
-        if not (value.isascii() and value.isprintable() and value == value.strip()):
+        if not plain_value(value):
             raise UsageError(
                 f"condition {name!r}: {item!a} has characters other than printable "
                 "ASCII (or a space around its value): what the server reads of it is not "

@@ -399,6 +399,14 @@ class Condition:
         return table
 
 
+def plain_value(value: str) -> bool:
+    """Whether a condition's setting or server argument is what it shows: printable ASCII
+    with nothing around it (`1`, `on`, `info,mlxcel=debug`, `--cache-reuse`). Verify refuses
+    a condition with any other (checks/servers.py), and capture will not run one
+    (protocol.parse_condition)."""
+    return value.isascii() and value.isprintable() and value == value.strip()
+
+
 def settings_label(settings: dict[str, str], server_args: tuple[str, ...] = ()) -> str:
     """A condition's name for people, derived from what it sets (empty when it sets nothing):
     its toggles, then its server arguments."""

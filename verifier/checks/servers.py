@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from verifier import layout
 from verifier.checks.context import BundleContext, has_args
 from verifier.model import Finding, Severity, json_pointer
-from verifier.records import Condition, settings_label
+from verifier.records import Condition, plain_value, settings_label
 
 CHECK = "servers"
 
@@ -42,7 +42,7 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                 expected=derived, actual=condition.declared_label,
             )  # fmt: skip
         for name, value in condition.settings.items():
-            if not _plain(value):
+            if not plain_value(value):
                 yield error(
                     f"the condition sets {name} to {value!r}: a value with characters "
                     "other than printable ASCII (a look-alike digit, a space around it) "
@@ -50,7 +50,7 @@ def check_servers(ctx: BundleContext) -> Iterator[Finding]:
                     "conditions", ci, "settings", name, actual=ascii(value),
                 )  # fmt: skip
         for ai, arg in enumerate(condition.server_args):
-            if not _plain(arg):
+            if not plain_value(arg):
                 yield error(
                     f"the condition's server argument {arg!r} has characters other than "
                     "printable ASCII (a look-alike hyphen, a space around it): it is not what "
@@ -215,8 +215,3 @@ def _cache_spelled_otherwise(
                 "environment",
                 (name,),
             )
-
-
-def _plain(value: str) -> bool:
-    """Printable ASCII with nothing around it: `1`, `on`, `info,mlxcel=debug`."""
-    return value.isascii() and value.isprintable() and value == value.strip()

@@ -258,6 +258,12 @@ def test_hits_never_overlap_and_stay_in_bounds(text: str) -> None:
         ('"db_password": "correcthorse"', "token", "correcthorse"),
         ("--hf_token=abc", "token", "abc"),
         ("--api-key abcdEFGH1234", "token", "abcdEFGH1234"),
+        ("gcc -I/home/bob/include -O2 x.c", "home-path", "/home/bob/include"),
+        ("ld -L/tmp/build-7/lib", "temp-path", "/tmp/build-7/lib"),
+        # a shell command line in one string: the value in quotes, and only the value goes
+        ("llama-server --api-key 'sk1234abcdXY' -m m.gguf", "token", "sk1234abcdXY"),
+        ('run --token="abcDEF123456" now', "token", "abcDEF123456"),
+        ("--password 'hunter22'", "token", "hunter22"),
         ("key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "token", None),
         ("ssh zed@buildbox", "user-name", "zed@buildbox"),
         ("key sk-abcdefghijklmnopqrstuvwxyz ok", "token", "sk-abcdefghijklmnopqrstuvwxyz"),
@@ -289,6 +295,7 @@ def test_every_form_is_found_where_it_is(text: str, category: str, found: str | 
         "lora-1.0.0.2.safetensors",
         "libcublas.so.13.0.2.14",
         "version: 10.2.1.243",
+        "驱动版本为 10.2.1.243、バージョン：10.2.1.243、버전 10.2.1.243",  # in CJK prose
         "org/model and https://huggingface.co/org/model",
         "prompt_tokens: 42, cached_tokens_pointer: /usage/prompt_tokens",
         '"eos_token": "<|im_end|>", "token": "Hello"',
@@ -297,6 +304,8 @@ def test_every_form_is_found_where_it_is(text: str, category: str, found: str | 
         "e466f5118b8e25d0c9a295ab017468db77b87313",
         "--api-key <token> and HF_TOKEN=<token>",
         "the --api-key flag",
+        "the --api-key 'word' flag and --password \"correct horse\"",
+        "the search takes ~n/2 steps, ~N/4 on average",  # maths, not a home
         "GET https://example.com/api/users/al/x and /v1/users/bob",
         "/mnt/data/users/al",
         "https://example.localhost/home/al",
@@ -620,6 +629,16 @@ def test_a_private_key_with_no_end_line_goes_to_the_end_of_its_string() -> None:
          "bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"),
         ("TG 1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq.",
          "1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"),
+        # the API keys of inference providers, and Google's OAuth, SendGrid's, DigitalOcean's
+        ("GROQ gsk_8fJ2kLq9ZxW4vBn7Tm1sYc3Ra6Hd0PeU5", "gsk_8fJ2kLq9ZxW4vBn7Tm1sYc3Ra6Hd0PeU5"),
+        ("key=xai-Q2w3E4r5T6y7U8i9O0p1A2s3D4f5G6h7 x", "xai-Q2w3E4r5T6y7U8i9O0p1A2s3D4f5G6h7"),
+        ("pplx-4f9e2a7b1c8d3e6f0a5b9c2d7e1f8a3b", "pplx-4f9e2a7b1c8d3e6f0a5b9c2d7e1f8a3b"),
+        ("nvapi-Ab_Cd-Ef0123456789GhIjKlMn_op", "nvapi-Ab_Cd-Ef0123456789GhIjKlMn_op"),
+        ("r8_Xy7Wv6Ut5Sr4Qp3On2Ml1Kj0IhGf", "r8_Xy7Wv6Ut5Sr4Qp3On2Ml1Kj0IhGf"),
+        ("curl -H 'x: ya29.a0AfB_byC9dEfGhIjKlMnOpQr' ", "ya29.a0AfB_byC9dEfGhIjKlMnOpQr"),
+        ("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 ok",
+         "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"),
+        ("dop_v1_" + "9f" * 32, "dop_v1_" + "9f" * 32),
     ],
 )  # fmt: skip
 def test_cookies_webhooks_and_the_tokens_of_stripe_pypi_and_npm(text: str, secret: str) -> None:
@@ -631,7 +650,8 @@ def test_cookies_webhooks_and_the_tokens_of_stripe_pypi_and_npm(text: str, secre
     "text",
     ["cookie: lang=en", "the cookie: yum", "sk_learn_model", "npm_config_cache",
      "see discord.com/api/webhooks/ for how", "at 12:30 the 123456789:AA line",
-     "x1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"],
+     "x1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq", "xai-org/grok-1",
+     "the xai-grok-2-vision-1212 model", "SG.value", "dop_v1_notakey", "r8_", "nvapi-short"],
 )  # fmt: skip
 def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
     assert leaks.scan_text(text) == []

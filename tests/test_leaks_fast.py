@@ -279,6 +279,19 @@ FRAGMENTS = (
     "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
     "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
     "pypi-AgEIcHlwaS5vcmcCJGM0NTk3ZjM3LWU0MGQtNDRlYS1hZGE1",
+    "-I",
+    " -L",
+    "gsk_",
+    "xai-",
+    "pplx-",
+    "nvapi-",
+    "r8_",
+    "ya29.",
+    "SG.",
+    "dop_v1_",
+    "_v1_",
+    "aB3dE5gH7jK9mN1pQ3sT5vW7",
+    "0123456789abcdef0123456789abcdef",
     # ... and wrapped in lines, as MIME and PEM write it (the break inside a core).
     *(
         sep.join(encoded[i : i + width] for i in range(0, len(encoded), width))
@@ -408,6 +421,13 @@ HOSTILE_UNITS = (
     "Set-Cookie: a=",
     "sk_live_",
     "npm_",
+    "gsk_",
+    "xai-",
+    "nvapi-",
+    "ya29.",
+    "SG.",
+    "SG.a",
+    "dop_v1_",
     "L2hv\n",  # base64 wrapped in lines: every line joined to the next
     "L2hvbWUv\r\n",
     "c3Ny",
@@ -584,6 +604,15 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "authorization" * 3,
         "github_pat_" + "a" * 30,
         "xoxp-" + "1" * 12,
+        "gcc -I/home/bob/include -L/tmp/x/lib x-I/home/al --I/home/al -I/root/x",
+        "~n/2 ~N/4 ~n/x ~ab/2 ~~n/2 x~n/2",
+        "驱动版本为 10.2.1.243 服务器 10.1.2.3 バージョン 10.2.1.4",
+        "--api-key 'sk1234abcdXY' --token=\"abcDEF123456\" -password 'x1' --key '' --pass=' x",
+        " ".join(
+            prefix + "aB3dE5gH7jK9mN1pQ3sT5vW7"
+            for prefix in ("gsk_", "xai-", "pplx-", "nvapi-", "r8_", "ya29.", "xgsk_", "-xai-")
+        ),
+        "SG.aB3dE5gH7jK9mN1pQ3s.T5vW7aB3dE5gH7jK9mN1 dop_v1_" + "0a" * 32 + " dor_v1_" + "f" * 64,
         "ssh://al@gpu-box-01/x http://mlxcel:8080/ http://gpu-box-01.local/",
         "aa:bb:cc:dd:ee:ff:00 aa-bb-cc-dd-ee-ff",
         "1.2.3.4.5 01.2.3.4 host 8.8.8.8 fe80::1%eth0 ::1 12:34:56",

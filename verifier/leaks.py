@@ -43,10 +43,11 @@ What is private, by kind:
   letters included: `al@bücher.de`), `user@host`, URLs
   whose host is a local machine name (one label, or `.local`, `.lan`, `.internal`...);
 - tokens: the known prefixes (`hf_`, `sk-`, `ghp_`, `AKIA`, `sk_live_`, `npm_`,
-  `pypi-AgE`...), JSON Web Tokens (`eyJ...`.`eyJ...`.`...`), AWS secret access keys, and
-  any value after a key-like name (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`,
-  `Authorization:`, `Bearer`, `Cookie:`), whatever its alphabet; the value of a secret
-  flag, as `--flag=value`, `--flag value` or the next argument of a command line;
+  `pypi-AgE`, `gsk_`, `xai-`, `nvapi-`, `ya29.`...), JSON Web Tokens
+  (`eyJ...`.`eyJ...`.`...`), AWS secret access keys, and any value after a key-like name
+  (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `Authorization:`, `Bearer`, `Cookie:`),
+  whatever its alphabet; the value of a secret flag, as `--flag=value`, `--flag value`
+  (in quotes too) or the next argument of a command line;
 - private key blocks (one with no END line: to the end of its string).
 
 Export also finds the values it knows in base64 (wrapped in lines or not, of their UTF-8 or
@@ -216,8 +217,9 @@ _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
 # Each pattern starts with a literal character and checks what precedes it afterwards: the
 # regular expression engine then skips quickly to the places worth trying.
 # One or more slashes, not inside a longer path or a word, with `./` between them (`/./`);
-# or a local file URL's path (`file://localhost/home/al`).
-_SLASH = r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/))(?:/|\./)*+"
+# or a local file URL's path (`file://localhost/home/al`); or a path glued to a one-letter
+# option (a compiler's `-I/home/al/include`, `-L...`).
+_SLASH = r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/)|(?<=(?<![\w-])-[A-Za-z]/))(?:/|\./)*+"
 _S = r"/++(?:\./++)*+"  # a separator inside a path: `/`, `//`, `/./`...
 # A user's own directory: its name may be any letters (`/home/ödön`, `/Users/Émilie`); the
 # rest of the path (`_PATH_REST`) takes any character but a delimiter.
@@ -247,7 +249,8 @@ _HOME = _Lazy(
       {_HOME_DIR}{_PATH_REST}
     | {_SLASH}root/++{_PATH_REST}
     | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}{_HOME_DIR}{_PATH_REST}
-    | ~(?<![\w~$]~)[A-Za-z_{_LETTER}]{_NAME_CHAR}*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
+    | ~(?<![\w~$]~)(?![A-Za-z]/[0-9])  # (about a half: `~n/2`, maths, not a home)
+      [A-Za-z_{_LETTER}]{_NAME_CHAR}*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -343,6 +346,14 @@ _PREFIXED_TOKENS = _Lazy(
     | (?i:discord(?:app)?\.com)/api/(?:v[0-9]{1,2}/)?webhooks/
       (?P<discordhook>[0-9]+/[A-Za-z0-9_-]{20,})
     | (?:bot)?(?P<telegram>[0-9]{8,12}:AA[A-Za-z0-9_-]{33})(?![A-Za-z0-9_-])
+    | gsk_(?P<groq>[A-Za-z0-9]{20,})
+    | xai-(?P<xai>[A-Za-z0-9]{20,})
+    | pplx-(?P<pplx>[A-Za-z0-9]{20,})
+    | nvapi-(?P<nvapi>[A-Za-z0-9_-]{20,})
+    | r8_(?P<replicate>[A-Za-z0-9]{20,})
+    | ya29\.(?P<googleoauth>[A-Za-z0-9_-]{20,})
+    | SG\.(?P<sendgrid>[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})
+    | do[opr]_v1_(?P<digitalocean>[a-f0-9]{64})
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -368,12 +379,13 @@ _SECRET_WORD = (  # a regular expression, not a password
     r"(?:key|token(?!s|iz)|secret|pass(?:w(?:or)?d|phrase)?|pwd|sig(?:nature)?"  # noqa: S105
     r"|credential|auth)"
 )
-# --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP).
+# --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP);
+# a value in quotes too (`--api-key 'v'`, `--token="v"`: a shell command line in one string).
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
-      (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
+      (?:=["']?(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
         |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
-        |[ \t]+(?P<flagword>{_TOKEN_VALUE}{{5,}}))
+        |[ \t]+["']?(?P<flagword>{_TOKEN_VALUE}{{5,}}))
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -426,8 +438,8 @@ _NOT_HOSTS = frozenset({"localhost", "latest", "next", "stable", "beta", "canary
 _THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")
 _SHARED = ipaddress.IPv4Network("100.64.0.0/10")
 _VERSION_BEFORE = _Lazy(
-    r"(?i:\b(?:version|ver|release|build|driver|runtime|headers|compiler|cuda|cudnn|cublas"
-    r"|nccl|rocm|torch|mlx|library)[\W_]{0,4}$)"
+    r"(?i:(?:\b(?:version|ver|release|build|driver|runtime|headers|compiler|cuda|cudnn|cublas"
+    r"|nccl|rocm|torch|mlx|library)[\W_]{0,4}|(?:版本|バージョン|버전)[\W_为是為は]{0,4})$)"
 )
 # The word may end a longer name, in snake, kebab or camel case (`remote_addr=`,
 # `client-ip:`, `{"clientIp": "`).
@@ -617,7 +629,8 @@ def _accept_token(match: re.Match[str]) -> bool:
         return key and _after_boundary(match, "_-")
     if group in (
         "hf", "gh", "gl", "google", "slack", "slackhook", "jwt", "stripe", "pypi", "npm",
-        "discordhook", "telegram",
+        "discordhook", "telegram", "groq", "xai", "pplx", "nvapi", "replicate", "googleoauth",
+        "sendgrid", "digitalocean",
     ):  # fmt: skip
         return _after_boundary(match, "_-")
     if group == "aws":
@@ -731,6 +744,12 @@ _DISCORD_HOOKS = "webhooks/"  # after discord(app).com/api/ and perhaps a versio
 _TOKEN_DISCORD_HOOK = re.compile(re.escape(_DISCORD_HOOKS))
 # A Telegram bot's token: its id (8 to 12 digits, after `bot` in its API's URLs), `:AA`...
 _TOKEN_TELEGRAM = re.compile(r":AA(?=[A-Za-z0-9_-]{33})")
+# The prefixes of API keys that need no finder of their own: each is searched for as it is.
+_TOKEN_LITERALS = ("gsk_", "xai-", "pplx-", "nvapi-", "r8_", "ya29.", "SG.", "_v1_")
+_TOKEN_LITERAL_FINDERS = tuple(
+    (re.compile(re.escape(prefix)), prefix, 3 if prefix == "_v1_" else 0)
+    for prefix in _TOKEN_LITERALS
+)
 # Where `_SECRET_WORD` can match, in the text with its letters in lower case: each finder
 # starts with a letter (rare in prose: k, cre...), and `_WORD_BACK` is the way back from what
 # it matches to the word's start.
@@ -955,6 +974,7 @@ class _Places:
             self._found(_TOKEN_SLACK_HOOK, _SLACK_HOOKS, 0),
             self._found(_TOKEN_DISCORD_HOOK, _DISCORD_HOOKS, 16, 19, 20, 22, 23),
             self._found(_TOKEN_TELEGRAM, ":AA", *range(8, 16)),
+            *(self._found(f, prefix, back) for f, prefix, back in _TOKEN_LITERAL_FINDERS),
         )
 
     def _aws_secret(self) -> list[int] | None:
@@ -1063,13 +1083,13 @@ _MEMBER_SEP = _Lazy(rf"""["']?[ \t]*[:=\x01][ \t]*["']?(?={_VALUE_FIRST})""", re
 _VALUE_RUN = _Lazy(rf"{_VALUE_CHAR}*", re.ASCII)
 _FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
 _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
-_FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
+_FLAG_EQUALS = _Lazy(r"""=["']?(?=[^\s"'<>\x00-\x02])""", re.ASCII)
 _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
-_FLAG_BLANKS = _Lazy(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
+_FLAG_BLANKS = _Lazy(rf"""[ \t]+["']?(?={_VALUE_FIRST})""", re.ASCII)
 _TOKEN_PREFIX = _Lazy(
     r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ"
     r"|[sr]k_(?:live|test)_|pypi-AgE|npm_|discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/"
-    r"|(?:bot)?[0-9]{8,12}:AA"
+    r"|(?:bot)?[0-9]{8,12}:AA|gsk_|xai-|pplx-|nvapi-|r8_|ya29\.|SG\.|do[opr]_v1_"
 )
 
 

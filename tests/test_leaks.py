@@ -700,6 +700,10 @@ def test_a_session_cookie_in_a_json_header_is_found_without_its_quotes() -> None
         # HTML numeric references without `;`: the digits read as far as they go.
         ("path &#47home&#47jdoe&#47x", "&#47home&#47jdoe&#47x"),
         ("path &#x2fhome&#x2fjdoe&#x2fx", "&#x2fhome&#x2fjdoe&#x2fx"),
+        # HTML's named references, and a numeric one escaped twice (`&amp;#47;`)
+        ("path &sol;home&sol;jdoe&sol;x", "&sol;home&sol;jdoe&sol;x"),
+        ("path &amp;#47;home&amp;#47;jdoe&amp;#47;x", "&amp;#47;home&amp;#47;jdoe&amp;#47;x"),
+        ("ssh jdoe&commat;buildbox", "jdoe&commat;buildbox"),
         # The Windows home before Vista.
         (r"C:\Documents and Settings\alice\Desktop", r"C:\Documents and Settings\alice\Desktop"),
         ("c:/documents and settings/alice", "c:/documents and settings/alice"),
@@ -729,11 +733,19 @@ def test_a_value_in_a_form_the_audit_found_is_found(text: str, found: str) -> No
         "gossip 81.2.69.142",
         "a soft\u00adhyphen and a zero\u200bwidth space in prose",
         "&#47 alone, &#x2f; and &#x2fabc",  # `&#x2fabc` is U+2FABC, as HTML reads it
+        "AT&amp;T &lt;b&gt; &sol &solhome&sol;x",  # a name needs its `;`
         "mail alice@b\u00fccher.example",  # a documentation domain
     ],
 )
 def test_the_new_forms_leave_their_look_alikes_alone(text: str) -> None:
     assert scan_text(text) == []
+
+
+def test_html_named_references_are_read_as_their_characters() -> None:
+    view = leaks._Decoded.of("&sol;&bsol;&commat;&colon;&period;&lowbar;&amp;#47;&quot;&num;")
+    assert isinstance(view, leaks._Decoded)
+    assert view.text == '/\\@:._&#47;"#'
+    assert view.original(0, len(view.text)) == (0, 62)
 
 
 def test_an_html_reference_without_a_semicolon_reads_its_digits_greedily() -> None:

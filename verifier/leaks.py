@@ -2052,7 +2052,8 @@ _BATCH_CHARS = 1 << 20
 # 4. Each loop over matches (`_matches`) moves one place on after a rejected match, so in a
 #    batch with no accepted match every place of X is tried, with the result of 3.
 # 5. The views: no escape (`_Decoded._ESCAPE`: `\uXXXX`, `\/`, `\\`, `\"`, `\n` and the
-#    other JSON control escapes, `%XX`, `\xXX`, `\NNN`, `&#N;`, `&#xX;` and those without `;`, a
+#    other JSON control escapes, `%XX`, `\xXX`, `\NNN`, `&#N;`, `&#xX;` and those without `;`,
+#    the named references of `_ENTITIES`, a
 #    run of invisible characters or terminal sequences and the character after it, never a
 #    separator; in the second reading, `_SPACED`, a run of terminal sequences read as a
 #    space) holds \x00,
@@ -2937,6 +2938,15 @@ _COMPATIBLE_IN = _Lazy(
 )
 
 
+# HTML's named references of the characters that paths, addresses, accounts and tokens are
+# written with (HTML5's names; `&amp;` too, for a text escaped twice).
+_ENTITIES = {
+    "amp": "&", "sol": "/", "bsol": "\\", "commat": "@", "colon": ":", "period": ".",
+    "lowbar": "_", "equals": "=", "quot": '"', "apos": "'", "percnt": "%", "num": "#",
+}  # fmt: skip
+_ENTITY_NAMES = "|".join(sorted(_ENTITIES, key=len, reverse=True))
+
+
 def _character(digits: str, base: int) -> str:
     """The character of an HTML numeric reference; U+FFFD past the last code point."""
     digits = digits.lstrip("0") or "0"
@@ -2949,7 +2959,9 @@ class _Decoded:
 
     # JSON's escapes (`\\n` too: in `cannot open\\n/home/alice` the `n` would stand
     # before the path as a letter), URL's, C's and Python's `\\xHH` and octal `\\057` (a
-    # byte each: bash's `$'...'`, git's quoted paths), HTML's `&#47;`, `&#x2f;`
+    # byte each: bash's `$'...'`, git's quoted paths), HTML's `&#47;`, `&#x2f;`, the named
+    # references of the characters of paths, addresses and names (`&sol;`, `&commat;`; and
+    # `&amp;`, so that `&amp;#47;`, escaped twice, is read as `/` in the second view)
     # (and without the `;`, its digits read as far as they go, as an HTML parser reads them:
     # `&#47home`). A run of `%HH` or `\\xHH` that spells one character in UTF-8 (`%C3%B6`,
     # `ö`) is one escape of that character; a run that does not is one escape a byte, each
@@ -2964,12 +2976,14 @@ class _Decoded:
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
+        rf"|&({_ENTITY_NAMES});"
         rf"|(?:[{_INVISIBLE}]|{_TERMINAL})+([^\x00-\x02])"
     )
     _SPACED = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
+        rf"|&({_ENTITY_NAMES});"
         rf"|[{_INVISIBLE}]+([^\x00-\x02])|(?P<terminal>(?:{_TERMINAL})+)"
     )
     # How an escape starts. `_ESCAPE` starts with a group, so `re` finds no set of first
@@ -2977,7 +2991,7 @@ class _Decoded:
     # pattern's branches each start with a character, which `re` searches for in C, and
     # `_ESCAPE` is tried only where one matches (`_escapes`). Replies with a `%` and a `\\`
     # in each: the leak scan of 10,000 records took 3.7 s with the two full searches.
-    _ESCAPE_START = _Lazy(rf"%[0-9A-Fa-f]|\\[ux/\\\"nrtbf0-3]|&#|[\x1b\x9b]|[{_INVISIBLE}]")
+    _ESCAPE_START = _Lazy(rf"%[0-9A-Fa-f]|\\[ux/\\\"nrtbf0-3]|&[#a-z]|[\x1b\x9b]|[{_INVISIBLE}]")
     # Whether a text holds a character past ASCII that starts an escape (a text of ASCII
     # alone needs no search for one). (These four compiled where first used: a bundle whose
     # texts hold no escape never needs them.)
@@ -3000,12 +3014,12 @@ class _Decoded:
         spaced: bool = False,
     ) -> _Decoded | int | None:
         """The view of `text` with its escapes decoded; None where it holds none (a text
-        without `\\`, `%` or `&#` is not searched); with `escapes`, where the text holds
+        without `\\`, `%` or `&` is not searched); with `escapes`, where the text holds
         more escapes than that, the offset of the first one past them instead."""
         if (
             "\\" not in text
             and "%" not in text
-            and "&#" not in text
+            and "&" not in text
             and "\x1b" not in text
             and (text.isascii() or cls._PAST_ASCII.search(text) is None)
         ) or next(cls._escapes(text, spaced), None) is None:
@@ -3042,9 +3056,10 @@ class _Decoded:
                 return match.start()
             pieces.append(text[last : match.start()])
             length += match.start() - last
-            utf8, code, literal, control, percent, octal, decimal, hexadecimal, shown, *more = (
-                match.groups()
-            )
+            (
+                utf8, code, literal, control, percent, octal, decimal, hexadecimal, entity, shown,
+                *more,
+            ) = match.groups()  # fmt: skip
             terminal = more[0] if more else None  # (`_SPACED`'s)
             if utf8 is not None:
                 width = 3 if utf8[0] == "%" else 4  # `%HH` or `\\xHH`
@@ -3073,6 +3088,8 @@ class _Decoded:
                 pieces.append(_character(decimal, 10))
             elif hexadecimal is not None:
                 pieces.append(_character(hexadecimal, 16))
+            elif entity is not None:
+                pieces.append(_ENTITIES[entity])
             elif shown is not None:
                 pieces.append(shown)
             elif terminal is not None:

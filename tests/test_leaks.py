@@ -1144,8 +1144,13 @@ def test_a_detector_without_encodings_finds_the_values_as_they_are() -> None:
         ("GET /metrics HTTP/1.1\r\nHost: buildbox\r\nAccept: */*", ["buildbox"]),
         ("hostname: buildbox", ["buildbox"]),
         ("Hostname:\tbuildbox  \n", ["buildbox"]),
+        # ... and as the host of a system log's line, after its time
+        ("Dec  5 00:19:12 buildbox llama-server[812]: loaded", ["buildbox"]),
+        ("2026-12-05T00:19:12+0000 buildbox kernel: x", ["buildbox"]),
+        ("2026-12-05T00:19:12+01:00 BUILDBOX systemd[1]: ok", ["BUILDBOX"]),
         # ... not where the word names nothing: prose after `Host:`, other keys, longer values.
         ("Host: buildbox is our podcast", []),
+        ("Dec 15 00:19:12 buildbox is idle; at 00:19:12 buildbox kernel: x", []),
         ("the buildbox machine; hosts: buildbox; hostname=buildbox2", []),
         ('{"hostname": "buildbox-2"}', []),
         # ... nor prose that ends a line after `node:` or `machine:` (the audit of 032dfa2)

@@ -1515,6 +1515,18 @@ _HOST_ASSIGNED = _after_any(
 # (not `node: ` or `machine: `: prose's "The node: spark" ends a line as often)
 _HOST_LINE = _after_any(key + sep for key in _HOST_KEYS[:4] for sep in (":", ": ", ":\t"))
 _LINE_END = r"(?=[ \t]{0,16}(?:[\r\n\x00-\x02]|\Z))"
+# The host of a system log's line, after its time: syslog's and journalctl's `Dec  5 00:19:12
+# NAME sshd[812]:`, and journalctl's ISO time (`-o short-iso`: `2026-12-05T00:19:12+0000 NAME`).
+_D2 = "[0-9]{2}"
+_LOG_TIME = "|".join(  # (lookbehinds: each of one width)
+    f"(?<={time})"
+    for time in (
+        rf"(?-i:[A-Z][a-z]{{2}}) [ 0-9][0-9] {_D2}:{_D2}:{_D2} ",
+        rf"[0-9]{{4}}-{_D2}-{_D2}T{_D2}:{_D2}:{_D2}[+-][0-9]{{4}} ",
+        rf"[0-9]{{4}}-{_D2}-{_D2}T{_D2}:{_D2}:{_D2}[+-]{_D2}:{_D2} ",
+    )
+)
+_LOG_SOURCE = r"(?= [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:)"  # the program that wrote the line
 # A quoted name before a quoted host, as MySQL writes an account (`'jdoe'@'localhost'`).
 _QUOTED_ACCOUNT = (r"(?<=['\"`])", r"(?=['\"`]@)")
 # A secret this long is found inside a longer token too (`tokhf_...`): no word of prose.
@@ -1572,6 +1584,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
         return (
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
             rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|(?:{_HOST_LINE}){v}{_LINE_END}"
+            rf"|(?:{_LOG_TIME}){v}{_LOG_SOURCE}"
             rf"|{_HOST_BEFORE_PORT}{v}{_PORT}{labels})"
         )
     if known.kind is KnownKind.STRING:

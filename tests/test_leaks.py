@@ -28,6 +28,11 @@ from verifier.leaks import (
 )
 
 HF_TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456"
+GROQ = "gsk_8fJ2kLq9ZxW4vBn7Tm1sYc3Ra6Hd0PeU5gKoWq2E"
+XAI = "xai-" + "Q2w3E4r5T6y7U8i9O0p1A2s3D4f5G6h7" * 2
+GOOGLE_OAUTH = "ya29.a0AfB_byC9dEfGhIjKlMnOpQr0123456"
+PPLX = "pplx-" + "4f9e2a7b1c8d3e6f0a5b9c2d7e1f8a3b" * 2
+GOOGLE_SERVICE = "ya29.c.c0ASRK0GZ8kH3pQ9vLmN2xR7tY1uW4sA6dF8gJ0kL2"
 OPENAI_KEY = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0kLmN"
 GITHUB_TOKEN = "ghp_" + "0123456789abcdefABCDEF0123456789abcd"
 
@@ -259,11 +264,8 @@ def test_hits_never_overlap_and_stay_in_bounds(text: str) -> None:
         ("--hf_token=abc", "token", "abc"),
         ("--api-key abcdEFGH1234", "token", "abcdEFGH1234"),
         ("gcc -I/home/bob/include -O2 x.c", "home-path", "/home/bob/include"),
+        ("notes in ~j/2024/notes.txt", "home-path", "~j/2024/notes.txt"),
         ("ld -L/tmp/build-7/lib", "temp-path", "/tmp/build-7/lib"),
-        # a shell command line in one string: the value in quotes, and only the value goes
-        ("llama-server --api-key 'sk1234abcdXY' -m m.gguf", "token", "sk1234abcdXY"),
-        ('run --token="abcDEF123456" now', "token", "abcDEF123456"),
-        ("--password 'hunter22'", "token", "hunter22"),
         ("key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "token", None),
         ("ssh zed@buildbox", "user-name", "zed@buildbox"),
         ("key sk-abcdefghijklmnopqrstuvwxyz ok", "token", "sk-abcdefghijklmnopqrstuvwxyz"),
@@ -304,8 +306,12 @@ def test_every_form_is_found_where_it_is(text: str, category: str, found: str | 
         "e466f5118b8e25d0c9a295ab017468db77b87313",
         "--api-key <token> and HF_TOKEN=<token>",
         "the --api-key flag",
-        "the --api-key 'word' flag and --password \"correct horse\"",
-        "the search takes ~n/2 steps, ~N/4 on average",  # maths, not a home
+        # a quoted value is most often a placeholder in a reply that explains a command
+        "llama-server --api-key \"sk-no-key-required\" --token='your_token_here'",
+        '--api-key \'not-needed\' --token="$HF_TOKEN" --api-key "YOUR_API_KEY"',
+        "the search takes ~n/2 steps, ~N/4 on average, ~n/2.5 at most.",  # maths, not a home
+        "https://example.com/docs/-v/home/al/x",  # a URL's path, as without the `-v`
+        "版本号 10.2.1.243、버전은 10.2.1.243、バージョンが10.2.1.243",
         "GET https://example.com/api/users/al/x and /v1/users/bob",
         "/mnt/data/users/al",
         "https://example.localhost/home/al",
@@ -630,12 +636,13 @@ def test_a_private_key_with_no_end_line_goes_to_the_end_of_its_string() -> None:
         ("TG 1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq.",
          "1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"),
         # the API keys of inference providers, and Google's OAuth, SendGrid's, DigitalOcean's
-        ("GROQ gsk_8fJ2kLq9ZxW4vBn7Tm1sYc3Ra6Hd0PeU5", "gsk_8fJ2kLq9ZxW4vBn7Tm1sYc3Ra6Hd0PeU5"),
-        ("key=xai-Q2w3E4r5T6y7U8i9O0p1A2s3D4f5G6h7 x", "xai-Q2w3E4r5T6y7U8i9O0p1A2s3D4f5G6h7"),
-        ("pplx-4f9e2a7b1c8d3e6f0a5b9c2d7e1f8a3b", "pplx-4f9e2a7b1c8d3e6f0a5b9c2d7e1f8a3b"),
-        ("nvapi-Ab_Cd-Ef0123456789GhIjKlMn_op", "nvapi-Ab_Cd-Ef0123456789GhIjKlMn_op"),
-        ("r8_Xy7Wv6Ut5Sr4Qp3On2Ml1Kj0IhGf", "r8_Xy7Wv6Ut5Sr4Qp3On2Ml1Kj0IhGf"),
-        ("curl -H 'x: ya29.a0AfB_byC9dEfGhIjKlMnOpQr' ", "ya29.a0AfB_byC9dEfGhIjKlMnOpQr"),
+        ("GROQ " + GROQ, GROQ),
+        ("key=" + XAI + " x", XAI),
+        ("pplx " + PPLX, PPLX),
+        ("nvapi-Ab_Cd-Ef0123456789GhIjKlMn_op" * 2, "nvapi-Ab_Cd-Ef0123456789GhIjKlMn_op" * 2),
+        ("r8_Xy7Wv6Ut5Sr4Qp3On2Ml1Kj0IhGfEdCbA9", "r8_Xy7Wv6Ut5Sr4Qp3On2Ml1Kj0IhGfEdCbA9"),
+        ("curl -H 'x: " + GOOGLE_OAUTH + "' ", GOOGLE_OAUTH),
+        ("a " + GOOGLE_SERVICE + ".", GOOGLE_SERVICE),
         ("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 ok",
          "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"),
         ("dop_v1_" + "9f" * 32, "dop_v1_" + "9f" * 32),
@@ -651,7 +658,9 @@ def test_cookies_webhooks_and_the_tokens_of_stripe_pypi_and_npm(text: str, secre
     ["cookie: lang=en", "the cookie: yum", "sk_learn_model", "npm_config_cache",
      "see discord.com/api/webhooks/ for how", "at 12:30 the 123456789:AA line",
      "x1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq", "xai-org/grok-1",
-     "the xai-grok-2-vision-1212 model", "SG.value", "dop_v1_notakey", "r8_", "nvapi-short"],
+     "the xai-grok-2-vision-1212 model", "SG.value", "dop_v1_notakey", "r8_", "nvapi-short",
+     "pip install nvapi-python-bindings-for-windows-and-linux-builds",
+     "SG.configuration_manager.default_settings_x", "ya29.some_long_identifier_here_xxxxxx"],
 )  # fmt: skip
 def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
     assert leaks.scan_text(text) == []
@@ -704,6 +713,8 @@ def test_a_session_cookie_in_a_json_header_is_found_without_its_quotes() -> None
         ("path &sol;home&sol;jdoe&sol;x", "&sol;home&sol;jdoe&sol;x"),
         ("path &amp;#47;home&amp;#47;jdoe&amp;#47;x", "&amp;#47;home&amp;#47;jdoe&amp;#47;x"),
         ("ssh jdoe&commat;buildbox", "jdoe&commat;buildbox"),
+        ("mail jdoe&plus;llm&commat;gmail.com", "jdoe&plus;llm&commat;gmail.com"),
+        ("path &AMP;#47;home&AMP;#47;jdoe", "&AMP;#47;home&AMP;#47;jdoe"),
         # The Windows home before Vista.
         (r"C:\Documents and Settings\alice\Desktop", r"C:\Documents and Settings\alice\Desktop"),
         ("c:/documents and settings/alice", "c:/documents and settings/alice"),
@@ -734,6 +745,7 @@ def test_a_value_in_a_form_the_audit_found_is_found(text: str, found: str) -> No
         "a soft\u00adhyphen and a zero\u200bwidth space in prose",
         "&#47 alone, &#x2f; and &#x2fabc",  # `&#x2fabc` is U+2FABC, as HTML reads it
         "AT&amp;T &lt;b&gt; &sol &solhome&sol;x",  # a name needs its `;`
+        "&quot;/&quot; &amp;/home &amp;amp;",  # what HTML writers write is no escape here
         "mail alice@b\u00fccher.example",  # a documentation domain
     ],
 )
@@ -742,10 +754,14 @@ def test_the_new_forms_leave_their_look_alikes_alone(text: str) -> None:
 
 
 def test_html_named_references_are_read_as_their_characters() -> None:
-    view = leaks._Decoded.of("&sol;&bsol;&commat;&colon;&period;&lowbar;&amp;#47;&quot;&num;")
+    text = "&sol;&bsol;&commat;&colon;&period;&lowbar;&amp;#47;&quot;&num;&amp;&amp;sol;"
+    view = leaks._Decoded.of(text)
     assert isinstance(view, leaks._Decoded)
-    assert view.text == '/\\@:._&#47;"#'
-    assert view.original(0, len(view.text)) == (0, 62)
+    assert view.text == "/\\@:._&#47;&quot;#&amp;&sol;"
+    assert view.original(0, len(view.text)) == (0, len(text))
+    # `&amp;`, `&quot;` and `&lt;` are what any HTML writer writes: not escapes here (each
+    # escape counts towards a text's limit), but for `&amp;` before `#` or a name above
+    assert leaks._Decoded.of("AT&amp;T &quot;x&quot; &lt;b&gt;") is None
 
 
 def test_an_html_reference_without_a_semicolon_reads_its_digits_greedily() -> None:
@@ -1148,6 +1164,10 @@ def test_a_detector_without_encodings_finds_the_values_as_they_are() -> None:
         ("Dec  5 00:19:12 buildbox llama-server[812]: loaded", ["buildbox"]),
         ("2026-12-05T00:19:12+0000 buildbox kernel: x", ["buildbox"]),
         ("2026-12-05T00:19:12+01:00 BUILDBOX systemd[1]: ok", ["BUILDBOX"]),
+        ("2026-12-05T00:19:12.123456+00:00 buildbox sshd(pam_unix)[1]: x", ["buildbox"]),
+        ("Dec 05 00:19:12.123 buildbox (sd-pam)[1]: x", ["buildbox"]),
+        ("2026-12-05T00:19:12.003Z buildbox kernel: x", ["buildbox"]),
+        ("Sat 2026-12-05 00:19:12 CEST buildbox sshd[1]: x", ["buildbox"]),
         # ... not where the word names nothing: prose after `Host:`, other keys, longer values.
         ("Host: buildbox is our podcast", []),
         ("Dec 15 00:19:12 buildbox is idle; at 00:19:12 buildbox kernel: x", []),

@@ -116,6 +116,8 @@ FRAGMENTS = (
     "HOST=",
     "Dec  5 00:19:12 ",
     "2026-12-05T00:19:12+0000 ",
+    "2026-12-05T00:19:12.123Z ",
+    "Sat 2026-12-05 00:19:12 UTC ",
     " sshd[1]: ",
     "hostname=",
     "mlxcel:8080",
@@ -616,10 +618,14 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "驱动版本为 10.2.1.243 服务器 10.1.2.3 バージョン 10.2.1.4",
         "--api-key 'sk1234abcdXY' --token=\"abcDEF123456\" -password 'x1' --key '' --pass=' x",
         " ".join(
-            prefix + "aB3dE5gH7jK9mN1pQ3sT5vW7"
+            prefix + "aB3dE5gH7jK9mN1pQ3sT5vW7" * 2
             for prefix in ("gsk_", "xai-", "pplx-", "nvapi-", "r8_", "ya29.", "xgsk_", "-xai-")
         ),
-        "SG.aB3dE5gH7jK9mN1pQ3s.T5vW7aB3dE5gH7jK9mN1 dop_v1_" + "0a" * 32 + " dor_v1_" + "f" * 64,
+        "SG.aB3dE5gH7jK9mN1pQ3sT5.vW7aB3dE5gH7jK9mN1pQ3sT5vW7aB3dE5gH7jK9mN1pQ3sT dop_v1_"
+        + "0a" * 32
+        + " dor_v1_"
+        + "f" * 64
+        + " ya29.c.c0ASRK0GZ8kH3pQ9vLmN2xR7tY1uW4sA6d nvapi-python-bindings-for-windows-and-more",
         "ssh://al@gpu-box-01/x http://mlxcel:8080/ http://gpu-box-01.local/",
         "aa:bb:cc:dd:ee:ff:00 aa-bb-cc-dd-ee-ff",
         "1.2.3.4.5 01.2.3.4 host 8.8.8.8 fe80::1%eth0 ::1 12:34:56",
@@ -634,6 +640,8 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "al\u200bice@x 10.0.0\u200b.7 hf_QmVyeVNl\u00adY3JldFRva2Vu",
         "&#47home&#47al &#x2fhome&#x2fal &#47;home&#x2F",
         "&sol;home&sol;al &amp;#47;tmp&amp;#47;x al&commat;box &amp;amp;#47; &solx &sol",
+        "&AMP;#47;home&AMP;#47;al &amp;sol;tmp&amp;sol;x &amp;quot; al&plus;x&commat;b.io",
+        "https://x.io/-v/home/al/x -I/home/al ~j/2024/x ~n/2.5 ~n/2.5.x 版本号 10.2.1.3",
         "Dec  5 00:19:12 mlxcel sshd[1]: x\n2026-12-05T00:19:12+01:00 MLXCEL k: Dec 5 mlxcel",
         'user: al {"login": "al"} owner\x01al uid=1000(al) gid=1000(al) groups=1000(al),2(al)',
         "ran on \uff47\uff50\uff55\uff0d\uff42\uff4f\uff58\uff0d\uff10\uff11 \uff41\uff4c@x",

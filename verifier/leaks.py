@@ -47,7 +47,7 @@ What is private, by kind:
   (`eyJ...`.`eyJ...`.`...`), AWS secret access keys, and any value after a key-like name
   (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `Authorization:`, `Bearer`, `Cookie:`),
   whatever its alphabet; the value of a secret flag, as `--flag=value`, `--flag value`
-  (in quotes too) or the next argument of a command line;
+  or the next argument of a command line;
 - private key blocks (one with no END line: to the end of its string).
 
 Export also finds the values it knows in base64 (wrapped in lines or not, of their UTF-8 or
@@ -219,7 +219,7 @@ _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
 # One or more slashes, not inside a longer path or a word, with `./` between them (`/./`);
 # or a local file URL's path (`file://localhost/home/al`); or a path glued to a one-letter
 # option (a compiler's `-I/home/al/include`, `-L...`).
-_SLASH = r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/)|(?<=(?<![\w-])-[A-Za-z]/))(?:/|\./)*+"
+_SLASH = r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/)|(?<=(?<![\w./~-])-[A-Za-z]/))(?:/|\./)*+"
 _S = r"/++(?:\./++)*+"  # a separator inside a path: `/`, `//`, `/./`...
 # A user's own directory: its name may be any letters (`/home/ödön`, `/Users/Émilie`); the
 # rest of the path (`_PATH_REST`) takes any character but a delimiter.
@@ -249,7 +249,7 @@ _HOME = _Lazy(
       {_HOME_DIR}{_PATH_REST}
     | {_SLASH}root/++{_PATH_REST}
     | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}{_HOME_DIR}{_PATH_REST}
-    | ~(?<![\w~$]~)(?![A-Za-z]/[0-9])  # (about a half: `~n/2`, maths, not a home)
+    | ~(?<![\w~$]~)(?![A-Za-z]/[0-9]+(?:\.[0-9]+)?(?![\w/-]|\.\w))  # (`~n/2`: maths)
       [A-Za-z_{_LETTER}]{_NAME_CHAR}*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
     re.VERBOSE | re.ASCII,
@@ -346,13 +346,13 @@ _PREFIXED_TOKENS = _Lazy(
     | (?i:discord(?:app)?\.com)/api/(?:v[0-9]{1,2}/)?webhooks/
       (?P<discordhook>[0-9]+/[A-Za-z0-9_-]{20,})
     | (?:bot)?(?P<telegram>[0-9]{8,12}:AA[A-Za-z0-9_-]{33})(?![A-Za-z0-9_-])
-    | gsk_(?P<groq>[A-Za-z0-9]{20,})
-    | xai-(?P<xai>[A-Za-z0-9]{20,})
-    | pplx-(?P<pplx>[A-Za-z0-9]{20,})
-    | nvapi-(?P<nvapi>[A-Za-z0-9_-]{20,})
-    | r8_(?P<replicate>[A-Za-z0-9]{20,})
-    | ya29\.(?P<googleoauth>[A-Za-z0-9_-]{20,})
-    | SG\.(?P<sendgrid>[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})
+    | gsk_(?P<groq>[A-Za-z0-9]{40,})
+    | xai-(?P<xai>[A-Za-z0-9]{40,})
+    | pplx-(?P<pplx>[A-Za-z0-9]{40,})
+    | nvapi-(?P<nvapi>[A-Za-z0-9_-]{40,})
+    | r8_(?P<replicate>[A-Za-z0-9]{30,})
+    | ya29\.(?P<googleoauth>(?=[A-Za-z0-9_.-]{30})[A-Za-z0-9_-]++(?:\.[A-Za-z0-9_-]++)*+)
+    | SG\.(?P<sendgrid>[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])
     | do[opr]_v1_(?P<digitalocean>[a-f0-9]{64})
     """,
     re.VERBOSE | re.ASCII,
@@ -379,13 +379,15 @@ _SECRET_WORD = (  # a regular expression, not a password
     r"(?:key|token(?!s|iz)|secret|pass(?:w(?:or)?d|phrase)?|pwd|sig(?:nature)?"  # noqa: S105
     r"|credential|auth)"
 )
-# --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP);
-# a value in quotes too (`--api-key 'v'`, `--token="v"`: a shell command line in one string).
+# --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP).
+# (Not a value in quotes, `--api-key "..."`: in a reply that explains a command line it is
+# most often a placeholder, `"your-api-key"`, and a quoted value may hold spaces or quotes
+# that a pattern cannot end it at; a capture's own secrets are known values, found anyway.)
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
-      (?:=["']?(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
+      (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
         |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
-        |[ \t]+["']?(?P<flagword>{_TOKEN_VALUE}{{5,}}))
+        |[ \t]+(?P<flagword>{_TOKEN_VALUE}{{5,}}))
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -439,7 +441,7 @@ _THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")
 _SHARED = ipaddress.IPv4Network("100.64.0.0/10")
 _VERSION_BEFORE = _Lazy(
     r"(?i:(?:\b(?:version|ver|release|build|driver|runtime|headers|compiler|cuda|cudnn|cublas"
-    r"|nccl|rocm|torch|mlx|library)[\W_]{0,4}|(?:版本|バージョン|버전)[\W_为是為は]{0,4})$)"
+    r"|nccl|rocm|torch|mlx|library)[\W_]{0,4}|(?:版本号?|バージョン|버전)[\W_为是為はが은는이가]{0,4})$)"
 )
 # The word may end a longer name, in snake, kebab or camel case (`remote_addr=`,
 # `client-ip:`, `{"clientIp": "`).
@@ -629,10 +631,14 @@ def _accept_token(match: re.Match[str]) -> bool:
         return key and _after_boundary(match, "_-")
     if group in (
         "hf", "gh", "gl", "google", "slack", "slackhook", "jwt", "stripe", "pypi", "npm",
-        "discordhook", "telegram", "groq", "xai", "pplx", "nvapi", "replicate", "googleoauth",
-        "sendgrid", "digitalocean",
+        "discordhook", "telegram", "sendgrid", "digitalocean",
     ):  # fmt: skip
         return _after_boundary(match, "_-")
+    if group in ("groq", "xai", "pplx", "nvapi", "replicate", "googleoauth"):
+        # random characters, not an identifier (`nvapi-python-bindings-for-windows`)
+        return _after_boundary(match, "_-") and (
+            any(c.isdigit() for c in value) or (not value.islower() and not value.isupper())
+        )
     if group == "aws":
         return _after_boundary(match, "")
     if group == "awssecret":
@@ -1083,9 +1089,9 @@ _MEMBER_SEP = _Lazy(rf"""["']?[ \t]*[:=\x01][ \t]*["']?(?={_VALUE_FIRST})""", re
 _VALUE_RUN = _Lazy(rf"{_VALUE_CHAR}*", re.ASCII)
 _FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
 _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
-_FLAG_EQUALS = _Lazy(r"""=["']?(?=[^\s"'<>\x00-\x02])""", re.ASCII)
+_FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
 _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
-_FLAG_BLANKS = _Lazy(rf"""[ \t]+["']?(?={_VALUE_FIRST})""", re.ASCII)
+_FLAG_BLANKS = _Lazy(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
 _TOKEN_PREFIX = _Lazy(
     r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ"
     r"|[sr]k_(?:live|test)_|pypi-AgE|npm_|discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/"
@@ -1516,17 +1522,31 @@ _HOST_ASSIGNED = _after_any(
 _HOST_LINE = _after_any(key + sep for key in _HOST_KEYS[:4] for sep in (":", ": ", ":\t"))
 _LINE_END = r"(?=[ \t]{0,16}(?:[\r\n\x00-\x02]|\Z))"
 # The host of a system log's line, after its time: syslog's and journalctl's `Dec  5 00:19:12
-# NAME sshd[812]:`, and journalctl's ISO time (`-o short-iso`: `2026-12-05T00:19:12+0000 NAME`).
+# NAME sshd[812]:`, rsyslog's and journalctl's ISO times (`2026-12-05T00:19:12.123456+00:00
+# NAME`, `-o short-iso`, RFC 5424's `...Z NAME`), journalctl's `-o short-full`
+# (`Sat 2026-12-05 00:19:12 UTC NAME`); then the program that wrote the line (`sshd[812]:`,
+# `sshd(pam_unix)[812]:`, `kernel:`).
 _D2 = "[0-9]{2}"
+_CLOCK = f"{_D2}:{_D2}:{_D2}"
 _LOG_TIME = "|".join(  # (lookbehinds: each of one width)
     f"(?<={time})"
     for time in (
-        rf"(?-i:[A-Z][a-z]{{2}}) [ 0-9][0-9] {_D2}:{_D2}:{_D2} ",
-        rf"[0-9]{{4}}-{_D2}-{_D2}T{_D2}:{_D2}:{_D2}[+-][0-9]{{4}} ",
-        rf"[0-9]{{4}}-{_D2}-{_D2}T{_D2}:{_D2}:{_D2}[+-]{_D2}:{_D2} ",
+        *(
+            rf"(?-i:[A-Z][a-z]{{2}}) [ 0-9][0-9] {_CLOCK}{frac} "
+            for frac in ("", r"\.[0-9]{3}", r"\.[0-9]{6}")
+        ),
+        *(
+            rf"[0-9]{{4}}-{_D2}-{_D2}T{_CLOCK}{frac}{zone} "
+            for frac in ("", r"\.[0-9]{3}", r"\.[0-9]{6}")
+            for zone in ("Z", r"[+-][0-9]{4}", rf"[+-]{_D2}:{_D2}")
+        ),
+        *(
+            rf"(?-i:[A-Z][a-z]{{2}}) [0-9]{{4}}-{_D2}-{_D2} {_CLOCK} (?-i:[A-Z]{{{n}}}) "
+            for n in (3, 4)
+        ),
     )
 )
-_LOG_SOURCE = r"(?= [A-Za-z0-9_./@-]+(?:\[[0-9]+\])?:)"  # the program that wrote the line
+_LOG_SOURCE = r"(?= [^\s:]{1,64}:)"  # the program that wrote the line
 # A quoted name before a quoted host, as MySQL writes an account (`'jdoe'@'localhost'`).
 _QUOTED_ACCOUNT = (r"(?<=['\"`])", r"(?=['\"`]@)")
 # A secret this long is found inside a longer token too (`tokhf_...`): no word of prose.
@@ -2952,12 +2972,16 @@ _COMPATIBLE_IN = _Lazy(
 
 
 # HTML's named references of the characters that paths, addresses, accounts and tokens are
-# written with (HTML5's names; `&amp;` too, for a text escaped twice).
+# written with (HTML5's names), which an HTML writer never needs to use (`&amp;`, `&quot;`,
+# `&lt;`, which an honest page holds by the thousand, are not among them: each escape counts
+# towards a text's `escapes`); and `&amp;` before `#` or one of these, a text escaped twice
+# (`&amp;#47;`, read as `/` in the second view).
 _ENTITIES = {
-    "amp": "&", "sol": "/", "bsol": "\\", "commat": "@", "colon": ":", "period": ".",
-    "lowbar": "_", "equals": "=", "quot": '"', "apos": "'", "percnt": "%", "num": "#",
+    "sol": "/", "bsol": "\\", "commat": "@", "colon": ":", "period": ".", "lowbar": "_",
+    "UnderBar": "_", "plus": "+", "equals": "=", "percnt": "%", "num": "#",
 }  # fmt: skip
 _ENTITY_NAMES = "|".join(sorted(_ENTITIES, key=len, reverse=True))
+_ENTITY = rf"&({_ENTITY_NAMES});|&(?:amp|AMP);(?=#|(?:{_ENTITY_NAMES});)"
 
 
 def _character(digits: str, base: int) -> str:
@@ -2989,14 +3013,14 @@ class _Decoded:
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
-        rf"|&({_ENTITY_NAMES});"
+        rf"|{_ENTITY}"
         rf"|(?:[{_INVISIBLE}]|{_TERMINAL})+([^\x00-\x02])"
     )
     _SPACED = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
-        rf"|&({_ENTITY_NAMES});"
+        rf"|{_ENTITY}"
         rf"|[{_INVISIBLE}]+([^\x00-\x02])|(?P<terminal>(?:{_TERMINAL})+)"
     )
     # How an escape starts. `_ESCAPE` starts with a group, so `re` finds no set of first
@@ -3004,7 +3028,10 @@ class _Decoded:
     # pattern's branches each start with a character, which `re` searches for in C, and
     # `_ESCAPE` is tried only where one matches (`_escapes`). Replies with a `%` and a `\\`
     # in each: the leak scan of 10,000 records took 3.7 s with the two full searches.
-    _ESCAPE_START = _Lazy(rf"%[0-9A-Fa-f]|\\[ux/\\\"nrtbf0-3]|&[#a-z]|[\x1b\x9b]|[{_INVISIBLE}]")
+    _ESCAPE_START = _Lazy(
+        rf"%[0-9A-Fa-f]|\\[ux/\\\"nrtbf0-3]|&#|{_ENTITY}"
+        rf"|[\x1b\x9b]|[{_INVISIBLE}]"
+    )
     # Whether a text holds a character past ASCII that starts an escape (a text of ASCII
     # alone needs no search for one). (These four compiled where first used: a bundle whose
     # texts hold no escape never needs them.)
@@ -3103,6 +3130,8 @@ class _Decoded:
                 pieces.append(_character(hexadecimal, 16))
             elif entity is not None:
                 pieces.append(_ENTITIES[entity])
+            elif match.group().startswith("&"):  # `&amp;` before `#` or a name
+                pieces.append("&")
             elif shown is not None:
                 pieces.append(shown)
             elif terminal is not None:

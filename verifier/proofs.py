@@ -9,12 +9,13 @@ contradict itself.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from verifier.jsonio import json_key
 from verifier.model import Arm
+from verifier.profiles.base import ServerLimits
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 from verifier.records import _UNSET, Record, Snapshot
 
@@ -110,6 +111,26 @@ def _at_cap(record: Record) -> bool:
     if used is None or uncounted or least is None:
         return True
     return used >= least
+
+
+def capped_by_servers(
+    proofs: list[RequestProof], limits: Mapping[tuple[str, int], ServerLimits]
+) -> list[RequestProof]:
+    """The proofs, with each reply the limits of its server may have cut counted as capped
+    (`ServerLimits.capped`: llama-server's own `-n`, or a context it filled), whatever its
+    body's cap and its finish_reason say."""
+    none = ServerLimits()
+    if all(limit == none for limit in limits.values()):
+        return proofs
+    return [
+        replace(proof, capped=True)
+        if not proof.capped
+        and limits.get((proof.record.condition, proof.record.server_instance), none).capped(
+            proof.prompt_tokens, completion_count(proof.record)
+        )
+        else proof
+        for proof in proofs
+    ]
 
 
 def completion_count(record: Record) -> int | None:

@@ -247,10 +247,15 @@ def _classify(
         plan = context.plan
         if plan is not None and plan.unbuilt:  # it cannot be complete: nothing to classify
             return experiment, None, None
+        # A server's own cap and sampling settings stand beside the body's (`ServerLimits`).
+        max_tokens = experiment.protocol.get("max_tokens")
+        if (server_cap := context.server_reply_cap) is not None:
+            body_cap = max_tokens if isinstance(max_tokens, int) else None
+            max_tokens = server_cap if body_cap is None else min(body_cap, server_cap)
         protocol = ProtocolContext(
-            max_tokens=experiment.protocol.get("max_tokens"),
+            max_tokens=max_tokens,
             skipped=plan.skipped_controls if plan is not None else {},
-            sampled=sampled(experiment.document.get("request_body")),
+            sampled=sampled(experiment.document.get("request_body")) or context.server_sampling,
         )
         skips = [f"skipped {p}: {why}" for p, why in (plan.skipped if plan else {}).items()]
         if experiment.attached and any(c.settings or c.server_args for c in experiment.conditions):

@@ -166,19 +166,7 @@ def _model_named(server: ServerDeclaration, profile: ServerProfile) -> Iterator[
     """Each place the server is told which model to load, as (where, value): the profile's
     model options on the command line, and the environment variables that set them
     (`LLAMA_ARG_MODEL` is llama-server's `--model`)."""
-    options = profile.model_options
-    argv = server.argv
-    for index, arg in enumerate(argv):
-        option, eq, value = arg.partition("=")
-        if option.startswith("--"):  # `--model_url` is `--model-url` (llama-server, vLLM)
-            option = option.replace("_", "-")
-        if option in options and eq:
-            yield arg, value
-        elif option in options and not eq and index + 1 < len(argv):
-            yield f"{arg} {argv[index + 1]}", argv[index + 1]
-    for name, value in server.environment.items():
-        if any(o in options for o in profile.toggle_options(name)):
-            yield f"{name}={value}", value
+    return profile.option_values(server.argv, server.environment, profile.model_options)
 
 
 def _file_name(value: str) -> str:
@@ -212,10 +200,13 @@ def _served_model(
         for entry in (manifest["files"] if isinstance(manifest, dict) else ())
     }
     declared_name = _file_name(declared) if declared is not None else None
+    served: dict[str, str] = {}  # each model a server is told to load -> the first pointer
     for ci, condition in enumerate(experiment.conditions):
         for si, server in enumerate(condition.servers):
             named = list(_model_named(server, profile))
             pointer = json_pointer("conditions", ci, "servers", si, "argv")
+            for _, value in named:
+                served.setdefault(_file_name(value), pointer)
             if not named and profile.model_is_file and server.argv:
                 yield _error(
                     "the command line names no model file: the server was not told to load "
@@ -257,6 +248,16 @@ def _served_model(
                     "are not of the model it served",
                     pointer=pointer, expected=declared, actual=where,
                 )  # fmt: skip
+    if len(served) > 1:
+        # One experiment is one model (EVIDENCE.md): servers told to load different ones
+        # compare two models, whatever the conditions say they vary.
+        (first, _), *others = served.items()
+        yield _error(
+            f"the servers load {len(served)} different models: an experiment compares one "
+            "model's replies, and these would be two models' (the first server loads "
+            f"{first})",
+            pointer=others[0][1], expected=first, actual=", ".join(name for name, _ in others),
+        )  # fmt: skip
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")

@@ -16,9 +16,9 @@ from verifier.errors import InvalidDocument, SchemaVersionError, UnsafeInput
 from verifier.jsonio import ValueBudget, ints_bounded, json_key, loads_plain, loads_strict
 from verifier.model import Arm
 from verifier.profiles import PROFILES, current_rules, known_rules
-from verifier.profiles.base import ServerProfile
+from verifier.profiles.base import ServerLimits, ServerProfile
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import RequestProof, prove_all
+from verifier.proofs import RequestProof, capped_by_servers, prove_all
 from verifier.protocol import (
     Capabilities,
     Phase,
@@ -285,13 +285,39 @@ class BundleContext:
         if experiment is None:
             return []
         known = {c.id for c in experiment.conditions}
-        return prove_all(
+        proofs = prove_all(
             [r for r in self.records if r.condition in known],
             self.rules,
             self.cache_off_instances,
             no_rules_reason=self.rules_choice.note,
             attached=experiment.attached,
         )
+        return capped_by_servers(proofs, self.server_limits)
+
+    @cached_property
+    def server_limits(self) -> dict[tuple[str, int], ServerLimits]:
+        """What each server's command line and environment set for every request it served
+        (`ServerProfile.limits`), by condition and instance; none where the profile knows
+        none (or no rules apply)."""
+        experiment, profile = self.experiment, self.profile
+        if experiment is None or profile is None:
+            return {}
+        return {
+            (condition.id, server.instance): profile.limits(server.argv, server.environment)
+            for condition in experiment.conditions
+            for server in reversed(condition.servers)  # the first declared, as `server`
+        }
+
+    @property
+    def server_sampling(self) -> str | None:
+        """Why a server's own settings may make a request at temperature 0 sample, if any."""
+        return next((s.sampling for s in self.server_limits.values() if s.sampling), None)
+
+    @property
+    def server_reply_cap(self) -> int | None:
+        """The least reply cap a server set, if any."""
+        caps = (s.reply_cap for s in self.server_limits.values() if s.reply_cap is not None)
+        return min(caps, default=None)
 
 
 class EachAlone(Mapping[str, Any]):

@@ -8,8 +8,10 @@ from typing import Any
 from verifier import layout
 from verifier.checks.context import BundleContext
 from verifier.model import Finding, Severity
+from verifier.schemas import SCHEMA_VERSION
 
 CHECK = "profile"
+_NEWEST_MINOR = int(SCHEMA_VERSION.partition(".")[2])  # the newest format this tool reads
 
 
 def check_profile(ctx: BundleContext) -> Iterator[Finding]:
@@ -17,6 +19,16 @@ def check_profile(ctx: BundleContext) -> Iterator[Finding]:
     if experiment is None:
         return
     yield from _other_versions_fields(experiment.document, experiment.schema_minor)
+    if experiment.schema_minor > _NEWEST_MINOR:
+        yield Finding(
+            CHECK,
+            Severity.WARNING,
+            f"the bundle is written in format {experiment.document.get('schema_version')}, "
+            f"newer than this tool's {SCHEMA_VERSION}: it is judged as {SCHEMA_VERSION}, and "
+            "what the newer format adds is not read (upgrade evidence to read it)",
+            file=layout.EXPERIMENT,
+            pointer="/schema_version",
+        )
     if choice.copy_differs and choice.rules is not None:
         yield Finding(
             CHECK,

@@ -97,7 +97,10 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
             yield Finding(
                 CHECK,
                 Severity.WARNING,
-                "finish_reason is length: the output hit the token cap and is truncated",
+                "finish_reason is length: the output hit the token cap and is truncated"
+                if record.finish_reason == "length"
+                else "the output may be truncated: it used every token its request or its "
+                "server allowed (or does not count them), whatever its finish_reason says",
                 file=record.file,
                 pointer="/response/choices/0/finish_reason",
             )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,32 @@ class ResetCall:
 
     method: str
     path: str
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one server's command line and environment set for every request it serves, where
+    a request's own fields cannot undo it (llama-server's `-n` lowers each request's cap to
+    its own; its `--samplers` list stands where a request names none).
+
+    A limit given in a form not read as a count (`-n 22x`) counts as one every reply met.
+    """
+
+    reply_cap: int | None = None  # the most tokens a reply may have
+    context: int | None = None  # the tokens a prompt and its reply share in one slot
+    unread: str | None = None  # a limit not read as a count, as written
+    sampling: str | None = None  # a setting by which a request at temperature 0 still samples
+
+    def capped(self, prompt: int | None, used: int | None) -> bool:
+        """Whether a reply of `used` tokens after a prompt of `prompt` may have been cut by
+        these limits (unknown counts: it may)."""
+        if self.unread is not None:
+            return True
+        if self.reply_cap is not None and (used is None or used >= self.reply_cap):
+            return True
+        return self.context is not None and (
+            used is None or prompt is None or prompt + used >= self.context
+        )
 
 
 @dataclass(frozen=True)
@@ -99,6 +125,31 @@ class ServerProfile(ABC):
         """The command-line options that set what the environment toggle `toggle` sets: given
         beside it, they decide what the server ran with (none known, by default)."""
         return ()
+
+    def option_values(
+        self, argv: Sequence[str], environment: Mapping[str, str], options: Collection[str]
+    ) -> Iterator[tuple[str, str]]:
+        """Each value a server is given for one of `options` (every spelling, as
+        `spellings` gives them), as (where, value): `--opt=value` or `--opt value` on its
+        command line, and the environment variables that set the option (`toggle_options`:
+        `LLAMA_ARG_MODEL` is llama-server's `--model`). A long option may be written with `_`
+        for `-` (`--model_url`: llama-server and vLLM read it as `--model-url`)."""
+        for index, arg in enumerate(argv):
+            option, eq, value = arg.partition("=")
+            if option.startswith("--"):
+                option = option.replace("_", "-")
+            if option in options and eq:
+                yield arg, value
+            elif option in options and not eq and index + 1 < len(argv):
+                yield f"{arg} {argv[index + 1]}", argv[index + 1]
+        for name, value in environment.items():
+            if any(o in options for o in self.toggle_options(name)):
+                yield f"{name}={value}", value
+
+    def limits(self, argv: Sequence[str], environment: Mapping[str, str]) -> ServerLimits:
+        """What a server's command line and environment set for every request it serves
+        (`ServerLimits`; none known, by default)."""
+        return ServerLimits()
 
     @property
     def model_options(self) -> tuple[str, ...]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from verifier.profiles.base import (
     LaunchSpec,
     ResetCall,
+    ServerLimits,
     ServerProfile,
     single_file_in,
 )
@@ -65,6 +67,47 @@ class LlamaCppProfile(ServerProfile):
             ("metric:llamacpp:tokens_predicted_total", "completion"),
         )
 
+    def limits(self, argv: Sequence[str], environment: Mapping[str, str]) -> ServerLimits:
+        """llama-server lowers each request's cap to its `-n` (a request cannot raise it),
+        stops a reply where its slot's context is full (`-c` shared by `-np` slots), and
+        samples with its own `--samplers` list where a request names none; dynamic
+        temperature, XTC and mirostat sample even at temperature 0."""
+        caps: list[int] = []
+        contexts: list[int] = []
+        slots: list[int] = []
+        unread: list[str] = []
+        for values, options in ((caps, _CAP), (contexts, _CONTEXT), (slots, _SLOTS)):
+            for where, value in self.option_values(argv, environment, options):
+                if _INTEGER.fullmatch(value) is None:
+                    unread.append(where)
+                else:
+                    values.append(int(value))
+        cap = min((c for c in caps if c >= 0), default=None)  # -1: no cap; -2: the context
+        context = min((c for c in contexts if c > 0), default=None)  # 0: the model's own
+        if context is not None and slots:
+            if min(slots) < 1:  # -1: as many slots as it sees fit
+                unread.append(f"-c {context} shared by -np {min(slots)}")
+            else:
+                context //= max(slots)
+        return ServerLimits(
+            reply_cap=cap,
+            context=context,
+            unread=", ".join(unread) or None,
+            sampling=self._sampling(argv, environment),
+        )
+
+    def _sampling(self, argv: Sequence[str], environment: Mapping[str, str]) -> str | None:
+        for where, _ in self.option_values(argv, environment, _SAMPLER_LISTS):
+            return f"the server's command line sets {where}, which a request naming none uses"
+        for where, value in self.option_values(argv, environment, _SAMPLE_ANYWAY):
+            try:
+                neutral = float(value) == 0
+            except ValueError:
+                neutral = False
+            if not neutral:
+                return f"the server's command line sets {where}, which samples at temperature 0"
+        return None
+
     def version_commit(self, version: str) -> str | None:
         # `llama-server --version`: "version: 5890 (0c1e570)" or, in builds that know no
         # tag, "version: 0.5.0-dev (build 1, commit 0c1e570)"
@@ -116,6 +159,14 @@ _SHORT = {
     "--docker-repo": ("-dr",),
 }
 _LONG = {short: long for long, shorts in _SHORT.items() for short in shorts}
+# What a server sets for every request (`limits`), in each spelling llama-server reads.
+_CAP = frozenset(("-n", "--predict", "--n-predict"))
+_CONTEXT = frozenset(("-c", "--ctx-size"))
+_SLOTS = frozenset(("-np", "--parallel"))
+_SAMPLER_LISTS = frozenset(("--samplers", "--sampling-seq", "--sampler-seq"))
+_SAMPLE_ANYWAY = frozenset(("--dynatemp-range", "--xtc-probability", "--mirostat"))
+# A count as llama-server's parser would read the whole of it (its own reads `22x` as 22).
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 RULES = ProfileRules(
     server_name="llama-server",

@@ -124,7 +124,10 @@ def test_sampling_on_the_servers_command_line_is_not_greedy(
     assert result.verdict is Verdict.INCONCLUSIVE
     assert result.classification is not None
     assert all(
-        any("do not ask for greedy replies" in r and "command line sets" in r for r in c.reasons)
+        any(
+            "do not ask for greedy replies" in r and "server is started with" in r
+            for r in c.reasons
+        )
         for c in result.classification.conditions
     )
 
@@ -191,3 +194,84 @@ def test_a_newer_format_is_said(tmp_path: Path) -> None:
     result = _verified(files, tmp_path)
     said = [f for f in result.findings if "newer than this tool's 1.1" in f.message]
     assert said and said[0].severity == "warning" and said[0].pointer == "/schema_version"
+
+
+# --- the re-audit of the above (helper-48) ----------------------------------------------------
+
+
+def _condition_servers_with(sample: str, condition_id: str, argv: list[str]) -> Files:
+    def edit(experiment: Any) -> None:
+        for condition in experiment["conditions"]:
+            if condition["id"] == condition_id:
+                condition["server_args"] = list(argv)
+                for server in condition["servers"]:
+                    server["argv"] += argv
+
+    return _edited(_archive_files(sample), layout.EXPERIMENT, edit)
+
+
+def test_sampling_set_on_one_conditions_servers_is_that_conditions(tmp_path: Path) -> None:
+    """fa-off's servers sample anyway; fa-on's do not, and its split stands (the experiment
+    is undecided with one condition undecided)."""
+    files = _condition_servers_with("llama-cpp-cuda-flip.tar.gz", "fa-off", ["--mirostat", "2"])
+    result = _verified(files, tmp_path)
+    assert result.classification is not None
+    verdicts = {c.condition.id: c.verdict for c in result.classification.conditions}
+    assert verdicts == {"fa-on": Verdict.CACHE_STATE_DEPENDENT, "fa-off": Verdict.INCONCLUSIVE}
+    (on,) = [c for c in result.classification.conditions if c.condition.id == "fa-on"]
+    assert not any("greedy" in r for r in on.reasons)
+
+
+def test_the_cap_a_condition_names_is_its_own(tmp_path: Path) -> None:
+    sample = "llama-cpp-cuda-stable.tar.gz"
+    (n,) = _completion_tokens(_archive_files(sample))
+    files = _condition_servers_with(sample, "fa-on", ["-n", str(n)])
+    result = _verified(files, tmp_path)
+    assert result.classification is not None
+    reasons = {c.condition.id: " ".join(c.reasons) for c in result.classification.conditions}
+    assert f"agree in the first {n} tokens" in reasons["fa-on"]
+    assert "token cap" not in reasons["fa-off"]
+    # a context, not a count of reply tokens: no number is said
+    files = _servers_with(sample, ["-c", "1"], {})
+    result = _verified(files, tmp_path)
+    assert result.classification is not None
+    said = " ".join(r for c in result.classification.conditions for r in c.reasons)
+    assert "agree in the tokens before it" in said and "first 128" not in said
+
+
+def test_servers_that_load_files_of_one_name_from_two_folders_serve_two_models(
+    tmp_path: Path,
+) -> None:
+    files = _archive_files("llama-cpp-cuda-flip.tar.gz")
+
+    def two_folders(experiment: Any) -> None:
+        for condition in experiment["conditions"]:
+            folder = "/path/to/model-q8/" if condition["id"] == "fa-on" else "/path/to/model/"
+            condition["server_args"] = ["-m", folder + "tiny.gguf"]
+            for server in condition["servers"]:
+                argv = server["argv"]
+                at = argv.index("-m")
+                argv[at : at + 2] = []
+                argv += ["-m", folder + "tiny.gguf"]
+
+    files = _edited(files, layout.EXPERIMENT, two_folders)
+    _invalid(files, tmp_path, "consistency", "the servers load 2 different models")
+
+
+@pytest.mark.parametrize("where", ["server", "body"])
+def test_a_reply_longer_than_its_cap_is_a_contradiction(tmp_path: Path, where: str) -> None:
+    """A server stops at the least cap: a reply of 52 tokens under a cap of 5 is not what
+    it ran (the counts or the cap are)."""
+    sample = "llama-cpp-cuda-flip.tar.gz"
+    if where == "server":
+        files = _condition_servers_with(sample, "fa-on", ["-n", "5"])
+    else:
+
+        def capped(record: Any) -> None:
+            record["request_body"]["max_tokens"] = 5
+
+        files = _archive_files(sample)
+        for name in [n for n in files if n.startswith(layout.RECORDS_DIR + "/")]:
+            files = _edited(files, name, capped)
+        files = _edited(files, layout.EXPERIMENT, lambda e: e["request_body"].update(max_tokens=5))
+    _invalid(files, tmp_path, "telemetry", "the reply counts more tokens than it was allowed")

@@ -34,6 +34,10 @@ class ProtocolContext:
     max_tokens: int | None = None
     skipped: dict[Arm, str] = field(default_factory=dict)  # control arm -> why it is absent
     sampled: str | None = None  # why the request body does not ask for greedy decoding
+    # per condition: why its servers' own settings sample anyway, and the reply cap where
+    # they set one (None where they set a limit that is no one count of tokens)
+    sampled_in: dict[str, str] = field(default_factory=dict)
+    max_tokens_in: dict[str, int | None] = field(default_factory=dict)
 
 
 def sampled(body: object) -> str | None:
@@ -329,16 +333,18 @@ def classify_condition(
     unproven = list(excluded)  # failed or unproven: either way, evidence the protocol lacks
 
     context = context or ProtocolContext()
+    not_greedy = context.sampled or context.sampled_in.get(condition.id)
+    cap_tokens = context.max_tokens_in.get(condition.id, context.max_tokens)
     cold = by_arm[Arm.COLD]
     verdict: Verdict
     varying = [arm for arm, c in by_arm.items() if len(c) > 1]
     # Outputs that vary within an arm say nothing of the server's determinism where that
     # arm's requests met different cache states or sent different prompts: those come first.
     uneven = _uneven_cache(comparable, rules, store_deltas)
-    if context.sampled is not None:
+    if not_greedy is not None:
         verdict = Verdict.INCONCLUSIVE
         reasons.append(
-            f"the requests do not ask for greedy replies ({context.sampled}): nothing is "
+            f"the requests do not ask for greedy replies ({not_greedy}): nothing is "
             "concluded from them"
         )
     elif (split := _one_output_counted_twice(comparable, labels)) is not None:
@@ -414,7 +420,7 @@ def classify_condition(
             # One output, cut at the cap in one request: the same text in all of them, so
             # all are cut there (one that says it stopped short with it contradicts that).
             verdict = Verdict.INCONCLUSIVE
-            cap = f"first {context.max_tokens} tokens" if context.max_tokens else "token cap"
+            cap = f"first {cap_tokens} tokens" if cap_tokens is not None else "tokens before it"
             which = "every one" if capped == len(comparable) else f"{capped} of them"
             reasons.append(
                 f"every proven request gave {a}, but {which} hit the token cap: they agree "

@@ -113,6 +113,13 @@ def _at_cap(record: Record) -> bool:
     return used >= least
 
 
+def least_cap(record: Record) -> int | None:
+    """The least cap the body sets by any name that is a count (None: none)."""
+    body = record.request_body
+    caps = (as_count(body.get(name)) for name in _CAP_FIELDS)
+    return min((cap for cap in caps if cap is not None), default=None)
+
+
 def capped_by_servers(
     proofs: list[RequestProof], limits: Mapping[tuple[str, int], ServerLimits]
 ) -> list[RequestProof]:

@@ -25,6 +25,7 @@ from verifier.errors import InvalidDocument, UsageError
 from verifier.inputs import read_small_file
 from verifier.jsonio import ValueBudget, loads_strict
 from verifier.model import Finding, Verdict
+from verifier.profiles.base import ServerLimits
 from verifier.profiles.rules import ProfileRules, RulesError
 from verifier.records import Experiment
 from verifier.schemas import SchemaViolation
@@ -247,15 +248,14 @@ def _classify(
         plan = context.plan
         if plan is not None and plan.unbuilt:  # it cannot be complete: nothing to classify
             return experiment, None, None
-        # A server's own cap and sampling settings stand beside the body's (`ServerLimits`).
         max_tokens = experiment.protocol.get("max_tokens")
-        if (server_cap := context.server_reply_cap) is not None:
-            body_cap = max_tokens if isinstance(max_tokens, int) else None
-            max_tokens = server_cap if body_cap is None else min(body_cap, server_cap)
+        sampled_in, max_tokens_in = _servers_set(context, experiment, max_tokens)
         protocol = ProtocolContext(
             max_tokens=max_tokens,
             skipped=plan.skipped_controls if plan is not None else {},
-            sampled=sampled(experiment.document.get("request_body")) or context.server_sampling,
+            sampled=sampled(experiment.document.get("request_body")),
+            sampled_in=sampled_in,
+            max_tokens_in=max_tokens_in,
         )
         skips = [f"skipped {p}: {why}" for p, why in (plan.skipped if plan else {}).items()]
         if experiment.attached and any(c.settings or c.server_args for c in experiment.conditions):
@@ -274,6 +274,30 @@ def _classify(
     except Exception as exc:  # fail closed: a bug must never become a verdict
         return experiment, None, internal_error("classify", exc)
     return experiment, classification, None
+
+
+def _servers_set(
+    context: BundleContext, experiment: Experiment, max_tokens: object
+) -> tuple[dict[str, str], dict[str, int | None]]:
+    """What each condition's servers set for its requests beside the body (`ServerLimits`):
+    why they sample anyway, and the one reply cap its requests met where it is one count
+    of tokens (None where a server's context or an unread value limits them too)."""
+    body_cap = max_tokens if isinstance(max_tokens, int) else None
+    sampled_in: dict[str, str] = {}
+    max_tokens_in: dict[str, int | None] = {}
+    none = ServerLimits()
+    for condition in experiment.conditions:
+        limits = [s for s in context.condition_limits(condition.id) if s != none]
+        if not limits:
+            continue
+        if why := next((s.sampling for s in limits if s.sampling), None):
+            sampled_in[condition.id] = why
+        caps = {s.reply_cap for s in limits}
+        if any(s.context is not None or s.unread is not None for s in limits) or len(caps) > 1:
+            max_tokens_in[condition.id] = None
+        elif (cap := caps.pop()) is not None:
+            max_tokens_in[condition.id] = cap if body_cap is None else min(cap, body_cap)
+    return sampled_in, max_tokens_in
 
 
 # The most bytes a `--profile` file is read to (the tool's own rules are some 2 KB).

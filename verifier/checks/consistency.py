@@ -205,8 +205,8 @@ def _served_model(
         for si, server in enumerate(condition.servers):
             named = list(_model_named(server, profile))
             pointer = json_pointer("conditions", ci, "servers", si, "argv")
-            for _, value in named:
-                served.setdefault(_file_name(value), pointer)
+            for _, value in named:  # (the whole value: `/a/x.gguf` and `/b/x.gguf` are two)
+                served.setdefault(value.replace("\\", "/").rstrip("/"), pointer)
             if not named and profile.model_is_file and server.argv:
                 yield _error(
                     "the command line names no model file: the server was not told to load "

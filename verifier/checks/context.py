@@ -308,16 +308,9 @@ class BundleContext:
             for server in reversed(condition.servers)  # the first declared, as `server`
         }
 
-    @property
-    def server_sampling(self) -> str | None:
-        """Why a server's own settings may make a request at temperature 0 sample, if any."""
-        return next((s.sampling for s in self.server_limits.values() if s.sampling), None)
-
-    @property
-    def server_reply_cap(self) -> int | None:
-        """The least reply cap a server set, if any."""
-        caps = (s.reply_cap for s in self.server_limits.values() if s.reply_cap is not None)
-        return min(caps, default=None)
+    def condition_limits(self, condition: str) -> list[ServerLimits]:
+        """What the servers of one condition set for its requests, each server's own."""
+        return [s for (c, _), s in self.server_limits.items() if c == condition]
 
 
 class EachAlone(Mapping[str, Any]):

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from verifier.checks.context import BundleContext
 from verifier.model import Arm, Finding, Severity
+from verifier.profiles.base import ServerLimits
 from verifier.profiles.rules import ProfileRules
 from verifier.proofs import (
     RequestProof,
@@ -13,6 +14,7 @@ from verifier.proofs import (
     completion_count,
     counter_moves,
     counts,
+    least_cap,
     unmoved_since,
 )
 from verifier.records import Record, Snapshot
@@ -23,8 +25,18 @@ CHECK = "telemetry"
 def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
     proofs = ctx.proofs
     rules = ctx.rules
+    limits = ctx.server_limits
     for proof in proofs:
         record = proof.record
+        over = _over_cap(record, limits.get((record.condition, record.server_instance)))
+        if over is not None:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the reply counts more tokens than it was allowed: {over}",
+                file=record.file,
+                pointer="/response/usage/completion_tokens",
+            )
         for pointer in proof.bad_numbers:
             yield Finding(
                 CHECK,
@@ -256,6 +268,21 @@ _WRITTEN_BY_EVERY_ANSWER = (
     ("timings", "predicted_n"),
     ("usage", "total_tokens"),
 )
+
+
+def _over_cap(record: Record, limits: ServerLimits | None) -> str | None:
+    """Why a reply's count of tokens is more than its request's or its server's cap allows
+    (a server stops at the least of them: the counts, or the cap said, are not what it ran)."""
+    used = completion_count(record)
+    if used is None:
+        return None
+    body = least_cap(record)
+    if body is not None and used > body:
+        return f"{used} completion tokens, under a request cap of {body}"
+    server = limits.reply_cap if limits is not None else None
+    if server is not None and used > server:
+        return f"{used} completion tokens, from a server started with a cap of {server}"
+    return None
 
 
 def _total_disagrees(record: Record) -> str | None:

@@ -98,14 +98,14 @@ class LlamaCppProfile(ServerProfile):
 
     def _sampling(self, argv: Sequence[str], environment: Mapping[str, str]) -> str | None:
         for where, _ in self.option_values(argv, environment, _SAMPLER_LISTS):
-            return f"the server's command line sets {where}, which a request naming none uses"
+            return f"the server is started with {where}, which a request naming none uses"
         for where, value in self.option_values(argv, environment, _SAMPLE_ANYWAY):
             try:
                 neutral = float(value) == 0
             except ValueError:
                 neutral = False
             if not neutral:
-                return f"the server's command line sets {where}, which samples at temperature 0"
+                return f"the server is started with {where}, which samples at temperature 0"
         return None
 
     def version_commit(self, version: str) -> str | None:

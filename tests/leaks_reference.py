@@ -291,7 +291,7 @@ def _known_pattern(known: Known) -> str:
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
             rf"|(?:{leaks._HOST_ASSIGNED}){v}(?![\w-])"
             rf"|(?:{leaks._HOST_LINE}){v}(?=[ \t]{{0,16}}(?:[\r\n\x00-\x02]|\Z))"
-            rf"|(?:{leaks._LOG_TIME}){v}{leaks._LOG_SOURCE}"
+            rf"|(?:{leaks._LOG_TIME}){v}{leaks._LOG_SOURCE}|(?:{leaks._RFC5424_TIME}){v}(?= \S)"
             rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)){labels})"
         )
     if known.kind is KnownKind.STRING:

@@ -264,6 +264,7 @@ def test_hits_never_overlap_and_stay_in_bounds(text: str) -> None:
         ("--hf_token=abc", "token", "abc"),
         ("--api-key abcdEFGH1234", "token", "abcdEFGH1234"),
         ("gcc -I/home/bob/include -O2 x.c", "home-path", "/home/bob/include"),
+        ("gcc -isystem/home/bob/include x.c", "home-path", "/home/bob/include"),
         ("notes in ~j/2024/notes.txt", "home-path", "~j/2024/notes.txt"),
         ("ld -L/tmp/build-7/lib", "temp-path", "/tmp/build-7/lib"),
         ("key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "token", None),
@@ -660,7 +661,9 @@ def test_cookies_webhooks_and_the_tokens_of_stripe_pypi_and_npm(text: str, secre
      "x1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq", "xai-org/grok-1",
      "the xai-grok-2-vision-1212 model", "SG.value", "dop_v1_notakey", "r8_", "nvapi-short",
      "pip install nvapi-python-bindings-for-windows-and-linux-builds",
-     "SG.configuration_manager.default_settings_x", "ya29.some_long_identifier_here_xxxxxx"],
+     "SG.configuration_manager.default_settings_x", "ya29.some_long_identifier_here_xxxxxx",
+     "nvapi-python-bindings-for-windows-and-more-2024",
+     "pplx-PerplexityClientConfigurationHelperLibrary"],
 )  # fmt: skip
 def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
     assert leaks.scan_text(text) == []
@@ -1168,9 +1171,15 @@ def test_a_detector_without_encodings_finds_the_values_as_they_are() -> None:
         ("Dec 05 00:19:12.123 buildbox (sd-pam)[1]: x", ["buildbox"]),
         ("2026-12-05T00:19:12.003Z buildbox kernel: x", ["buildbox"]),
         ("Sat 2026-12-05 00:19:12 CEST buildbox sshd[1]: x", ["buildbox"]),
+        ("Sat 2026-12-05 00:19:12 +03 buildbox sshd[1]: x", ["buildbox"]),
+        ("2026-12-05T00:19:12.123456789Z buildbox kernel: x", ["buildbox"]),
+        ("1733357952.123456 buildbox sshd[1]: x", ["buildbox"]),
+        ("<34>1 2026-12-05T00:19:12.003Z buildbox su - ID47 - x", ["buildbox"]),
         # ... not where the word names nothing: prose after `Host:`, other keys, longer values.
         ("Host: buildbox is our podcast", []),
         ("Dec 15 00:19:12 buildbox is idle; at 00:19:12 buildbox kernel: x", []),
+        # ... nor a name the line's next word does not show to be its host (no program)
+        ("2026-12-05T00:19:12Z buildbox 127.0.0.1:8080 2026-12-05T00:19:12Z buildbox 12:00", []),
         ("the buildbox machine; hosts: buildbox; hostname=buildbox2", []),
         ('{"hostname": "buildbox-2"}', []),
         # ... nor prose that ends a line after `node:` or `machine:` (the audit of 032dfa2)

@@ -643,6 +643,8 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "&AMP;#47;home&AMP;#47;al &amp;sol;tmp&amp;sol;x &amp;quot; al&plus;x&commat;b.io",
         "https://x.io/-v/home/al/x -I/home/al ~j/2024/x ~n/2.5 ~n/2.5.x 版本号 10.2.1.3",
         "Dec  5 00:19:12 mlxcel sshd[1]: x\n2026-12-05T00:19:12+01:00 MLXCEL k: Dec 5 mlxcel",
+        "<34>1 2026-12-05T00:19:12.003Z mlxcel su - 1733357952.123456 mlxcel k:\x00mlxcel",
+        "-isystem/home/al x-isystem/home/al -iquote/tmp/x",
         'user: al {"login": "al"} owner\x01al uid=1000(al) gid=1000(al) groups=1000(al),2(al)',
         "ran on \uff47\uff50\uff55\uff0d\uff42\uff4f\uff58\uff0d\uff10\uff11 \uff41\uff4c@x",
         "falcon-x FALCON-Xs tokhf_QmVyeVNlY3JldFRva2Vu 34.12.005.006 034.12.5.6",

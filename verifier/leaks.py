@@ -218,8 +218,12 @@ _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
 # regular expression engine then skips quickly to the places worth trying.
 # One or more slashes, not inside a longer path or a word, with `./` between them (`/./`);
 # or a local file URL's path (`file://localhost/home/al`); or a path glued to a one-letter
-# option (a compiler's `-I/home/al/include`, `-L...`).
-_SLASH = r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/)|(?<=(?<![\w./~-])-[A-Za-z]/))(?:/|\./)*+"
+# option (a compiler's `-I/home/al/include`, `-L...`, and its `-isystem`, `-iquote`).
+_SLASH = (
+    r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/)"
+    + "".join(rf"|(?<=(?<![\w./~-])-{flag}/)" for flag in ("[A-Za-z]", "isystem", "iquote"))
+    + r")(?:/|\./)*+"
+)
 _S = r"/++(?:\./++)*+"  # a separator inside a path: `/`, `//`, `/./`...
 # A user's own directory: its name may be any letters (`/home/ödön`, `/Users/Émilie`); the
 # rest of the path (`_PATH_REST`) takes any character but a delimiter.
@@ -635,10 +639,7 @@ def _accept_token(match: re.Match[str]) -> bool:
     ):  # fmt: skip
         return _after_boundary(match, "_-")
     if group in ("groq", "xai", "pplx", "nvapi", "replicate", "googleoauth"):
-        # random characters, not an identifier (`nvapi-python-bindings-for-windows`)
-        return _after_boundary(match, "_-") and (
-            any(c.isdigit() for c in value) or (not value.islower() and not value.isupper())
-        )
+        return _after_boundary(match, "_-") and _random_key(value)
     if group == "aws":
         return _after_boundary(match, "")
     if group == "awssecret":
@@ -667,6 +668,21 @@ def _accept_token(match: re.Match[str]) -> bool:
             for i, (name, _, cookie) in enumerate(pairs)
         )
     return True
+
+
+def _random_key(value: str) -> bool:
+    """Random characters, as a provider's key is, not an identifier
+    (`nvapi-python-bindings-for-windows-2024`, `pplx-PerplexityClientHelperLibrary`): a
+    digit in every twenty characters or so, and both cases, or hex. (Of keys of 40 random
+    letters and digits, about one in a hundred has fewer digits: it is missed.)"""
+    digits = sum(c.isdigit() for c in value)
+    if digits < max(2, len(value) // 20):
+        return False
+    if all(c in "0123456789abcdef" for c in value.lower()) and (
+        value.islower() or value.isupper() or not any(c.isalpha() for c in value)
+    ):
+        return True
+    return sum(c.isupper() for c in value) >= 2 and sum(c.islower() for c in value) >= 2
 
 
 # What Set-Cookie says of a cookie, not a cookie (RFC 6265 and its successors' attributes).
@@ -1522,31 +1538,31 @@ _HOST_ASSIGNED = _after_any(
 _HOST_LINE = _after_any(key + sep for key in _HOST_KEYS[:4] for sep in (":", ": ", ":\t"))
 _LINE_END = r"(?=[ \t]{0,16}(?:[\r\n\x00-\x02]|\Z))"
 # The host of a system log's line, after its time: syslog's and journalctl's `Dec  5 00:19:12
-# NAME sshd[812]:`, rsyslog's and journalctl's ISO times (`2026-12-05T00:19:12.123456+00:00
-# NAME`, `-o short-iso`, RFC 5424's `...Z NAME`), journalctl's `-o short-full`
-# (`Sat 2026-12-05 00:19:12 UTC NAME`); then the program that wrote the line (`sshd[812]:`,
-# `sshd(pam_unix)[812]:`, `kernel:`).
+# NAME sshd[812]:` (`-o short-precise` with a fraction), rsyslog's and journalctl's ISO times
+# (`2026-12-05T00:19:12.123456+00:00 NAME`, `-o short-iso`), journalctl's `-o short-full`
+# (`Sat 2026-12-05 00:19:12 UTC NAME`) and `-o short-unix` (`1733357952.123456 NAME`); then
+# the program that wrote the line and a colon (`sshd[812]: `, `sshd(pam_unix)[812]: `,
+# `kernel: `). In RFC 5424 (`<34>1 2026-12-05T00:19:12.003Z NAME su - ID47 -`) the host is
+# the field after the time, whatever follows it.
 _D2 = "[0-9]{2}"
 _CLOCK = f"{_D2}:{_D2}:{_D2}"
-_LOG_TIME = "|".join(  # (lookbehinds: each of one width)
-    f"(?<={time})"
-    for time in (
-        *(
-            rf"(?-i:[A-Z][a-z]{{2}}) [ 0-9][0-9] {_CLOCK}{frac} "
-            for frac in ("", r"\.[0-9]{3}", r"\.[0-9]{6}")
-        ),
-        *(
-            rf"[0-9]{{4}}-{_D2}-{_D2}T{_CLOCK}{frac}{zone} "
-            for frac in ("", r"\.[0-9]{3}", r"\.[0-9]{6}")
-            for zone in ("Z", r"[+-][0-9]{4}", rf"[+-]{_D2}:{_D2}")
-        ),
-        *(
-            rf"(?-i:[A-Z][a-z]{{2}}) [0-9]{{4}}-{_D2}-{_D2} {_CLOCK} (?-i:[A-Z]{{{n}}}) "
-            for n in (3, 4)
-        ),
-    )
+_DATE = f"[0-9]{{4}}-{_D2}-{_D2}"
+_FRACTIONS = ("", *(rf"\.[0-9]{{{n}}}" for n in range(1, 10)))
+_ZONES = ("Z", rf"[+-]{_D2}", rf"[+-]{_D2}{_D2}", rf"[+-]{_D2}:{_D2}")
+_WORD_ZONES = (*(f"(?-i:[A-Z][A-Za-z]{{{n}}})" for n in (2, 3, 4)), *_ZONES[1:])
+_LOG_TIMES = (
+    *(rf"(?-i:[A-Z][a-z]{{2}}) [ 0-9][0-9] {_CLOCK}{f} " for f in _FRACTIONS),
+    *(rf"{_DATE}T{_CLOCK}{f}{z} " for f in _FRACTIONS for z in _ZONES),
+    *(rf"(?-i:[A-Z][a-z]{{2}}) {_DATE} {_CLOCK} {z} " for z in _WORD_ZONES),
+    r"[0-9]{10}\.[0-9]{6} ",
 )
-_LOG_SOURCE = r"(?= [^\s:]{1,64}:)"  # the program that wrote the line
+_LOG_TIME = "|".join(f"(?<={time})" for time in _LOG_TIMES)  # (each of one width)
+_LOG_SOURCE = (  # the program that wrote the line, and its colon
+    r"(?= [^\s:\[\x00-\x02]{1,64}(?:\[[0-9]{1,10}\])?:(?=[ \t\r\n\x00-\x02]|\Z))"
+)
+_RFC5424_TIME = "|".join(
+    f"(?<=>1 {_DATE}T{_CLOCK}{f}{z} )" for f in _FRACTIONS[:7] for z in ("Z", _ZONES[3])
+)
 # A quoted name before a quoted host, as MySQL writes an account (`'jdoe'@'localhost'`).
 _QUOTED_ACCOUNT = (r"(?<=['\"`])", r"(?=['\"`]@)")
 # A secret this long is found inside a longer token too (`tokhf_...`): no word of prose.
@@ -1604,7 +1620,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
         return (
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
             rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|(?:{_HOST_LINE}){v}{_LINE_END}"
-            rf"|(?:{_LOG_TIME}){v}{_LOG_SOURCE}"
+            rf"|(?:{_LOG_TIME}){v}{_LOG_SOURCE}|(?:{_RFC5424_TIME}){v}(?= \S)"
             rf"|{_HOST_BEFORE_PORT}{v}{_PORT}{labels})"
         )
     if known.kind is KnownKind.STRING:

@@ -93,3 +93,29 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert run("diff", str(SEED))[0] == 2
     assert run("diff", str(SEED), str(SEED), "--expect-same", "--expect-changed")[0] == 2
     assert run("diff", str(SEED), str(tmp_path / "missing"))[0] == 2
+
+
+def test_servers_that_ran_with_other_settings_are_a_difference(tmp_path: Path) -> None:
+    """Another device and two more options on every server, beyond what the conditions vary:
+    diff said the bundles agreed on everything (helper-49)."""
+    files = read_tree(SEED)
+    experiment = json.loads(files[layout.EXPERIMENT])
+    for condition in experiment["conditions"]:
+        for server in condition["servers"]:
+            server["environment"]["MLXCEL_DEVICE"] = "cpu"
+            server["argv"] += ["--ctx-size", "2048"]
+    files[layout.EXPERIMENT] = _dump(experiment)
+    other = tmp_path / "other"
+    for name, data in _resum(files).items():
+        (other / name).parent.mkdir(parents=True, exist_ok=True)
+        (other / name).write_bytes(data)
+    code, out = run("diff", str(SEED), str(other), "--format", "json")
+    assert code == 0
+    document = json.loads(out)
+    assert not schemas.validate(document, "diff")
+    (difference,) = document["differences"]
+    assert difference["what"] == "server command lines and environment"
+    first, second = difference["values"]
+    assert first[0]["environment"]["MLXCEL_DEVICE"] == "gpu"
+    assert second[0]["environment"]["MLXCEL_DEVICE"] == "cpu"
+    assert second[0]["argv"][-2:] == ["--ctx-size", "2048"] and "<port>" in second[0]["argv"]

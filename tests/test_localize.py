@@ -71,6 +71,35 @@ def test_a_list_that_is_not_the_reply_or_not_greedy_is_refused() -> None:
         token_choices(response(SAME, ("was", -3.0, {"was": -3.0, "is": -0.01})))
 
 
+def test_a_list_of_merged_tokens_is_not_the_replys_list() -> None:
+    """Eleven entries merged into one moved the divergence from 11 to 1 (helper-49): the
+    list must have one entry a counted token (or one fewer: an end token left out)."""
+    merged = response(("It was a", -0.1, {"It was a": -0.1}), SAME)
+    merged["usage"] = {"completion_tokens": 4}
+    with pytest.raises(LogprobsError, match="2 entries for a reply of 4 tokens"):
+        token_choices(merged)
+    for counted in (2, 3):
+        merged["usage"] = {"completion_tokens": counted}
+        assert len(token_choices(merged)) == 2
+
+
+def test_bytes_that_do_not_spell_the_reply_are_refused_whatever_the_text_says() -> None:
+    """Tokens given the same id and the bytes [255] (no UTF-8 anywhere) beside their own
+    text moved the divergence (helper-49): where every entry has bytes, the bytes spell it."""
+    forged = response(SAME, SAME)
+    for entry in forged["choices"][0]["logprobs"]["content"]:
+        entry.update(id=7, bytes=[255])
+    with pytest.raises(LogprobsError, match="spell"):
+        token_choices(forged)
+    honest = response(SAME, SAME)
+    for entry in honest["choices"][0]["logprobs"]["content"]:
+        entry.update(id=7, bytes=list(b"It"))
+    assert len(token_choices(honest)) == 2
+    del honest["choices"][0]["logprobs"]["content"][0]["bytes"]  # some with bytes, some not
+    with pytest.raises(LogprobsError, match="spell"):
+        token_choices(honest)
+
+
 def test_tokens_that_look_alike_but_differ_are_different() -> None:
     def entry(token_id: int) -> dict[str, Any]:
         return {"id": token_id, "token": "\ufffd", "logprob": -0.1,

@@ -6,12 +6,13 @@ integrity redone as a forger would; the verdict it argued for must not stand."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from make_samples import _resum
-from test_soundness import _archive_files, write
+from make_samples import _resum, resum_tree
+from test_soundness import SAMPLES, _archive_files, write
 from test_soundness_signals import Files, _edited, _invalid
 
 from verifier import layout
@@ -275,3 +276,58 @@ def test_a_reply_longer_than_its_cap_is_a_contradiction(tmp_path: Path, where: s
             files = _edited(files, name, capped)
         files = _edited(files, layout.EXPERIMENT, lambda e: e["request_body"].update(max_tokens=5))
     _invalid(files, tmp_path, "telemetry", "the reply counts more tokens than it was allowed")
+
+
+# --- vLLM and SGLang: what their command lines set for every request (helper-49) ------------
+
+
+def test_the_limits_vllm_and_sglang_read() -> None:
+    vllm, sglang = PROFILES["vllm"], PROFILES["sglang"]
+    override = ["--override-generation-config", '{"max_new_tokens": 22, "temperature": 0.5}']
+    assert vllm.limits(override, {}).reply_cap == 22
+    assert vllm.limits(["--max_model_len=148"], {}).context == 148
+    assert vllm.limits(["--generation-config", "auto"], {}) == ServerLimits()  # the default
+    for argv in (
+        ["--generation-config", "/path/to/config"],  # a folder the bundle does not hold
+        ["--config", "serve.yaml"],
+        ["--override-generation-config", "{max_new_tokens: 22}"],
+        ["--override-generation-config", '{"max_new_tokens": "22"}'],
+        ["--max-model-len", "32k"],
+    ):
+        assert vllm.limits(argv, {}).unread is not None, argv
+    assert sglang.limits(["--context-length", "148"], {}).context == 148
+    preferred = ["--preferred-sampling-params", '{"max_new_tokens": 5}']
+    assert sglang.limits(preferred, {}).reply_cap == 5
+
+
+def test_a_vllm_reply_longer_than_its_servers_cap_is_a_contradiction(tmp_path: Path) -> None:
+    from test_soundness_states import _vllm_files
+
+    def capped(experiment: Any) -> None:
+        for condition in experiment["conditions"]:
+            for server in condition["servers"]:
+                server["argv"] += ["--override-generation-config", '{"max_new_tokens": 5}']
+
+    files = _edited(_vllm_files(), layout.EXPERIMENT, capped)
+    _invalid(files, tmp_path, "telemetry", "from a server started with a cap of 5")
+
+
+def test_an_attached_capture_says_what_the_server_set_is_not_known(tmp_path: Path) -> None:
+    """No command line was recorded, so a server's own `-n` or sampling could not be read:
+    the verdict says so (helper-49)."""
+    bundle = tmp_path / "attached"
+    shutil.copytree(SAMPLES / "seed-mlxcel", bundle)
+    experiment = json.loads((bundle / layout.EXPERIMENT).read_text())
+    experiment["server"]["attached"] = True
+    experiment["protocol"]["skipped_phases"] = [
+        {"phase": "disabled-server", "reason": "attached: the harness cannot restart the server"}
+    ]
+    (bundle / layout.EXPERIMENT).write_text(json.dumps(experiment))
+    resum_tree(bundle)
+    result = verify_path(bundle)
+    assert result.classification is not None
+    assert any(
+        "what the server set for every request (a reply cap, a context, its sampling) is not "
+        "known" in reason
+        for reason in result.classification.reasons
+    ), result.classification.reasons

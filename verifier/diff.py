@@ -13,10 +13,12 @@ from typing import Any
 
 from verifier import __version__
 from verifier.canonical import first_difference
+from verifier.checks.consistency import normalized_command_line
 from verifier.classify import ConditionResult, class_label
 from verifier.jsonio import json_key
 from verifier.model import Arm
-from verifier.records import Record
+from verifier.profiles import PROFILES
+from verifier.records import Experiment, Record
 from verifier.schemas import SCHEMA_VERSION
 from verifier.verify import VerificationResult
 
@@ -44,6 +46,33 @@ class DiffInput:
     source: str
     result: VerificationResult | None
     error: str | None = None  # why it could not be read
+
+
+def _servers_ran_with(experiment: Experiment) -> list[dict[str, Any]]:
+    """What an experiment's servers ran with beyond what its conditions vary: each distinct
+    command line (without the cache flags, the condition's declared arguments, per-server
+    scratch values and the port the harness picked) and environment (without the
+    condition's settings). A condition's own settings and arguments are compared apart."""
+    profile = PROFILES.get(experiment.profile)
+    seen: dict[str, dict[str, Any]] = {}
+    for condition in experiment.conditions:
+        for server in condition.servers:
+            argv = list(
+                normalized_command_line(server, profile.rules, condition.server_args)
+                if profile is not None
+                else server.argv
+            )
+            for at, arg in enumerate(argv):
+                if arg == "--port" and at + 1 < len(argv):
+                    argv[at + 1] = "<port>"
+                elif arg.startswith("--port="):
+                    argv[at] = "--port=<port>"
+            environment = {
+                k: v for k, v in server.environment.items() if k not in condition.settings
+            }
+            ran = {"argv": argv, "environment": dict(sorted(environment.items()))}
+            seen.setdefault(json_key(ran), ran)
+    return [seen[key] for key in sorted(seen)]
 
 
 def _pointer(document: dict[str, Any], pointer: str) -> Any:
@@ -134,6 +163,12 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
         values = [_pointer(r.experiment.document, pointer) for _, r in compared if r.experiment]
         if len({json_key(v) for v in values}) > 1:
             differences.append({"what": name, "pointer": pointer, "values": values})
+    servers = [_servers_ran_with(r.experiment) for _, r in compared if r.experiment]
+    if len({json_key(v) for v in servers}) > 1:
+        differences.append(
+            {"what": "server command lines and environment", "pointer": "/conditions",
+             "values": servers}
+        )  # fmt: skip
 
     bodies = {json_key(r.experiment.document["request_body"]) for _, r in compared if r.experiment}
     conditions: list[dict[str, Any]] = []

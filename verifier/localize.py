@@ -162,19 +162,33 @@ def token_choices(response: Any) -> list[TokenChoice]:
         choices.append(choice)
     if not _spells(content, choices, text):
         raise LogprobsError("the token list does not spell the reply's content")
+    counted = (
+        response.get("usage", {}).get("completion_tokens")
+        if isinstance(response.get("usage"), dict)
+        else None
+    )
+    if type(counted) is int and len(choices) not in (counted, counted - 1):
+        # one token per entry, but an end token the list may leave out: a list of fewer
+        # (tokens merged) or more places reads a divergence at a place the reply does not have
+        raise LogprobsError(
+            f"the token list has {len(choices)} entries for a reply of {counted} tokens"
+        )
     return choices
 
 
 def _spells(entries: list[Any], choices: list[TokenChoice], text: object) -> bool:
+    """Whether the list spells the reply: by its tokens' bytes where every entry has them
+    (the tokens are the bytes: a text beside bytes that do not decode says nothing), else
+    by its tokens' texts where no entry has them."""
     if not isinstance(text, str):
         return False
-    if "".join(c.token for c in choices) == text:
-        return True
     raw = [e.get("bytes") for e in entries]
-    if all(isinstance(b, list) and all(isinstance(x, int) and 0 <= x < 256 for x in b)
+    if all(isinstance(b, list) and all(type(x) is int and 0 <= x < 256 for x in b)
            for b in raw):  # fmt: skip
         return bytes(x for b in raw for x in b).decode("utf-8", "replace") == text
-    return False
+    if any(b is not None for b in raw):
+        return False  # some with bytes and some without: no one spelling to hold it to
+    return "".join(c.token for c in choices) == text
 
 
 def _finite(value: object) -> float | None:

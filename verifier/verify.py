@@ -258,12 +258,15 @@ def _classify(
             max_tokens_in=max_tokens_in,
         )
         skips = [f"skipped {p}: {why}" for p, why in (plan.skipped if plan else {}).items()]
-        if experiment.attached and any(c.settings or c.server_args for c in experiment.conditions):
+        if experiment.attached:
+            declared = any(c.settings or c.server_args for c in experiment.conditions)
             skips.append(
-                "attached to a server the harness did not start: the condition's settings "
-                "and server arguments are declared, not verified (no command line or "
-                "environment was recorded)"
-            )
+                "attached to a server the harness did not start: no command line or "
+                "environment was recorded, so what the server set for every request (a "
+                "reply cap, a context, its sampling) is not known"
+                + (", and the condition's settings and server arguments are declared, not "
+                   "verified" if declared else "")
+            )  # fmt: skip
         classification = classify(
             experiment.conditions,
             context.proofs,

@@ -100,7 +100,7 @@ def _without(argv: list[str], part: tuple[str, ...]) -> None:
     argv[:] = kept + argv[at:]
 
 
-def _normalized(
+def normalized_command_line(
     server: ServerDeclaration, rules: ProfileRules, condition_args: tuple[str, ...]
 ) -> tuple[str, ...]:
     """A command line without what may differ between the servers of an experiment: the
@@ -146,7 +146,7 @@ def _command_lines(experiment: Experiment, rules: ProfileRules) -> Iterator[Find
                 yield _error("a server declared without its command line", pointer=pointer)
                 continue
             yield from _overridden(server.argv, condition, rules, options, pointer)
-            argv = _normalized(server, rules, condition.server_args)
+            argv = normalized_command_line(server, rules, condition.server_args)
             if reference is None:
                 reference = argv
             elif argv != reference:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +20,10 @@ class ResetCall:
 
     method: str
     path: str
+
+
+# A count as a server's parser would read the whole of it (llama-server's own reads `22x` as 22).
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,51 @@ class ServerProfile(ABC):
         """What a server's command line and environment set for every request it serves
         (`ServerLimits`; none known, by default)."""
         return ServerLimits()
+
+    def counts_given(
+        self,
+        argv: Sequence[str],
+        environment: Mapping[str, str],
+        options: Collection[str],
+        unread: list[str],
+    ) -> list[int]:
+        """The values given for `options` that are counts as the server's parser would read
+        the whole of them (`-?[0-9]+`); each other value's place is added to `unread`."""
+        found = []
+        for where, value in self.option_values(argv, environment, options):
+            if _INTEGER.fullmatch(value) is None:
+                unread.append(where)
+            else:
+                found.append(int(value))
+        return found
+
+    def json_caps_given(
+        self,
+        argv: Sequence[str],
+        environment: Mapping[str, str],
+        options: Collection[str],
+        keys: Collection[str],
+        unread: list[str],
+    ) -> list[int]:
+        """The reply caps (`keys`) in JSON objects given for `options` (vLLM's
+        `--override-generation-config '{"max_new_tokens": 22}'`); a value that is not such an
+        object, or a cap that is not a count, is added to `unread`."""
+        found = []
+        for where, value in self.option_values(argv, environment, options):
+            try:
+                document = json.loads(value)
+            except ValueError:
+                document = None
+            if not isinstance(document, dict):
+                unread.append(where)
+                continue
+            for key in keys & document.keys():
+                cap = document[key]
+                if type(cap) is int and cap >= 0:
+                    found.append(cap)
+                elif cap is not None:
+                    unread.append(where)
+        return found
 
     @property
     def model_options(self) -> tuple[str, ...]:

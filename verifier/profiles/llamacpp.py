@@ -72,16 +72,10 @@ class LlamaCppProfile(ServerProfile):
         stops a reply where its slot's context is full (`-c` shared by `-np` slots), and
         samples with its own `--samplers` list where a request names none; dynamic
         temperature, XTC and mirostat sample even at temperature 0."""
-        caps: list[int] = []
-        contexts: list[int] = []
-        slots: list[int] = []
         unread: list[str] = []
-        for values, options in ((caps, _CAP), (contexts, _CONTEXT), (slots, _SLOTS)):
-            for where, value in self.option_values(argv, environment, options):
-                if _INTEGER.fullmatch(value) is None:
-                    unread.append(where)
-                else:
-                    values.append(int(value))
+        caps = self.counts_given(argv, environment, _CAP, unread)
+        contexts = self.counts_given(argv, environment, _CONTEXT, unread)
+        slots = self.counts_given(argv, environment, _SLOTS, unread)
         cap = min((c for c in caps if c >= 0), default=None)  # -1: no cap; -2: the context
         context = min((c for c in contexts if c > 0), default=None)  # 0: the model's own
         if context is not None and slots:
@@ -165,8 +159,6 @@ _CONTEXT = frozenset(("-c", "--ctx-size"))
 _SLOTS = frozenset(("-np", "--parallel"))
 _SAMPLER_LISTS = frozenset(("--samplers", "--sampling-seq", "--sampler-seq"))
 _SAMPLE_ANYWAY = frozenset(("--dynatemp-range", "--xtc-probability", "--mirostat"))
-# A count as llama-server's parser would read the whole of it (its own reads `22x` as 22).
-_INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 RULES = ProfileRules(
     server_name="llama-server",

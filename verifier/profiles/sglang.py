@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from verifier.profiles.base import LaunchSpec, ResetCall, ServerProfile
+from collections.abc import Mapping, Sequence
+
+from verifier.profiles.base import LaunchSpec, ResetCall, ServerLimits, ServerProfile
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
 
@@ -20,8 +22,25 @@ class SglangProfile(ServerProfile):
             argv.append(CACHE_OFF_FLAG)
         return argv + list(spec.extra_args)
 
+    def limits(self, argv: Sequence[str], environment: Mapping[str, str]) -> ServerLimits:
+        """SGLang's `--context-length` bounds a prompt and its reply; its
+        `--preferred-sampling-params` may cap every reply (`max_new_tokens`); a `--config`
+        file may set either."""
+        unread = [where for where, _ in self.option_values(argv, environment, _CONFIG_FILE)]
+        caps = self.json_caps_given(argv, environment, _PREFERRED, _CAP_KEYS, unread)
+        contexts = self.counts_given(argv, environment, _CONTEXT, unread)
+        return ServerLimits(
+            reply_cap=min(caps, default=None),
+            context=min((c for c in contexts if c > 0), default=None),
+            unread=", ".join(unread) or None,
+        )
+
 
 CACHE_OFF_FLAG = "--disable-radix-cache"
+_CONFIG_FILE = frozenset(("--config",))
+_PREFERRED = frozenset(("--preferred-sampling-params",))
+_CAP_KEYS = frozenset(("max_new_tokens",))
+_CONTEXT = frozenset(("--context-length",))
 
 RULES = ProfileRules(
     server_name="sglang",

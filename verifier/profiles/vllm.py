@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from verifier.profiles.base import LaunchSpec, ResetCall, ServerProfile
+from verifier.profiles.base import LaunchSpec, ResetCall, ServerLimits, ServerProfile
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
 
@@ -41,6 +41,30 @@ class VllmProfile(ServerProfile):
     def reuse_within_lookups(self) -> bool:
         return True  # prefix_cache_hits and prefix_cache_queries both count tokens
 
+    def limits(self, argv: Sequence[str], environment: Mapping[str, str]) -> ServerLimits:
+        """vLLM's `max_new_tokens` in `--override-generation-config` (or in a generation
+        config folder it is pointed to, which a bundle does not hold) caps every reply;
+        `--max-model-len` bounds a prompt and its reply; a `--config` file may set either."""
+        unread = [where for where, _ in self.option_values(argv, environment, _CONFIG_FILE)]
+        unread += [
+            where
+            for where, value in self.option_values(argv, environment, _GENERATION_CONFIG)
+            if value not in ("auto", "vllm")  # the model's own, or none: as by default
+        ]
+        caps = self.json_caps_given(argv, environment, _OVERRIDE, _CAP_KEYS, unread)
+        contexts = self.counts_given(argv, environment, _CONTEXT, unread)
+        return ServerLimits(
+            reply_cap=min(caps, default=None),
+            context=min((c for c in contexts if c > 0), default=None),
+            unread=", ".join(unread) or None,
+        )
+
+
+_CONFIG_FILE = frozenset(("--config",))
+_GENERATION_CONFIG = frozenset(("--generation-config",))
+_OVERRIDE = frozenset(("--override-generation-config",))
+_CAP_KEYS = frozenset(("max_new_tokens", "max_tokens"))
+_CONTEXT = frozenset(("--max-model-len",))
 
 CACHE_OFF_FLAG = "--no-enable-prefix-caching"
 CACHE_ON_FLAG = "--enable-prefix-caching"

@@ -331,3 +331,34 @@ def test_an_attached_capture_says_what_the_server_set_is_not_known(tmp_path: Pat
         "known" in reason
         for reason in result.classification.reasons
     ), result.classification.reasons
+
+
+# --- mlxcel: a cache beside the one the rules count (helper-49) ----------------------------
+
+
+def test_a_snapshot_cache_hit_on_a_request_that_claims_no_cache_is_not_proven(
+    tmp_path: Path,
+) -> None:
+    """mlxcel's snapshot cache of model-owned state counts its own hits (SERVERS.md): every
+    cold, opt-out and cache-off request of the seed made to show one stayed proven."""
+    from test_soundness import SEED_FILES
+
+    files: Files = dict(SEED_FILES)
+    files.pop("SHA256SUMS.sig", None)
+    state: dict[tuple[str, int], list[float]] = {}
+    for name in sorted(n for n in files if n.startswith(layout.RECORDS_DIR + "/")):
+        record = json.loads(files[name])
+        running = state.setdefault((record["condition"], record["server_instance"]), [0, 0])
+        telemetry = record["telemetry"]
+        for side in ("before", "after"):
+            if side == "after" and record["claimed_arm"] != "warm":
+                running[0] += 1
+                running[1] += 32
+            metrics = telemetry[side]["metrics"]
+            metrics["mlxcel_prompt_cache_snapshot_hits_total"] = running[0]
+            metrics["mlxcel_prompt_cache_snapshot_tokens_reused_total"] = running[1]
+        files = _edited(files, name, lambda document, record=record: document.update(record))
+    result = _verified(files, tmp_path)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    unproven = [f for f in result.findings if "another cache supplied state" in f.message]
+    assert len(unproven) == 18  # 9 requests a condition claim no cache: each unproven

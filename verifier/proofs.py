@@ -113,6 +113,28 @@ def _at_cap(record: Record) -> bool:
     return used >= least
 
 
+def used_another_cache(proofs: list[RequestProof], counters: Sequence[str]) -> list[RequestProof]:
+    """The proofs, with each proven request that claims the cache was not used (cold,
+    opt-out, cache-off) left unproven where one of `counters` (a cache beside the rules'
+    signals: `ServerProfile.other_hit_counters`) rose across it."""
+    if not counters:
+        return proofs
+    found = []
+    for proof in proofs:
+        if proof.proven and proof.arm is not Arm.WARM:
+            before, after = proof.record.before, proof.record.after
+            rose = [
+                f"{_short(ref)} +{max(moves):g}"
+                for ref in counters
+                if (moves := counter_moves(ref, before, after)) and max(moves) > 0
+            ]
+            if rose:
+                reason = f"{', '.join(rose)}: the server says another cache supplied state"
+                proof = replace(proof, proven=False, reason=reason)
+        found.append(proof)
+    return found
+
+
 def least_cap(record: Record) -> int | None:
     """The least cap the body sets by any name that is a count (None: none)."""
     body = record.request_body

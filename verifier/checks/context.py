@@ -18,7 +18,7 @@ from verifier.model import Arm
 from verifier.profiles import PROFILES, current_rules, known_rules
 from verifier.profiles.base import ServerLimits, ServerProfile
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import RequestProof, capped_by_servers, prove_all
+from verifier.proofs import RequestProof, capped_by_servers, prove_all, used_another_cache
 from verifier.protocol import (
     Capabilities,
     Phase,
@@ -292,7 +292,9 @@ class BundleContext:
             no_rules_reason=self.rules_choice.note,
             attached=experiment.attached,
         )
-        return capped_by_servers(proofs, self.server_limits)
+        proofs = capped_by_servers(proofs, self.server_limits)
+        profile = self.profile
+        return used_another_cache(proofs, profile.other_hit_counters if profile else ())
 
     @cached_property
     def server_limits(self) -> dict[tuple[str, int], ServerLimits]:

@@ -242,6 +242,15 @@ class ServerProfile(ABC):
         return frozenset()
 
     @property
+    def other_hit_counters(self) -> tuple[str, ...]:
+        """Counters of a cache beside the one the rules' signals count (mlxcel's snapshot
+        cache of model-owned state): a rise across a request that claims the cache was not
+        used (cold, opt-out, cache-off) says it was, and leaves the request unproven. Not in
+        ProfileRules: the rule copies that bundles carry stay valid (none known, by
+        default)."""
+        return ()
+
+    @property
     def reuse_within_lookups(self) -> bool:
         """Whether the rules' reuse and lookup counters count the same thing (vLLM's prefix
         cache hits and queries, both in tokens: SERVERS.md), so that across a request the

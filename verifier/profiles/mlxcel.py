@@ -20,6 +20,14 @@ class MlxcelProfile(ServerProfile):
         return argv + list(spec.extra_args)
 
     @property
+    def other_hit_counters(self) -> tuple[str, ...]:
+        # the snapshot cache of model-owned state (SERVERS.md, additions): its own counters
+        return (
+            "metric:mlxcel_prompt_cache_snapshot_hits_total",
+            "metric:mlxcel_prompt_cache_snapshot_tokens_reused_total",
+        )
+
+    @property
     def cached_tokens_counter(self) -> str | None:
         # in the seed sample it moves by each answer's cached_tokens, 0 or 32 (SERVERS.md)
         return "metric:llamacpp:prompt_tokens_cached_total"

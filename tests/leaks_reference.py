@@ -273,7 +273,7 @@ def _known_pattern(known: Known) -> str:
         return leaks._known_address(known.value)
     if known.kind is KnownKind.USER:
         return (
-            rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
+            rf"(?i:(?<=[/\\]){leaks._SYSTEM_PARENTS}{v}{_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@)"
             rf"|(?<=['\"`]){v}(?=['\"`]@)"
             rf"|(?:{leaks._USER_ASSIGNED}){v}(?![\w-]|\.\w)"

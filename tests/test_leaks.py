@@ -1278,3 +1278,58 @@ def test_a_hidden_span_is_read_as_a_boundary_and_what_follows_it_is_found() -> N
     assert [h.path for h in found] == [("a", 0), ("a", 1), ("b",)]
     only = detector.scan_document_hiding(document, hidden, {(("a", 0), False)})
     assert [h.path for h in only] == [("a", 0)]
+
+
+@pytest.mark.parametrize(
+    ("user", "text", "found"),
+    [
+        # a service account's name is the name of the system's own folder for it
+        ("cache", "apt keeps its lists in /var/cache/apt/lists", []),
+        ("www", "serve it from /var/www/html", []),
+        ("postgres", "data in /var/lib/postgres/data and /usr/lib/postgres/16", []),
+        ("bin", "installed to /usr/local/bin and /usr/bin", []),
+        # ... but a user's own folder anywhere else is found (HPC, mounted data)
+        ("cache", "ran from /scratch/cache/run and /mnt/data/cache/x", ["cache", "cache"]),
+        ("jdoe", "/var/jdoe/x", []),  # (under /var: not an account's folder)
+    ],
+)
+def test_a_user_named_as_a_system_folder_is_not_found_in_it(
+    user: str, text: str, found: list[str]
+) -> None:
+    """helper-50: export refused honest replies naming /var/cache for a user `cache`."""
+    detector = Detector([Known(user, "user-name", "<user>", KnownKind.USER)])
+    assert [text[h.start : h.end] for h in detector.scan_text(text)] == found
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ('{"token": "Tr0ub4dor3xK9mQ2ab"}', ["Tr0ub4dor3xK9mQ2ab"]),
+        ("token: Tr0ub4dor3xK9mQ2ab", ["Tr0ub4dor3xK9mQ2ab"]),
+        ("GET /v1/x?token=Tr0ub4dor3xK9mQ2ab HTTP/1.1", ["Tr0ub4dor3xK9mQ2ab"]),
+        # a model's token in logprobs is not a secret, nor a word or number of 16 or more
+        ('{"token": "Paris", "logprob": -0.1}', []),
+        ('{"token": "ValueErrorException"}', []),
+        ('{"token": "1234567890123456"}', []),
+    ],
+)
+def test_a_member_named_token_holds_a_secret_when_its_value_is_random(
+    text: str, found: list[str]
+) -> None:
+    """helper-50: `token: X` with a random X was published (the name alone is a model's
+    token in logprobs)."""
+    assert [text[h.start : h.end] for h in scan_text(text)] == found
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("machine api.x.io login bob password Tr0ub4dor3xK9mQ2", ["Tr0ub4dor3xK9mQ2"]),
+        ("passwd Hunter22Abc", ["Hunter22Abc"]),
+        ("the password reset link; password hunter22; mypassword Tr0ub4dor3x", []),
+    ],
+)
+def test_a_password_after_its_word_and_a_space(text: str, found: list[str]) -> None:
+    """helper-50: `.netrc`'s `password X` was published; a password's shape only (eight or
+    more, both cases and a digit), as after `PASS=`."""
+    assert [text[h.start : h.end] for h in scan_text(text)] == found

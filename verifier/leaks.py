@@ -355,7 +355,7 @@ _PREFIXED_TOKENS = _Lazy(
     | pplx-(?P<pplx>[A-Za-z0-9]{40,})
     | nvapi-(?P<nvapi>[A-Za-z0-9_-]{40,})
     | r8_(?P<replicate>[A-Za-z0-9]{30,})
-    | ya29\.(?P<googleoauth>(?=[A-Za-z0-9_.-]{30})[A-Za-z0-9_-]++(?:\.[A-Za-z0-9_-]++)*+)
+    | ya29\.(?P<googleoauth>(?=[A-Za-z0-9_.-]{30})[A-Za-z0-9_-]++(?:\.(?!ya29\.)[A-Za-z0-9_-]++)*+)
     | SG\.(?P<sendgrid>[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])
     | do[opr]_v1_(?P<digitalocean>[a-f0-9]{64})
     """,
@@ -374,6 +374,7 @@ _AUTH_TOKENS = _Lazy(
       (?:(?i:basic)\s+(?P<basic>[A-Za-z0-9+/]{{8,}}={{0,2}})
         |(?:[A-Za-z][\w-]*[ \t]+)?(?P<auth>{_TOKEN_VALUE}{{7,}}))
     | (?<![\w-])(?i:bearer)[ \t]+(?P<bearer>{_TOKEN_VALUE}{{11,}})
+    | (?<![\w-])(?i:pass(?:word|wd|phrase))[ \t]+(?P<spacedpass>{_TOKEN_VALUE}{{7,}})
     | (?<![\w-])(?i:(?:set-)?cookie)["']?[ \t]*[:\x01][ \t]*["']?
       (?P<cookie>{_COOKIE_PAIR}(?:;[ \t]*{_COOKIE_PAIR})*)
     """,
@@ -583,6 +584,8 @@ def _secret_value(name: str, value: str) -> bool:
     in both cases and a digit (`pass=Tr0ub4dor3`), no path (`PWD=D:\\work\\x`)."""
     if _NUMBER.fullmatch(value):
         return False
+    if name == "token":  # a model's token (logprobs), unless it is 16 random characters
+        return len(value) >= 16 and _random_key(value)
     if _WEAK_SECRET_NAME.search(name):
         if "sig" in name.lower():
             return len(value) >= 16 and _SIGNATURE_VALUE.fullmatch(value) is not None
@@ -600,10 +603,9 @@ _SIGNATURE_VALUE = _Lazy(r"(?=[^0-9]*[0-9])(?:[A-Za-z0-9+/=_-]|%[0-9A-Fa-f]{2})+
 
 
 def _is_secret_name(name: str, *, flag: bool = False) -> bool:
-    """`--token` is a secret flag; a member named `token` is a model's token (logprobs); a
-    weak name (`_WEAK_SECRET_NAMES`) is no flag's (`--pass 2`)."""
-    if not flag and name == "token":
-        return False
+    """`--token` is a secret flag (a member named `token` is most often a model's token, in
+    logprobs: `_secret_value` asks its value to be random); a weak name
+    (`_WEAK_SECRET_NAMES`) is no flag's (`--pass 2`)."""
     if flag and _WEAK_SECRET_NAME.search(name):
         return False
     return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
@@ -639,7 +641,7 @@ def _accept_token(match: re.Match[str]) -> bool:
     ):  # fmt: skip
         return _after_boundary(match, "_-")
     if group in ("groq", "xai", "pplx", "nvapi", "replicate", "googleoauth"):
-        return _after_boundary(match, "_-") and _random_key(value)
+        return len(value) >= 30 and _after_boundary(match, "_-") and _random_key(value)
     if group == "aws":
         return _after_boundary(match, "")
     if group == "awssecret":
@@ -659,6 +661,8 @@ def _accept_token(match: re.Match[str]) -> bool:
         return _is_secret_name(name) and _secret_value(name, value)
     if group in ("auth", "bearer"):
         return _tokenish(value)
+    if group == "spacedpass":  # `.netrc`'s `password X`, prose's: a password's shape only
+        return _secret_value("pass", value)
     if group == "cookie":  # the whole list goes, where one of its values is a session's
         # (Set-Cookie's attributes only after its first pair: a Cookie header has none)
         attributes = _COOKIE_ATTRIBUTES if match.group(0)[:3].lower() == "set" else frozenset()
@@ -1018,7 +1022,7 @@ class _Places:
         low, words = self.low, self.words
         if words is None:
             return None
-        auth = [at for at in words if low.startswith("authorization", at)]
+        auth = [at for at in words if low.startswith(("authorization", "pass"), at)]
         bearer = self.bounded(_starts(_BEARER, low))
         cookie = self.bounded(_starts(_COOKIE, low))
         if bearer is None or cookie is None:
@@ -1363,6 +1367,14 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
 # Known values
 
 _NAME_END = r"(?=[/\\\s\"':@\x00-\x02]|\Z)"
+# The system's own folders, whose entries name programs and services, not accounts: a user
+# named `cache`, `www` or `postgres` is not found in `/var/cache`, `/var/www`,
+# `/var/lib/postgres` (a distinctive name is found anywhere).
+_SYSTEM_PARENTS = "".join(
+    f"(?<!/{parent}/)"
+    for parent in ("var", "usr", "etc", "lib", "lib64", "share", "local", "run", "sys",
+                   "proc", "dev", "boot", "bin", "sbin")
+)  # fmt: skip
 
 
 # What may follow a user name: `@`, or `:` and then `@` before any `/` or space (the
@@ -1601,7 +1613,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             # or a repository id is found too.
             return rf"(?i:{_NOT_ALNUM_BEFORE}{v}{_NOT_ALNUM_AFTER})"
         return (
-            rf"(?i:(?<=[/\\]){v}{_NAME_END}|(?<=~){v}(?![\w.-])"
+            rf"(?i:(?<=[/\\]){_SYSTEM_PARENTS}{v}{_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
             rf"|{_QUOTED_ACCOUNT[0]}{v}{_QUOTED_ACCOUNT[1]}"
             rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\)))"

@@ -135,7 +135,8 @@ def test_model_files_say_whether_they_were_rehashed(tmp_path: Path) -> None:
     assert code == 1 and "verdict: invalid" in out
 
 
-def test_attach_mode_and_skipped_phases_are_stated(tmp_path: Path) -> None:
+def attached_seed(tmp_path: Path) -> Path:
+    """The seed sample as a capture attached to a server the harness did not start."""
     bundle = tmp_path / "attached"
     shutil.copytree(SEED, bundle)
     experiment = json.loads((bundle / layout.EXPERIMENT).read_text())
@@ -145,6 +146,11 @@ def test_attach_mode_and_skipped_phases_are_stated(tmp_path: Path) -> None:
     ]
     (bundle / layout.EXPERIMENT).write_text(json.dumps(experiment))
     resum_tree(bundle)
+    return bundle
+
+
+def test_attach_mode_and_skipped_phases_are_stated(tmp_path: Path) -> None:
+    bundle = attached_seed(tmp_path)
     checks = {c["check"]: c for c in report(str(bundle))["bundles"][0]["checks"]}  # type: ignore[index]
     mode = checks["capture mode"]
     assert mode["status"] == "skipped" and "(--url)" in mode["detail"]

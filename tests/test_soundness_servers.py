@@ -6,13 +6,12 @@ integrity redone as a forger would; the verdict it argued for must not stand."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from make_samples import _resum, resum_tree
-from test_soundness import SAMPLES, _archive_files, write
+from make_samples import _resum
+from test_soundness import _archive_files, write
 from test_soundness_signals import Files, _edited, _invalid
 
 from verifier import layout
@@ -315,16 +314,9 @@ def test_a_vllm_reply_longer_than_its_servers_cap_is_a_contradiction(tmp_path: P
 def test_an_attached_capture_says_what_the_server_set_is_not_known(tmp_path: Path) -> None:
     """No command line was recorded, so a server's own `-n` or sampling could not be read:
     the verdict says so (helper-49)."""
-    bundle = tmp_path / "attached"
-    shutil.copytree(SAMPLES / "seed-mlxcel", bundle)
-    experiment = json.loads((bundle / layout.EXPERIMENT).read_text())
-    experiment["server"]["attached"] = True
-    experiment["protocol"]["skipped_phases"] = [
-        {"phase": "disabled-server", "reason": "attached: the harness cannot restart the server"}
-    ]
-    (bundle / layout.EXPERIMENT).write_text(json.dumps(experiment))
-    resum_tree(bundle)
-    result = verify_path(bundle)
+    from test_report_layout import attached_seed
+
+    result = verify_path(attached_seed(tmp_path))
     assert result.classification is not None
     assert any(
         "what the server set for every request (a reply cap, a context, its sampling) is not "

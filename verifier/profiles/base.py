@@ -40,6 +40,19 @@ class ServerLimits:
     unread: str | None = None  # a limit not read as a count, as written
     sampling: str | None = None  # a setting by which a request at temperature 0 still samples
 
+    @classmethod
+    def read(
+        cls, caps: list[int], contexts: list[int], unread: list[str], sampling: str | None = None
+    ) -> ServerLimits:
+        """The limits of the values a server was given: the least cap, the least context
+        (0: the model's own, none known), the places not read as counts."""
+        return cls(
+            reply_cap=min(caps, default=None),
+            context=min((c for c in contexts if c > 0), default=None),
+            unread=", ".join(unread) or None,
+            sampling=sampling,
+        )
+
     def capped(self, prompt: int | None, used: int | None) -> bool:
         """Whether a reply of `used` tokens after a prompt of `prompt` may have been cut by
         these limits (unknown counts: it may)."""

@@ -29,11 +29,7 @@ class SglangProfile(ServerProfile):
         unread = [where for where, _ in self.option_values(argv, environment, _CONFIG_FILE)]
         caps = self.json_caps_given(argv, environment, _PREFERRED, _CAP_KEYS, unread)
         contexts = self.counts_given(argv, environment, _CONTEXT, unread)
-        return ServerLimits(
-            reply_cap=min(caps, default=None),
-            context=min((c for c in contexts if c > 0), default=None),
-            unread=", ".join(unread) or None,
-        )
+        return ServerLimits.read(caps, contexts, unread)
 
 
 CACHE_OFF_FLAG = "--disable-radix-cache"

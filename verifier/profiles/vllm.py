@@ -53,11 +53,7 @@ class VllmProfile(ServerProfile):
         ]
         caps = self.json_caps_given(argv, environment, _OVERRIDE, _CAP_KEYS, unread)
         contexts = self.counts_given(argv, environment, _CONTEXT, unread)
-        return ServerLimits(
-            reply_cap=min(caps, default=None),
-            context=min((c for c in contexts if c > 0), default=None),
-            unread=", ".join(unread) or None,
-        )
+        return ServerLimits.read(caps, contexts, unread)
 
 
 _CONFIG_FILE = frozenset(("--config",))

@@ -1291,6 +1291,9 @@ def test_a_hidden_span_is_read_as_a_boundary_and_what_follows_it_is_found() -> N
         # ... but a user's own folder anywhere else is found (HPC, mounted data)
         ("cache", "ran from /scratch/cache/run and /mnt/data/cache/x", ["cache", "cache"]),
         ("jdoe", "/var/jdoe/x", []),  # (under /var: not an account's folder)
+        # ... only the system's own folders, from the root (helper-51)
+        ("jdoe", "/mnt/share/jdoe/x /scratch/local/jdoe /local/jdoe/run", ["jdoe"] * 3),
+        ("jdoe", "%2Fshare%2Fjdoe%2Fx /data/lib/jdoe/x", ["jdoe", "jdoe"]),
     ],
 )
 def test_a_user_named_as_a_system_folder_is_not_found_in_it(

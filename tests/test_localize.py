@@ -19,7 +19,10 @@ def response(*tokens: tuple[str, float, dict[str, float]]) -> dict[str, Any]:
         for token, logprob, alternatives in tokens
     ]
     text = "".join(token for token, _, _ in tokens)
-    return {"choices": [{"message": {"content": text}, "logprobs": {"content": content}}]}
+    return {
+        "choices": [{"message": {"content": text}, "logprobs": {"content": content}}],
+        "usage": {"completion_tokens": len(tokens)},
+    }
 
 
 SAME = ("It", -0.1, {"It": -0.1, "The": -2.5})
@@ -83,6 +86,20 @@ def test_a_list_of_merged_tokens_is_not_the_replys_list() -> None:
         assert len(token_choices(merged)) == 2
 
 
+def test_a_list_padded_to_the_count_or_without_one_is_refused() -> None:
+    """Merged tokens padded back to the count with empty entries, or a reply whose count
+    was removed, moved the divergence (helper-51): an empty token only ends the list, and a
+    list is read only against a count."""
+    padded = response(("It was a", -0.1, {"It was a": -0.1}), ("", -0.1, {"": -0.1}), SAME)
+    with pytest.raises(LogprobsError, match="empty token before its last"):
+        token_choices(padded)
+    ended = response(SAME, ("", -0.1, {"": -0.1}))
+    assert len(token_choices(ended)) == 2  # llama.cpp's end token, last
+    del ended["usage"]
+    with pytest.raises(LogprobsError, match="does not count its tokens"):
+        token_choices(ended)
+
+
 def test_bytes_that_do_not_spell_the_reply_are_refused_whatever_the_text_says() -> None:
     """Tokens given the same id and the bytes [255] (no UTF-8 anywhere) beside their own
     text moved the divergence (helper-49): where every entry has bytes, the bytes spell it."""
@@ -107,7 +124,10 @@ def test_tokens_that_look_alike_but_differ_are_different() -> None:
 
     def reply(token_id: int) -> dict[str, Any]:
         content = [entry(token_id)]
-        return {"choices": [{"message": {"content": "\ufffd"}, "logprobs": {"content": content}}]}
+        return {
+            "choices": [{"message": {"content": "\ufffd"}, "logprobs": {"content": content}}],
+            "usage": {"completion_tokens": 1},
+        }
 
     found = localize(token_choices(reply(4)), token_choices(reply(5)))
     assert found.index == 0

@@ -285,13 +285,18 @@ def test_the_limits_vllm_and_sglang_read() -> None:
     override = ["--override-generation-config", '{"max_new_tokens": 22, "temperature": 0.5}']
     assert vllm.limits(override, {}).reply_cap == 22
     assert vllm.limits(["--max_model_len=148"], {}).context == 148
+    assert vllm.limits(["--max-model-len", "32k"], {}).context == 32_000  # as vLLM reads it
+    assert vllm.limits(["--max-model-len", "32K"], {}).context == 32_768
+    dotted = ["--override-generation-config.max_new_tokens", "22"]  # vLLM's dotted JSON form
+    assert vllm.limits(dotted, {}).reply_cap == 22
     assert vllm.limits(["--generation-config", "auto"], {}) == ServerLimits()  # the default
     for argv in (
         ["--generation-config", "/path/to/config"],  # a folder the bundle does not hold
         ["--config", "serve.yaml"],
         ["--override-generation-config", "{max_new_tokens: 22}"],
         ["--override-generation-config", '{"max_new_tokens": "22"}'],
-        ["--max-model-len", "32k"],
+        ["--max-model-len", "32 k"],
+        ["--override-generation-config", "[" * 100_000],  # too deep to read: no crash
     ):
         assert vllm.limits(argv, {}).unread is not None, argv
     assert sglang.limits(["--context-length", "148"], {}).context == 148
@@ -328,8 +333,9 @@ def test_an_attached_capture_says_what_the_server_set_is_not_known(tmp_path: Pat
 # --- mlxcel: a cache beside the one the rules count (helper-49) ----------------------------
 
 
+@pytest.mark.parametrize("surface", ["metrics", "cache_stats"])
 def test_a_snapshot_cache_hit_on_a_request_that_claims_no_cache_is_not_proven(
-    tmp_path: Path,
+    tmp_path: Path, surface: str
 ) -> None:
     """mlxcel's snapshot cache of model-owned state counts its own hits (SERVERS.md): every
     cold, opt-out and cache-off request of the seed made to show one stayed proven."""
@@ -346,9 +352,12 @@ def test_a_snapshot_cache_hit_on_a_request_that_claims_no_cache_is_not_proven(
             if side == "after" and record["claimed_arm"] != "warm":
                 running[0] += 1
                 running[1] += 32
-            metrics = telemetry[side]["metrics"]
-            metrics["mlxcel_prompt_cache_snapshot_hits_total"] = running[0]
-            metrics["mlxcel_prompt_cache_snapshot_tokens_reused_total"] = running[1]
+            if surface == "metrics":
+                metrics = telemetry[side]["metrics"]
+                metrics["mlxcel_prompt_cache_snapshot_hits_total"] = running[0]
+                metrics["mlxcel_prompt_cache_snapshot_tokens_reused_total"] = running[1]
+            else:  # the stats' own `snapshot_*` fields (helper-51)
+                telemetry[side]["cache_stats"]["snapshot_hits"] = running[0]
         files = _edited(files, name, lambda document, record=record: document.update(record))
     result = _verified(files, tmp_path)
     assert result.verdict is Verdict.INCONCLUSIVE

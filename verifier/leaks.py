@@ -1369,11 +1369,16 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
 _NAME_END = r"(?=[/\\\s\"':@\x00-\x02]|\Z)"
 # The system's own folders, whose entries name programs and services, not accounts: a user
 # named `cache`, `www` or `postgres` is not found in `/var/cache`, `/var/www`,
-# `/var/lib/postgres` (a distinctive name is found anywhere).
+# `/var/lib/postgres`; each folder from the root of its path (`/mnt/share/al` is a user's).
+# (A distinctive name is found anywhere.)
 _SYSTEM_PARENTS = "".join(
-    f"(?<!/{parent}/)"
-    for parent in ("var", "usr", "etc", "lib", "lib64", "share", "local", "run", "sys",
-                   "proc", "dev", "boot", "bin", "sbin")
+    rf"(?<!(?<![\w.~/-]){re.escape(parent)})"
+    for parent in (
+        "/var/", "/usr/", "/etc/", "/lib/", "/lib64/", "/run/", "/sys/", "/proc/", "/dev/",
+        "/boot/", "/bin/", "/sbin/", "/var/lib/", "/var/cache/", "/usr/lib/", "/usr/lib64/",
+        "/usr/share/", "/usr/local/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/",
+        "/usr/local/lib/", "/usr/local/share/",
+    )
 )  # fmt: skip
 
 

@@ -162,17 +162,20 @@ def token_choices(response: Any) -> list[TokenChoice]:
         choices.append(choice)
     if not _spells(content, choices, text):
         raise LogprobsError("the token list does not spell the reply's content")
-    counted = (
-        response.get("usage", {}).get("completion_tokens")
-        if isinstance(response.get("usage"), dict)
-        else None
-    )
-    if type(counted) is int and len(choices) not in (counted, counted - 1):
+    usage = response.get("usage")
+    counted = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    if type(counted) is not int:
+        raise LogprobsError("the reply does not count its tokens: its list cannot be held to it")
+    if len(choices) not in (counted, counted - 1):
         # one token per entry, but an end token the list may leave out: a list of fewer
         # (tokens merged) or more places reads a divergence at a place the reply does not have
         raise LogprobsError(
             f"the token list has {len(choices)} entries for a reply of {counted} tokens"
         )
+    if any(not c.token for c in choices[:-1]):
+        # an empty piece is an end token, the last one: empty pieces before it would pad a
+        # list of merged tokens to the count
+        raise LogprobsError("the token list has an empty token before its last")
     return choices
 
 

@@ -202,7 +202,7 @@ class ServerProfile(ABC):
         for where, value in self.option_values(argv, environment, options):
             try:
                 document = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):
                 document = None
             if not isinstance(document, dict):
                 unread.append(where)

@@ -25,6 +25,8 @@ class MlxcelProfile(ServerProfile):
         return (
             "metric:mlxcel_prompt_cache_snapshot_hits_total",
             "metric:mlxcel_prompt_cache_snapshot_tokens_reused_total",
+            "stats:snapshot_hits",  # (and in /v1/cache/stats: `snapshot_*`)
+            "stats:snapshot_tokens_reused",
         )
 
     @property

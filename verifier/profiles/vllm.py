@@ -52,7 +52,18 @@ class VllmProfile(ServerProfile):
             if value not in ("auto", "vllm")  # the model's own, or none: as by default
         ]
         caps = self.json_caps_given(argv, environment, _OVERRIDE, _CAP_KEYS, unread)
-        contexts = self.counts_given(argv, environment, _CONTEXT, unread)
+        # and vLLM's dotted form of a JSON argument: `--override-generation-config.KEY V`
+        # (option_values reads a long option's `_` as `-`, its key's too)
+        dotted = {f"--override-generation-config.{key.replace('_', '-')}" for key in _CAP_KEYS}
+        caps += self.counts_given(argv, environment, dotted, unread)
+        contexts = []
+        for where, value in self.option_values(argv, environment, _CONTEXT):
+            size = _SIZE.fullmatch(value)  # vLLM reads `32k` as 32,000 and `32K` as 32,768
+            if size is None:
+                unread.append(where)
+            else:
+                unit = _UNITS[size.group(2)] if size.group(2) else 1
+                contexts.append(int(float(size.group(1)) * unit))
         return ServerLimits.read(caps, contexts, unread)
 
 
@@ -61,6 +72,8 @@ _GENERATION_CONFIG = frozenset(("--generation-config",))
 _OVERRIDE = frozenset(("--override-generation-config",))
 _CAP_KEYS = frozenset(("max_new_tokens", "max_tokens"))
 _CONTEXT = frozenset(("--max-model-len",))
+_SIZE = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,6})?)([kmgKMG]?)")
+_UNITS = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
 
 CACHE_OFF_FLAG = "--no-enable-prefix-caching"
 CACHE_ON_FLAG = "--enable-prefix-caching"

@@ -95,6 +95,13 @@ def test_a_list_padded_to_the_count_or_without_one_is_refused() -> None:
         token_choices(padded)
     ended = response(SAME, ("", -0.1, {"": -0.1}))
     assert len(token_choices(ended)) == 2  # llama.cpp's end token, last
+    # a piece of a character (no text of its own, but its bytes) is no padding
+    split = response(("", -0.1, {"": -0.1}), ("", -0.1, {"": -0.1}), ("x", -0.1, {"x": -0.1}))
+    pieces = split["choices"][0]["logprobs"]["content"]
+    for entry, raw in zip(pieces, ([0xE2], [0x80, 0x94], [0x78]), strict=True):
+        entry["bytes"] = raw
+    split["choices"][0]["message"]["content"] = "\u2014x"
+    assert len(token_choices(split)) == 3
     del ended["usage"]
     with pytest.raises(LogprobsError, match="does not count its tokens"):
         token_choices(ended)

@@ -172,9 +172,9 @@ def token_choices(response: Any) -> list[TokenChoice]:
         raise LogprobsError(
             f"the token list has {len(choices)} entries for a reply of {counted} tokens"
         )
-    if any(not c.token for c in choices[:-1]):
-        # an empty piece is an end token, the last one: empty pieces before it would pad a
-        # list of merged tokens to the count
+    if any(not entry["token"] and not entry.get("bytes") for entry in content[:-1]):
+        # a piece of no text and no bytes is an end token, the last one: such pieces before
+        # it would pad a list of merged tokens to the count
         raise LogprobsError("the token list has an empty token before its last")
     return choices
 

@@ -912,7 +912,7 @@ def test_vllm_command_lines_differ_only_by_the_cache_flags() -> None:
     invalid)."""
     from types import SimpleNamespace
 
-    from verifier.checks.consistency import _normalized
+    from verifier.checks.consistency import normalized_command_line
     from verifier.profiles.base import LaunchSpec
 
     profile = PROFILES["vllm"]
@@ -923,7 +923,9 @@ def test_vllm_command_lines_differ_only_by_the_cache_flags() -> None:
 
     on, off = server(False), server(True)
     assert on.argv != off.argv
-    assert _normalized(on, profile.rules, ()) == _normalized(off, profile.rules, ())
+    assert normalized_command_line(on, profile.rules, ()) == normalized_command_line(
+        off, profile.rules, ()
+    )
 
 
 @pytest.mark.parametrize(

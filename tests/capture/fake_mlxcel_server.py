@@ -137,7 +137,9 @@ def complete(state: State, body: dict[str, Any]) -> dict[str, Any]:
         if cached == 0:
             state.misses += 1
         state.gather += 12 if cached else 9
-    usage: dict[str, Any] = {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": 12}
+    # twelve tokens, or the request's cap if less: a server stops at its cap
+    caps = [c for c in (body.get("max_tokens"), body.get("n_predict")) if isinstance(c, int)]
+    usage: dict[str, Any] = {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": min([12, *caps])}
     if state.cache_on:
         usage["prompt_tokens_details"] = {"cached_tokens": cached}
     return {

@@ -139,18 +139,20 @@ def test_a_private_metric_label_stops_the_export(tmp_path: Path) -> None:
 
 
 def test_a_user_named_after_a_path_component_is_refused_in_evidence_only(tmp_path: Path) -> None:
+    # (a folder of the user's, `/data/cache`; the system's own `/var/cache` is not one:
+    # test_leaks.py::test_a_user_named_as_a_system_folder_is_not_found_in_it)
     f = _named("cache", "box")
-    f.run["notes"] = ["files in /var/cache/x"]
+    f.run["notes"] = ["files in /data/cache/x"]
     for body in [f.run["request_body"], *(e["request"]["body"] for e in f.exchanges())]:
-        body["metadata"] = "/var/cache/x"
+        body["metadata"] = "/data/cache/x"
     raw = f.write(tmp_path / "raw")
     with pytest.raises(ExportError, match=r"request_body/metadata"):
         export_bundle(ExportOptions(raw, tmp_path / "refused"))
     out = tmp_path / "public"
     export_bundle(ExportOptions(raw, out, allowed=("cache",)))
     experiment = json.loads((out / "experiment.json").read_text())
-    assert experiment["request_body"]["metadata"] == "/var/cache/x"
-    assert experiment["notes"] == ["files in /var/cache/x"]
+    assert experiment["request_body"]["metadata"] == "/data/cache/x"
+    assert experiment["notes"] == ["files in /data/cache/x"]
 
 
 @pytest.mark.parametrize(("user", "host"), [("write", "gather"), ("cache", "prompt")])

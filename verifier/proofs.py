@@ -88,14 +88,24 @@ def _at_cap(record: Record) -> bool:
     finish_reason is not in the output hash, so a bundle could relabel it. Where the body
     sets a cap, a reply that does not count what it used (no completion_tokens, or one
     that is not an integer: 22.0, "22") cannot show it stopped short of it: capped too."""
+    least, some, uncounted = _body_caps(record)
+    if not some:
+        return False
+    used = completion_count(record)
+    if used is None or uncounted or least is None:
+        return True
+    return used >= least
+
+
+def _body_caps(record: Record) -> tuple[int | None, bool, bool]:
+    """The least cap the body sets that is a count, whether it sets any, and whether one is
+    not a count. Every name servers read a cap by, and the least of them: which one a
+    server reads first differs (llama.cpp n_predict before max_tokens, SGLang and vLLM
+    max_completion_tokens before max_tokens), so the least is the cap it may have used."""
     body = record.request_body
-    # Every name servers read a cap by, and the least of them: which one a server reads
-    # first differs (llama.cpp n_predict before max_tokens, SGLang and vLLM
-    # max_completion_tokens before max_tokens), so the least is the cap it may have used.
-    # (one pass over the fields: the least cap, and whether any is not a count)
     least: int | None = None
     some = uncounted = False
-    for name in _CAP_FIELDS:
+    for name in _CAP_FIELDS:  # (one pass: read for every record)
         raw = body.get(name)
         if raw is None:
             continue
@@ -105,12 +115,7 @@ def _at_cap(record: Record) -> bool:
             uncounted = True
         elif least is None or cap < least:
             least = cap
-    if not some:
-        return False
-    used = completion_count(record)
-    if used is None or uncounted or least is None:
-        return True
-    return used >= least
+    return least, some, uncounted
 
 
 def used_another_cache(proofs: list[RequestProof], counters: Sequence[str]) -> list[RequestProof]:
@@ -137,9 +142,7 @@ def used_another_cache(proofs: list[RequestProof], counters: Sequence[str]) -> l
 
 def least_cap(record: Record) -> int | None:
     """The least cap the body sets by any name that is a count (None: none)."""
-    body = record.request_body
-    caps = (as_count(body.get(name)) for name in _CAP_FIELDS)
-    return min((cap for cap in caps if cap is not None), default=None)
+    return _body_caps(record)[0]
 
 
 def capped_by_servers(

@@ -405,6 +405,12 @@ def _base64_hits(
     in_base85 = []
     eligible: list[tuple[int, set[str], set[str]]] = []
     for index, value in enumerate(known):
+        if value.kind is KnownKind.USER and value.value not in skip:
+            # a user name before `@`, its bytes one by one, separated: each occurrence alone
+            at_sign = f"{value.value}@".encode("utf-8", "surrogatepass")
+            for spelled in sorted(_separated_bytes(at_sign, True)):
+                for at, _, _ in _occurrences(_ascii_lower(text), spelled, index):
+                    yield at, at + len(spelled), index
         if not _in_base64(value) or value.value in skip:
             continue
         utf8 = value.value.encode("utf-8", "surrogatepass")

@@ -930,6 +930,12 @@ _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime
         ("h 67:62:31:30:2D:6C:61:62:2D:30:37", [("67:62:31:30:2D:6C:61:62:2D:30:37", "<host>")]),
         ("h =2F=68=6F=6D=65=2F=6A=64=6F=65", [("=2F=68=6F=6D=65=2F=6A=64=6F=65", "/path/to/home")]),
         ("h 0x67, 0x62, 0x31, 0x30, 0x2d, 0x6c", []),
+        # a plain user name where it names an account, before `@` (as `_known_pattern`
+        # finds it in text); not before another character
+        ("u 6a 64 6f 65 40 61 62", [("6a 64 6f 65 40", "<user>")]),
+        ("u =6A=64=6F=65=40=61", [("=6A=64=6F=65=40", "<user>")]),
+        ("u [106, 100, 111, 101, 64, 97]", [("106, 100, 111, 101, 64", "<user>")]),
+        ("u 6a 64 6f 65 2e 61 62 and 6a 64 6f 65", []),
         # ... in decimal, as a list of the bytes prints
         (
             "b [47, 104, 111, 109, 101, 47, 106, 100, 111, 101, 47]",
@@ -984,6 +990,16 @@ def test_a_known_value_encoded_again_is_found(text: str, found: list[tuple[str, 
     assert [(text[h.start : h.end], h.placeholder) for h in hits] == found
 
 
+def test_a_plain_user_name_alone_is_found_spelled_before_its_at() -> None:
+    """With no value to look for in base64 (a plain user name is none), its account form
+    spelled a byte at a time is still looked for."""
+    detector = Detector([Known("jdoe", "user-name", "<user>", KnownKind.USER)])
+    text = "ssh 6a:64:6f:65:40:6c:61:62"
+    assert [(text[h.start : h.end], h.placeholder) for h in detector.scan_text(text)] == [
+        ("6a:64:6f:65:40", "<user>")
+    ]
+
+
 @pytest.mark.parametrize(
     "value",
     [
@@ -993,6 +1009,8 @@ def test_a_known_value_encoded_again_is_found(text: str, found: list[tuple[str, 
         "~!@#$%^&*()_+{}|:<>?",
         "zzzzzz",
         "a\tb\tc\td\x01e",  # bytes of one digit in decimal (audit 30)
+        "jdoe@",  # a user name before `@`, of two letters or more
+        "al@",
     ],
 )
 def test_each_spelling_of_the_bytes_is_where_the_gate_lets_them_be_searched(value: str) -> None:

@@ -322,6 +322,9 @@ FRAGMENTS = (
     "=2F=61=6C=69=63=65",
     "0x2f, 0x68, 0x6f, 0x6d, 0x65",
     ", 0x2f, 0x61, 0x6c, 0x69, 0x63, 0x65, 0x2f, 0x78",
+    "61 6c 40 ",  # a plain user name before `@`, spelled (and `alice@`, in part)
+    "97,108,105,99,101,64",
+    "=61=6C=69=63=65=40",
     "/ubzr/nyvpr",
     "tch-obk-01",
     base64.b64encode(gzip.compress(b"at /home/alice/x", mtime=0)).decode(),
@@ -657,6 +660,7 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "b\u00fcro-lab bu\u0308ro-lab xn--bro-lab-n2a W\u00d6RD wo\u0308rd /srv/modE\u0300les/x",
         "remote_addr=81.2.69.142 clientIp=81.2.69.142 chip 81.2.69.142 peer-addr: 81.2.69.142",
         "68665F516d56795156 aABmAF8AUQBtAFYAeQBlAFYATgBsAFkAMwBKAGwAZABGAFIAdgBhADIAVgB1AA==",
+        "61 6c 40 62 =61=6C=69=63=65=40=78 97,108,105,99,101,64 61:6c:40:61:6c:40 61-6C-2E",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

@@ -1936,6 +1936,12 @@ class _Base64Cores:
                     self.separated.setdefault(spelled, index)
                 for core in base85_cores(utf8):
                     self.base85.setdefault(core, index)
+            if value.kind is KnownKind.USER and value.value not in skip:
+                # A user name names an account before `@` (`al@lab-07`), which the text
+                # holds for it found by `_known_pattern`: so spelled too, the bytes of
+                # `al@` (the host after it is found, or not, as a host).
+                for spelled in separated_bytes(f"{value.value}@".encode("utf-8", "surrogatepass")):
+                    self.separated.setdefault(spelled, index)
         shortest = min(map(len, [*self.cores, *self.hexes]), default=0)
         self._long_run = re.compile(rf"{_BASE64_CLASS}{{{shortest}}}", re.ASCII)
         # each run of base64 characters that can hold a core, with its padding
@@ -1968,7 +1974,7 @@ class _Base64Cores:
         a memo: a sweep sends the same prompts again and again, and gets the same replies
         (1,500 exchanges of the bench's capture: 6.8 million characters, of which 343,000
         in distinct strings of 16 characters or more)."""
-        if not self.cores:
+        if not (self.cores or self.separated):
             return
         memo, shortest, offset = self._memo, self._shortest, 0
         for piece, piece_low in zip(text.split(SEP), low.split(SEP), strict=True):
@@ -2029,6 +2035,8 @@ class _Base64Cores:
                     joined = text[start:position].replace("\r\n", "").replace("\n", "")
                     if (match := find(joined)) is not None:
                         yield start, position, self.base85[match.group()]
+        if not self.cores:  # (only a user name's spellings: no run can hold one)
+            return
         lines = "\n" in text
         one_line = self._long_run.search(text) is not None
         if not (one_line or lines):

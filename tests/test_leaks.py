@@ -238,6 +238,11 @@ def test_hits_never_overlap_and_stay_in_bounds(text: str) -> None:
         ("C:\\Users\\al\\m.gguf", "home-path", "C:\\Users\\al\\m.gguf"),
         ("c:\\users\\al\\m.gguf", "home-path", "c:\\users\\al\\m.gguf"),
         ("D:/USERS/Al/x", "home-path", "D:/USERS/Al/x"),
+        # a Windows user's folder with a space, before a separator or a quote
+        ("C:\\Users\\Bob Smith\\AppData\\x", "home-path", "C:\\Users\\Bob Smith\\AppData\\x"),
+        ('cd "C:\\Users\\Bob Smith"', "home-path", "C:\\Users\\Bob Smith"),
+        ("C:\\Users\\Bob and more", "home-path", "C:\\Users\\Bob"),
+        ("see /mnt/c/Users/Jo Ann Lee/x y", "home-path", "/mnt/c/Users/Jo Ann Lee/x"),
         ("see /mnt/c/Users/al/x", "home-path", "/mnt/c/Users/al/x"),
         ("see /cygdrive/d/users/al/x", "home-path", "/cygdrive/d/users/al/x"),
         ("open file://localhost/home/al/x", "home-path", "/home/al/x"),

@@ -661,6 +661,7 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "remote_addr=81.2.69.142 clientIp=81.2.69.142 chip 81.2.69.142 peer-addr: 81.2.69.142",
         "68665F516d56795156 aABmAF8AUQBtAFYAeQBlAFYATgBsAFkAMwBKAGwAZABGAFIAdgBhADIAVgB1AA==",
         "61 6c 40 62 =61=6C=69=63=65=40=78 97,108,105,99,101,64 61:6c:40:61:6c:40 61-6C-2E",
+        'C:\\Users\\Bob Smith\\x "c:\\users\\Jo Ann" /mnt/c/Users/Bob Smith/x /c/Users/a b',
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

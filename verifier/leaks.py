@@ -252,18 +252,23 @@ _HOME = _Lazy(
     | {_SLASH}(?:System{_S}Volumes{_S}Data{_S})?Users{_S}(?!Shared\b)
       {_HOME_DIR}{_PATH_REST}
     | {_SLASH}root/++{_PATH_REST}
-    | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}{_HOME_DIR}{_PATH_REST}
+    | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}{_HOME_DIR}
+      (?:(?:\ [A-Za-z0-9._-]+)+(?=/|["']))?{_PATH_REST}  # (a Windows name: `Bob Smith`)
     | ~(?<![\w~$]~)(?![A-Za-z]/[0-9]+(?:\.[0-9]+)?(?![\w/-]|\.\w))  # (`~n/2`: maths)
       [A-Za-z_{_LETTER}]{_NAME_CHAR}*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
     re.VERBOSE | re.ASCII,
 )
 # C:\Users\name, and C:\Documents and Settings\name (before Vista), in any case
-# (c:\users\name): the match starts at the colon; its drive letter is added back.
+# (c:\users\name): the match starts at the colon; its drive letter is added back. A
+# Windows user's folder can hold spaces (`C:\Users\Bob Smith\AppData`): words after a
+# space are the name's where a separator or a quote follows them (a path with a space is
+# quoted: `"C:\Users\Bob Smith"`).
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
     {_WIN_SEP}
-    {_NAME_START}{_NAME_CHAR}*(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
+    {_NAME_START}{_NAME_CHAR}*(?:(?:\ {_NAME_CHAR}+)+(?={_WIN_SEP}|["']))?
+    (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
 # A WSL home as Windows reaches it: \\wsl$\Ubuntu\home\al, \\wsl.localhost\Ubuntu\root.

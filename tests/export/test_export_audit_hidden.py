@@ -4,6 +4,7 @@ with a space; the user behind sudo; and the messages export gave where it could 
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -196,3 +197,44 @@ def test_a_token_without_its_prefix(tmp_path: Path) -> None:
     body = TOKEN.removeprefix("hf_")
     out, _ = _export(_with_extra(f"the key body {body} alone"), tmp_path)
     assert body not in _published(out)
+
+
+# --- helper-52 (2026-12-05): values the capture knows from less common places ----------
+
+
+def test_the_machine_an_environment_variable_names_is_a_host(tmp_path: Path) -> None:
+    f = _with_extra("worker GPU-NODE-17 died; scraped gpu-node-17:9100 at @gpu-node-17")
+    f.server["env"]["HOSTNAME"] = "gpu-node-17"
+    out, _ = _export(f, tmp_path)
+    assert "node-17" not in _unescaped(out).lower()
+
+
+def test_the_user_whose_home_the_server_had_is_a_user(tmp_path: Path) -> None:
+    f = _with_extra("uid=1001(carol) gid=1001(carol); USER=carol; ssh carol@box")
+    f.server["env"]["HOME"] = "/home/carol"
+    out, _ = _export(f, tmp_path)
+    assert "carol" not in _unescaped(out)
+
+
+def test_a_request_urls_password_and_secret_parameters_are_secrets(tmp_path: Path) -> None:
+    f = _with_extra("retrying as svc@box with Zx9pQ7wLm2Kd; key Qw8Er7Ty6Ui5Op4As3")
+    for exchange in f.exchanges():
+        exchange["request"]["url"] = (
+            "http://svc:Zx9pQ7wLm2Kd@127.0.0.1:18128/v1/chat/completions?api_key=Qw8Er7Ty6Ui5Op4As3"
+        )
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert "Zx9pQ7wLm2Kd" not in published
+    assert "Qw8Er7Ty6Ui5Op4As3" not in published
+    assert "svc@" not in published
+
+
+def test_a_token_under_a_name_no_secret_has_is_known_encoded_too(tmp_path: Path) -> None:
+    token = "ghp_Zq8Wm3Xr5Tb7Nc9Vd1Fg2Hj4Kl6Mp8Qs0Ru"
+    encoded = base64.b64encode(token.encode()).decode()
+    f = _with_extra(f"b64 {encoded}; hex {token.encode().hex()}")
+    f.server["env"]["GH_PAT"] = token
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert encoded not in published
+    assert token.encode().hex() not in published

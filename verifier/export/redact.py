@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from verifier import leaks
 from verifier.errors import ExportError
@@ -643,6 +643,47 @@ def _ssh_addresses(env: Mapping[str, str]) -> list[str]:
     return found
 
 
+def _url_credentials(url: str) -> tuple[str | None, list[str]]:
+    """The user a URL names (`http://svc:pw@host/`) and its secrets: the password, and the
+    value of each query parameter of a secret's name (`?api_key=...`)."""
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return None, []
+    secrets = [password] if password else []
+    secrets += [v for n, v in parse_qsl(parts.query) if v and leaks.is_secret_name(n)]
+    return user, secrets
+
+
+# A host name (or an address) at the end of a dotted name: what `HOSTNAME=` can hold.
+_HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+
+
+def _env_host(value: str | None) -> str | None:
+    """The machine an environment variable names (`HOSTNAME=gpu-node-17`): not loopback, an
+    address (the detectors handle those) or anything that is no host name."""
+    value = (value or "").strip()
+    if not _HOST_NAME.fullmatch(value) or re.fullmatch(r"[0-9.]+", value):
+        return None
+    return None if value.lower() in ("localhost", "localhost.localdomain") else value
+
+
+# A user's home: its last part names the user (`/home/carol`, `/Users/carol`, `C:\Users\x`).
+_HOME_USER = re.compile(
+    r"(?:/(?:var|usr))?/home/([^/]+)|/Users/([^/]+)|[A-Za-z]:[\\/]Users[\\/]([^\\/]+)"
+)
+
+
+def _home_user(home: str | None) -> str | None:
+    """The user whose home `home` is, by its last part; None where it is no user's home."""
+    if not home:
+        return None
+    match = _HOME_USER.fullmatch(leaks.normal_path(home).rstrip("\\"))
+    name = next((g for g in match.groups() if g), None) if match else None
+    return None if name in (None, "Shared", "Public", "Default") else name
+
+
 def _url_host(url: str | None) -> str | None:
     if not url:
         return None
@@ -765,6 +806,8 @@ _LEAST_TOKEN_BODY = 16
 # The environment variables that name the person behind a run where the harness ran as
 # another user (root, under sudo or su); `USER` and `LOGNAME` name the one it ran as.
 _USER_VARIABLES = ("SUDO_USER", "LOGNAME", "USER", "USERNAME", "DOAS_USER")
+# And those that name the machine (bash's, zsh's and Windows' own).
+_HOST_VARIABLES = ("HOSTNAME", "HOST", "COMPUTERNAME")
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -864,14 +907,24 @@ def collect_private_values(
     # Names first: the placeholders of paths embed file names, which must not carry them.
     # The person behind the run: the user the harness ran as, and where it ran as another
     # (root, under sudo), the one the environment names (`SUDO_USER`, `LOGNAME`...).
+    # The user whose home the run had (`HOME=/home/carol`) is one too.
     c.name(host.user, "user-name", "<user>", KnownKind.USER)
+    c.name(_home_user(host.home), "user-name", "<user>", KnownKind.USER)
+    urls = [run.server_url, *other_urls]
+    urls += [e.request_url for ex in raw.exchanges.values() for e in ex]
+    credentials = [_url_credentials(url) for url in dict.fromkeys(filter(None, urls))]
     for server in servers:
         for variable in _USER_VARIABLES:
             c.name(server.env.get(variable), "user-name", "<user>", KnownKind.USER)
+        c.name(_home_user(server.env.get("HOME")), "user-name", "<user>", KnownKind.USER)
+    for user, _ in credentials:
+        c.name(user, "user-name", "<user>", KnownKind.USER)
     hostnames = {host.hostname, host.hostname.split(".", 1)[0]}
-    urls = [run.server_url, *other_urls]
-    urls += [e.request_url for ex in raw.exchanges.values() for e in ex]
     hostnames |= {h for h in map(_url_host, urls) if h}
+    for server in servers:
+        for variable in _HOST_VARIABLES:
+            if name := _env_host(server.env.get(variable)):
+                hostnames |= {name, name.split(".", 1)[0]}
     for hostname in sorted(hostnames, key=lambda h: (-len(h), h)):
         c.name(hostname, "host-name", "<host>", KnownKind.HOST)
     addresses = {a for a in map(_url_address, filter(None, urls)) if a}
@@ -880,10 +933,17 @@ def collect_private_values(
         c.address(address)
     for secret in secrets:
         c.secret(secret, "token", "<token>")
+    for _, url_secrets in credentials:
+        for secret in url_secrets:
+            c.secret(secret, "token", "<token>")
     environment = dict.fromkeys((n, v) for s in servers for n, v in s.env.items())
     for name, value in environment:  # c.secret is idempotent: each pair once, in order
         if leaks.is_secret_name(name) and not _is_path(value):
             c.secret(value, "token", "<token>")
+        else:  # a token whatever the variable's name (`GH_PAT=ghp_...`): found as one
+            for hit in leaks.scan_text(value):
+                if hit.category == leaks.TOKEN:
+                    c.secret(value[hit.start : hit.end], "token", "<token>")
     for private in private_paths:
         if "/" in private:
             c.path(private, "/path/to/" + c.numbered())

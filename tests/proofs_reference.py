@@ -173,7 +173,7 @@ def prove_request(
     """
     failed: str | None = None
     failed = request_failed(record)
-    capped = record.finish_reason == "length" or at_cap(record)
+    capped = record.finish_reason not in ("stop", "tool_calls", "function_call") or at_cap(record)
 
     def proof(
         proven: bool,

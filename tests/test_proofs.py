@@ -422,3 +422,64 @@ def test_the_stats_are_read_against_a_request_only_where_they_count_its_use() ->
     off = record(Arm.WARM, cached=32, hits=(10, 11), lookups=(10, 11), enabled=False)
     proof = prove_request(off, RULES, server_disabled=False, previous=None, attached=True)
     assert proof.contradiction is not None and "say its cache is on" in proof.contradiction
+
+
+# --- helper-53 (2026-12-05): replies that did not finish, and one cold reply -------------
+
+
+def _reply(r: Record, finish: str | None, **message: str) -> Record:
+    """`r` answering `message` (content, reasoning_content), with `finish` (None: none said)."""
+    choice: dict[str, Any] = {"message": message}
+    if finish is not None:
+        choice["finish_reason"] = finish
+    digest = "".join(f"{k}={v};" for k, v in sorted(message.items())).encode().hex()
+    return replace(r, response={**r.response, "choices": [choice]}, output_hash=digest[:64])
+
+
+def _split(finish: str | None, cold: dict[str, str], warm: dict[str, str]) -> Any:
+    records = [_reply(_cold(s), "stop", **cold) for s in (1, 2)]
+    records += [_reply(_warm(s), finish, **warm) for s in (3, 4)]
+    proofs = prove_all(records, RULES, {}, attached=True)
+    return classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64)).conditions[0]
+
+
+@pytest.mark.parametrize("finish", ["abort", "error", "length", "content_filter", None])
+def test_a_reply_that_did_not_finish_and_is_the_others_start_proves_no_split(
+    finish: str | None,
+) -> None:
+    result = _split(finish, {"content": "The cat sat on the mat."}, {"content": "The cat sat"})
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("may have been cut short" in r for r in result.reasons), result.reasons
+
+
+@pytest.mark.parametrize(
+    ("warm", "verdict"),
+    [
+        ({"content": "The dog"}, Verdict.CACHE_STATE_DEPENDENT),  # differs within its length
+        ({"content": "The cat sat\ufffd"}, Verdict.INCONCLUSIVE),  # a character cut in two
+        ({"content": "The cat sat on the mat. And more"}, Verdict.CACHE_STATE_DEPENDENT),
+        ({"reasoning_content": "Let me"}, Verdict.INCONCLUSIVE),  # cut in its reasoning
+        ({"reasoning_content": "Let me", "content": "x"}, Verdict.CACHE_STATE_DEPENDENT),
+        ({"reasoning_content": "Let me think.", "content": "The"}, Verdict.INCONCLUSIVE),
+    ],
+)
+def test_a_capped_reply_is_judged_by_what_it_holds(warm: dict[str, str], verdict: Verdict) -> None:
+    cold = {"reasoning_content": "Let me think.", "content": "The cat sat on the mat."}
+    if "reasoning_content" not in warm:
+        cold = {"content": cold["content"]}
+    assert _split("length", cold, warm).verdict is verdict
+
+
+def test_a_reply_that_did_not_finish_is_capped() -> None:
+    for finish in ("abort", None, "content_filter"):
+        r = _reply(_cold(1), finish, content="x")
+        assert prove_request(r, RULES, server_disabled=False, previous=None, attached=True).capped
+    r = _reply(_cold(1), "tool_calls", content="x")
+    assert not prove_request(r, RULES, server_disabled=False, previous=None, attached=True).capped
+
+
+def test_one_cold_reply_beside_the_controls_is_too_few() -> None:
+    assert _experiment([_cold(1), _off(2), _warm(3), _warm(4)]) is Verdict.INCONCLUSIVE
+    assert _experiment([_cold(1), _cold(2), _off(3), _warm(4), _warm(5)]) is (
+        Verdict.CACHE_STATE_DEPENDENT
+    )

@@ -1064,3 +1064,42 @@ def test_the_decode_counter_taken_out(tmp_path: Path) -> None:
             del record["telemetry"]["after"]["metrics"]["llamacpp:n_decode_total"]
 
     _invalid(_llama_records(taken_out), tmp_path, "telemetry", "lack llamacpp:n_decode_total")
+
+
+# --- helper-53 (2026-12-05) --------------------------------------------------------------
+
+
+def test_a_cache_off_answer_whose_timings_say_it_came_from_the_cache(tmp_path: Path) -> None:
+    """The cache-off control's cached_tokens taken out (where it says none), and its timings
+    made to say 75 of 76 prompt tokens came from the cache: the answer contradicts itself."""
+
+    def served_from_cache(record: Any) -> None:
+        for usage in (record["response"]["usage"], record["usage"]):
+            usage.pop("prompt_tokens_details", None)
+        timings = record["response"]["timings"]
+        prompt = timings["prompt_n"] + timings["cache_n"]
+        timings["cache_n"], timings["prompt_n"] = prompt - 1, 1
+
+    files = _archive_files("llama-cpp-cuda-flip.tar.gz")
+    for number in ("012", "013", "014"):  # the server-disabled arm of each condition
+        for condition in ("fa-on", "fa-off"):
+            files = _edited(files, f"records/{condition}/{number}.json", served_from_cache)
+    _invalid(files, tmp_path, "telemetry", "tokens came from the cache")
+
+
+def test_a_second_choice_in_every_answer_is_judged_or_refused(tmp_path: Path) -> None:
+    """`n: 2` and a second choice holding the other class's reply: only the first enters the
+    output hash, so the second would go unjudged."""
+    from verifier.canonical import output_hash
+
+    files = dict(SEED_FILES)
+    first = json.loads(files[RECORDS[0]])["response"]["choices"][0]
+
+    def two_choices(record: Any) -> None:
+        record["request_body"]["n"] = 2
+        record["response"]["choices"].append({**first, "index": 1})
+        record["output_hash"] = output_hash(record["response"])
+
+    files = _records(files, two_choices)
+    files = _edited(files, layout.EXPERIMENT, lambda e: e["request_body"].update(n=2))
+    _invalid(files, tmp_path, "output-hash", "choices")

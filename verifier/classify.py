@@ -23,7 +23,7 @@ from verifier.records import Condition, Record
 if TYPE_CHECKING:  # localize loads only for a bundle with a diagnostic phase
     from verifier.localize import Diagnosis
 
-MIN_PER_SIDE = 2  # proven warm requests, and proven cold/disabled ones, needed for a verdict
+MIN_PER_SIDE = 2  # proven warm, cold/disabled, and cold requests, each needed for a verdict
 CONFIDENCE = 0.95
 
 
@@ -186,6 +186,45 @@ def _differences(left: Record | None, right: Record | None) -> tuple[FirstDiffer
     if not any(found):  # the outputs differ elsewhere: in their tool calls
         found.append(first_difference("tool_calls", _tool_calls(left), _tool_calls(right)))
     return tuple(d for d in found if d is not None)
+
+
+def _cut_from(short: Record, full: Record) -> bool:
+    """Whether `short`'s output could be `full`'s cut short: generated in the order reasoning,
+    content, tool calls, each of its parts is the other's where a later one has begun, and
+    the last it has is the start of the other's (but a character cut in two, which a server
+    writes as U+FFFD). Where their tool calls differ with the text the same, it could be."""
+    parts = [
+        (short.reasoning or "", full.reasoning or ""),
+        (short.content or "", full.content or ""),
+    ]
+    calls = _tool_calls(short), _tool_calls(full)
+    for index, (mine, theirs) in enumerate(parts):
+        if mine != theirs:
+            later = any(m for m, _ in parts[index + 1 :]) or calls[0] is not None
+            return not later and theirs.startswith(mine.rstrip("\ufffd"))
+    return calls[0] != calls[1]
+
+
+def _cut_short(
+    comparable: Sequence[RequestProof], labels: dict[str, str], a: str, b: str
+) -> str | None:
+    """Why two outputs that differ prove no difference: one of them, from a reply that may
+    have been cut short (capped), is the other cut short (`_cut_from`). Replies cut at one
+    cap differ within it where their tokens differ; a reply cut earlier than the other (its
+    own cap, or no finish) agrees with it as far as it goes, which proves nothing past it."""
+    examples: dict[str, Record] = {}
+    for proof in comparable:
+        examples.setdefault(labels[proof.record.output_hash or ""], proof.record)
+    for proof in comparable:
+        mine = labels[proof.record.output_hash or ""]
+        other = b if mine == a else a
+        if proof.capped and _cut_from(proof.record, examples[other]):
+            return (
+                f"{mine} may have been cut short ({proof.record.file}: it hit the token cap or "
+                f"did not finish) and is the start of {other}: the two agree as far as {mine} "
+                "goes, which proves nothing past it"
+            )
+    return None
 
 
 def _tool_calls(record: Record) -> str | None:
@@ -389,11 +428,17 @@ def classify_condition(
     elif not cold:
         verdict = Verdict.INCONCLUSIVE
         reasons.append("no proven cold request: the controls alone do not make a baseline")
-    elif sum(warm.values()) < MIN_PER_SIDE or sum(baseline.values()) < MIN_PER_SIDE:
+    elif (
+        sum(warm.values()) < MIN_PER_SIDE
+        or sum(baseline.values()) < MIN_PER_SIDE
+        or sum(cold.values()) < MIN_PER_SIDE
+    ):
+        # (cold apart from the controls too: one cold reply shows no stable baseline)
         verdict = Verdict.INCONCLUSIVE
         reasons.append(
             f"too few requests: {sum(warm.values())} proven warm and {sum(baseline.values())} "
-            f"proven cold/disabled; at least {MIN_PER_SIDE} of each are needed"
+            f"proven cold/disabled, of them {sum(cold.values())} cold; at least "
+            f"{MIN_PER_SIDE} of each are needed"
         )
     elif len(baseline) > 1:
         verdict = Verdict.INCONCLUSIVE
@@ -406,7 +451,10 @@ def classify_condition(
     else:
         (a,) = baseline
         (b,) = warm
-        if a != b:
+        if a != b and capped and (cut := _cut_short(comparable, labels, a, b)) is not None:
+            verdict = Verdict.INCONCLUSIVE
+            reasons.append(cut)
+        elif a != b:
             verdict = Verdict.CACHE_STATE_DEPENDENT
             reasons.append(
                 f"every proven cold/disabled request gave {a}, every proven warm request gave {b}"

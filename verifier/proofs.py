@@ -81,6 +81,15 @@ def miss_reasons(record: Record, rules: ProfileRules) -> str | None:
 
 
 _CAP_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict")
+# The finish reasons of a reply that ended by itself: at a stop (an end token, a stop
+# string) or with its tool calls. Any other (`length`; `abort`, `error`, `content_filter`;
+# none at all) may have cut the reply short: it is compared as a capped one.
+FINISHED = frozenset({"stop", "tool_calls", "function_call"})
+
+
+def unfinished(record: Record) -> bool:
+    """Whether the reply does not say it ended by itself (`FINISHED`)."""
+    return record.finish_reason not in FINISHED
 
 
 def _at_cap(record: Record) -> bool:
@@ -492,7 +501,7 @@ def prove_request(
     server instance, for counters that must not move between requests.
     """
     failed = request_failed(record)
-    capped = record.finish_reason == "length" or _at_cap(record)
+    capped = unfinished(record) or _at_cap(record)
 
     def proof(
         proven: bool,

@@ -67,6 +67,18 @@ def check_output_hashes(ctx: BundleContext) -> Iterator[Finding]:
                 expected=actual,
                 actual=str(claimed),
             )
+        choices = response.get("choices")
+        if isinstance(choices, list) and len(choices) > 1:
+            # (`n` above 1, or choices added: every reply must be judged, and only the first
+            # enters the output hash)
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the response holds {len(choices)} choices: its output hash reads the first "
+                "alone, so the others would go unjudged (the protocol asks one reply a request)",
+                file=path,
+                pointer="/response/choices/1",
+            )
         if record["usage"] != response.get("usage"):
             yield Finding(
                 CHECK,

@@ -15,11 +15,17 @@ from verifier.proofs import (
     counter_moves,
     counts,
     least_cap,
+    unfinished,
     unmoved_since,
 )
 from verifier.records import Record, Snapshot
 
 CHECK = "telemetry"
+
+
+def _said(finish_reason: str | None) -> str:
+    """A finish reason as a message quotes it (the bundle's text: quoted, and short)."""
+    return "absent" if finish_reason is None else repr(finish_reason[:40])
 
 
 def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
@@ -111,6 +117,9 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
                 Severity.WARNING,
                 "finish_reason is length: the output hit the token cap and is truncated"
                 if record.finish_reason == "length"
+                else f"finish_reason is {_said(record.finish_reason)}, not stop or tool_calls: "
+                "the reply may have been cut short, and is compared as one that was"
+                if unfinished(record)
                 else "the output may be truncated: it used every token its request or its "
                 "server allowed (or does not count them), whatever its finish_reason says",
                 file=record.file,
@@ -198,6 +207,13 @@ def _counts_disagree(record: Record, answered_cached: int | None) -> Iterator[st
         if None not in (count[one], count[other]) and count[one] != count[other]:
             yield f"{_name(one)} is {count[one]}, {_name(other)} is {count[other]}"
     processed, cached = count["/timings/prompt_n"], count["/timings/cache_n"]
+    said = count["/usage/prompt_tokens_details/cached_tokens"]
+    if said is None and None not in (cached, answered_cached) and cached != answered_cached:
+        # (a cache-off answer that leaves its cached_tokens out says none came from the cache)
+        yield (
+            f"timings.cache_n is {cached}, but the answer says {answered_cached} tokens came "
+            "from the cache"
+        )
     prompt = count["/usage/prompt_tokens"]
     if processed is None or prompt is None:
         return

@@ -229,6 +229,10 @@ def test_hits_never_overlap_and_stay_in_bounds(text: str) -> None:
     [
         ("at \\/home\\/bob\\/m.gguf now", "home-path", "\\/home\\/bob\\/m.gguf"),
         ("at \\u002fhome\\u002fbob\\u002fm now", "home-path", "\\u002fhome\\u002fbob\\u002fm"),
+        # the wider escapes of a code point: JavaScript's and Rust's, Python's, `escape()`'s
+        ("at \\u{2f}home\\u{2f}bob\\u{2f}m now", "home-path", "\\u{2f}home\\u{2f}bob\\u{2f}m"),
+        ("at \\U0000002fhome\\U0000002Fbob now", "home-path", "\\U0000002fhome\\U0000002Fbob"),
+        ("p %u002Fhome%u002Fal%u002Fx", "home-path", "%u002Fhome%u002Fal%u002Fx"),
         ("q=%2Fhome%2Fal%2Fx&y", "home-path", "%2Fhome%2Fal%2Fx&y"),
         ("q=%2fhome%2fal%2fx", "home-path", "%2fhome%2fal%2fx"),
         ("open file:///home/al/x", "home-path", "///home/al/x"),

@@ -3041,7 +3041,9 @@ class _Decoded:
     """A text with its escapes decoded once, and the way back to the text's offsets."""
 
     # JSON's escapes (`\\n` too: in `cannot open\\n/home/alice` the `n` would stand
-    # before the path as a letter), URL's, C's and Python's `\\xHH` and octal `\\057` (a
+    # before the path as a letter), the wider escapes of a code point (`\\u{2f}` of
+    # JavaScript and Rust, Python's `\\U0000002f`, `%u002f` of JavaScript's `escape`),
+    # URL's, C's and Python's `\\xHH` and octal `\\057` (a
     # byte each: bash's `$'...'`, git's quoted paths), HTML's `&#47;`, `&#x2f;`, the named
     # references of the characters of paths, addresses and names (`&sol;`, `&commat;`; and
     # `&amp;`, so that `&amp;#47;`, escaped twice, is read as `/` in the second view)
@@ -3058,6 +3060,8 @@ class _Decoded:
     _ESCAPE = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
+        r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
+        r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
         rf"|{_ENTITY}"
         rf"|(?:[{_INVISIBLE}]|{_TERMINAL})+([^\x00-\x02])"
@@ -3065,6 +3069,8 @@ class _Decoded:
     _SPACED = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
+        r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
+        r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
         rf"|{_ENTITY}"
         rf"|[{_INVISIBLE}]+([^\x00-\x02])|(?P<terminal>(?:{_TERMINAL})+)"
@@ -3075,7 +3081,7 @@ class _Decoded:
     # `_ESCAPE` is tried only where one matches (`_escapes`). Replies with a `%` and a `\\`
     # in each: the leak scan of 10,000 records took 3.7 s with the two full searches.
     _ESCAPE_START = _Lazy(
-        rf"%[0-9A-Fa-f]|\\[ux/\\\"nrtbf0-3]|&#|{_ENTITY}"
+        rf"%[0-9A-Fa-fu]|\\[uUx/\\\"nrtbf0-3]|&#|{_ENTITY}"
         rf"|[\x1b\x9b]|[{_INVISIBLE}]"
     )
     # Whether a text holds a character past ASCII that starts an escape (a text of ASCII
@@ -3143,10 +3149,11 @@ class _Decoded:
             pieces.append(text[last : match.start()])
             length += match.start() - last
             (
-                utf8, code, literal, control, percent, octal, decimal, hexadecimal, entity, shown,
-                *more,
+                utf8, code, literal, control, percent, wide, wide8, wide4, octal, decimal,
+                hexadecimal, entity, shown, *more,
             ) = match.groups()  # fmt: skip
             terminal = more[0] if more else None  # (`_SPACED`'s)
+            hexadecimal = hexadecimal or wide or wide8 or wide4
             if utf8 is not None:
                 width = 3 if utf8[0] == "%" else 4  # `%HH` or `\\xHH`
                 data = bytes(

@@ -939,6 +939,11 @@ _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime
         ("h 67:62:31:30:2D:6C:61:62:2D:30:37", [("67:62:31:30:2D:6C:61:62:2D:30:37", "<host>")]),
         ("h =2F=68=6F=6D=65=2F=6A=64=6F=65", [("=2F=68=6F=6D=65=2F=6A=64=6F=65", "/path/to/home")]),
         ("h 0x67, 0x62, 0x31, 0x30, 0x2d, 0x6c", []),
+        # HTML's named references of Latin letters and of the hyphen
+        ("node b&uuml;ro-lab-07 down", [("b&uuml;ro-lab-07", "<host>")]),
+        ("h gb10&hyphen;lab&dash;07 x", [("gb10&hyphen;lab&dash;07", "<host>")]),
+        ("&Uuml;ber &eacute;t&eacute;", []),
+        ("gb10&amp;hyphen;lab-07", [("gb10&amp;hyphen;lab-07", "<host>")]),
         # a plain user name where it names an account, before `@` (as `_known_pattern`
         # finds it in text); not before another character
         ("u 6a 64 6f 65 40 61 62", [("6a 64 6f 65 40", "<user>")]),

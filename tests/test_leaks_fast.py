@@ -663,6 +663,7 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "61 6c 40 62 =61=6C=69=63=65=40=78 97,108,105,99,101,64 61:6c:40:61:6c:40 61-6C-2E",
         'C:\\Users\\Bob Smith\\x "c:\\users\\Jo Ann" /mnt/c/Users/Bob Smith/x /c/Users/a b',
         "\\u{2f}home\\u{2F}al %u002Fhome%u002fal \\U0000002ftmp\\U0000002Fx %u \\u{} \\U12 %u002",
+        "b&uuml;ro-lab W&Ouml;RD gpu&hyphen;box&dash;01 &amp;eacute; &eacut &AElig;x &Yuml;",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

@@ -3022,11 +3022,25 @@ _COMPATIBLE_IN = _Lazy(
 # `&lt;`, which an honest page holds by the thousand, are not among them: each escape counts
 # towards a text's `escapes`); and `&amp;` before `#` or one of these, a text escaped twice
 # (`&amp;#47;`, read as `/` in the second view).
+# HTML's named references of Latin-1's letters and of Œ œ Š š Ÿ (`b&uuml;ro-lab-07`), in
+# the order of their code points.
+_LATIN_NAMES = (
+    "Agrave Aacute Acirc Atilde Auml Aring AElig Ccedil Egrave Eacute Ecirc Euml Igrave "
+    "Iacute Icirc Iuml ETH Ntilde Ograve Oacute Ocirc Otilde Ouml Oslash Ugrave Uacute Ucirc "
+    "Uuml Yacute THORN szlig agrave aacute acirc atilde auml aring aelig ccedil egrave eacute "
+    "ecirc euml igrave iacute icirc iuml eth ntilde ograve oacute ocirc otilde ouml oslash "
+    "ugrave uacute ucirc uuml yacute thorn yuml OElig oelig Scaron scaron Yuml"
+)
+_LATIN_LETTERS = [chr(c) for c in range(0xC0, 0x100) if c not in (0xD7, 0xF7)] + [
+    "\u0152", "\u0153", "\u0160", "\u0161", "\u0178"
+]  # fmt: skip
 _ENTITIES = {
     "sol": "/", "bsol": "\\", "commat": "@", "colon": ":", "period": ".", "lowbar": "_",
     "UnderBar": "_", "plus": "+", "equals": "=", "percnt": "%", "num": "#",
+    "hyphen": "-", "dash": "-",  # (U+2010: a name's hyphen as HTML may write it)
+    **dict(zip(_LATIN_NAMES.split(), _LATIN_LETTERS, strict=True)),
 }  # fmt: skip
-_ENTITY_NAMES = "|".join(sorted(_ENTITIES, key=len, reverse=True))
+_ENTITY_NAMES = _trie_pattern(sorted(_ENTITIES))
 _ENTITY = rf"&({_ENTITY_NAMES});|&(?:amp|AMP);(?=#|(?:{_ENTITY_NAMES});)"
 
 

@@ -939,6 +939,12 @@ _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime
         ("h 67:62:31:30:2D:6C:61:62:2D:30:37", [("67:62:31:30:2D:6C:61:62:2D:30:37", "<host>")]),
         ("h =2F=68=6F=6D=65=2F=6A=64=6F=65", [("=2F=68=6F=6D=65=2F=6A=64=6F=65", "/path/to/home")]),
         ("h 0x67, 0x62, 0x31, 0x30, 0x2d, 0x6c", []),
+        # the capture's address before a port as tcpdump writes it; not inside a longer number
+        ("IP 81.2.69.142.51234 > 10.0.0.1.22: Flags", [("81.2.69.142", "<ip>")]),
+        ("v 81.2.69.142.1.2 81.2.69.142.123456", []),
+        # a plain user name given to a flag, as an argument of its own or in text
+        ("ssh --login jdoe box; User = jdoe", [("jdoe", "<user>"), ("jdoe", "<user>")]),
+        ("--user\x02jdoe --username jdoex", [("jdoe", "<user>")]),
         # HTML's named references of Latin letters and of the hyphen
         ("node b&uuml;ro-lab-07 down", [("b&uuml;ro-lab-07", "<host>")]),
         ("h gb10&hyphen;lab&dash;07 x", [("gb10&hyphen;lab&dash;07", "<host>")]),

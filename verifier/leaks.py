@@ -1439,7 +1439,8 @@ def _known_address(address: str) -> str:
     first octet padded (`034.012.005.006`, as `%03d` prints it). (Not in reverse order, as
     a PTR name spells it, `6.5.12.34.in-addr.arpa`: a match would start at the last octet,
     and a short one, `1.0`, is a place in every numeric text, where the scan then tries
-    every pattern at every character: 13 s a 200 KB text with 28 such addresses.)
+    every pattern at every character: 13 s a 200 KB text with 28 such addresses.) Before a
+    port as tcpdump writes it (`192.168.40.23.51234 > ...`) too.
     After a version word it is a version (`after_version_word`), as there."""
     first, *rest = address.split(".")
     dotted = _is_dotted_quad(address)
@@ -1447,7 +1448,10 @@ def _known_address(address: str) -> str:
     head = _padded(first) if dotted else re.escape(first)
     octets = r"\.".join([head, *padded])
     joined = "[-_]".join([head, *padded])
-    return rf"{_IPV4_BEFORE}{octets}{_IPV4_AFTER}|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
+    return (
+        rf"{_IPV4_BEFORE}{octets}(?:{_IPV4_AFTER}|(?=\.[0-9]{{1,5}}{_IPV4_AFTER}))"
+        rf"|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
+    )
 
 
 def _padded(octet: str) -> str:
@@ -1520,11 +1524,14 @@ _LIST_KEYS = ("username", "logname", "user_name", "user-name")
 # after `key: ` in prose too (`Username: jdoe`), but not `account: ` ("your NVIDIA account:
 # NVIDIA Developer Program" names no account), nor `user: `, below (a chat's speaker)
 _USER_LINE_KEYS = ("username", "logname", "login", "owner", "user_name", "user-name")
+_USER_FLAGS = ("user", "username", "user-name", "login", "owner")
 _USER_ASSIGNED = (
     _after_any(
         [
-            *(key + sep for key in _USER_KEYS for sep in ("=", '="', "='", KEY_SEP)),
+            *(key + sep for key in _USER_KEYS for sep in ("=", " = ", '="', "='", KEY_SEP)),
             *(key + SEP for key in _LIST_KEYS),
+            # a command line's flag and its value, as two arguments or in its text
+            *(f"--{key}{sep}" for key in _USER_FLAGS for sep in (ITEM_SEP, " ")),
             *(
                 q + key + q + sep + q
                 for key in _USER_KEYS

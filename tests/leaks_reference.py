@@ -162,8 +162,11 @@ def _names_an_account(text: str, start: int) -> bool:
     word = text[begin:start].removeprefix("file://")
     if word.startswith("~") or re.match(r"[A-Za-z]:[\\/]", word):
         return True
-    # A home relative to `/` or to a directory below it (`home/al/x`, `../Users/al`).
+    # A home relative to `/` or to a directory below it (`home/al/x`, `../Users/al`,
+    # `rootfs/home/al`).
     if re.fullmatch(r"[./\\]*(?:(?:var|usr)[/\\])?(?:home|Users|users)[/\\]", word):
+        return True
+    if re.search(r"[/\\](?:home|Users|users)[/\\]\Z", word):
         return True
     # Not the first component: `/usage/prompt_tokens` is a JSON pointer as often as a path.
     return word.startswith(("/", "\\")) and bool(re.search(r"[^/\\][/\\]", word))

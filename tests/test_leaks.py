@@ -1245,7 +1245,10 @@ def test_a_plain_host_name_is_found_where_a_member_names_the_machine(
         ('"jdoe"@"%"', ["jdoe"]),
         ("220 ready\r\nUSER jdoe\r\n331", ["jdoe"]),
         # ... not where the word is no home's or account's.
-        ("myhome/jdoe/x x/home/jdoe/y homes/jdoe/z", []),
+        ("myhome/jdoe/x homes/jdoe/z a.home/jdoe", []),
+        # ... and below a home directory that is a component of a longer path
+        ("extracted rootfs/home/jdoe/.cache x/var/home/jdoe", ["jdoe", "jdoe"]),
+        ("x/home/jdoe/y $HOME/../home/jdoe", ["jdoe", "jdoe"]),
         ("user jdoe; User jdoe; 'jdoe' @ 'x'; accounts: jdoe", []),
         ("Sign in with your jdoe account: jdoe Developer Program; Account: jdoe", []),
     ],

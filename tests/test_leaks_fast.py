@@ -665,6 +665,7 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "\\u{2f}home\\u{2F}al %u002Fhome%u002fal \\U0000002ftmp\\U0000002Fx %u \\u{} \\U12 %u002",
         "b&uuml;ro-lab W&Ouml;RD gpu&hyphen;box&dash;01 &amp;eacute; &eacut &AElig;x &Yuml;",
         "--user\x02al --login al User = al 10.0.0.7.51234 > 10.0.0.7.1.2 10.0.0.7.22: x",
+        "rootfs/home/al/x $HOME/../home/al myhome/al myvar/home/al x\\Users\\al a.home/al",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

@@ -2862,8 +2862,8 @@ _TOKEN_STOP = frozenset(" \t\r\n\"'`=,;()[]{}<>" + _SEPS)
 
 _DRIVE = _Lazy(r"[A-Za-z]:[\\/]")
 # A home's directory relative to `/` (a tar or zip listing's `home/al/x`) or below a
-# relative path (`../home/al`, `..\\..\\Users\\al`): the directory before the name, after
-# nothing but dots and slashes from the word's start.
+# relative path (`../home/al`, `..\\..\\Users\\al`, `rootfs/home/al`, `$HOME/../home/al`): the
+# directory before the name, a component of its own.
 _RELATIVE_HOME = _Lazy(r"(?:(?:var|usr)[/\\])?(?:home|Users|users)[/\\]\Z")
 _BELOW_FIRST = _Lazy(r"[^/\\][/\\]")
 
@@ -2905,7 +2905,11 @@ class _AccountNames:
         if text.startswith("~", begin, start) or _DRIVE.match(text, begin, start):
             return True
         home = _RELATIVE_HOME.search(text, max(begin, start - 16), start)
-        if home is not None and not text[begin : home.start()].strip("./\\"):
+        if home is not None and (
+            not text[begin : home.start()].strip("./\\")
+            or text[home.start() - 1] in "/\\"  # a component below others: `rootfs/home/al`
+            or home.group()[0] in "uv"  # (`x/var/home/`: its `home` is one too)
+        ):
             return True
         return (
             text.startswith(("/", "\\"), begin, start)

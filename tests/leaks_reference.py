@@ -297,8 +297,11 @@ def _known_pattern(known: Known) -> str:
             rf"|(?:{leaks._LOG_TIME}){v}{leaks._LOG_SOURCE}|(?:{leaks._RFC5424_TIME}){v}(?= \S)"
             rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)){labels})"
         )
-    if known.kind is KnownKind.STRING:
-        return rf"(?i:{v})"  # everywhere
+    if known.kind is KnownKind.STRING:  # everywhere, its inner white space any gap
+        words = known.value.strip().split()
+        if len(words) > 1 and known.value == known.value.strip():
+            v = r"[ \t\u00a0_+-]+".join(map(re.escape, words))
+        return rf"(?i:{v})"
     if known.kind is KnownKind.SECRET and len(known.value) >= 12:
         return v  # inside a longer token too
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"

@@ -1377,3 +1377,14 @@ def test_a_password_after_its_word_and_a_space(text: str, found: list[str]) -> N
     """helper-50: `.netrc`'s `password X` was published; a password's shape only (eight or
     more, both cases and a digit), as after `PASS=`."""
     assert [text[h.start : h.end] for h in scan_text(text)] == found
+
+
+def test_a_named_string_of_words_is_found_whatever_stands_between_them() -> None:
+    detector = Detector([Known("Project Zeta", "private-path", "<private-1>", KnownKind.STRING)])
+    text = "Project+Zeta, project_zeta, PROJECT&nbsp;ZETA, Project\u00a0Zeta, ProjectZeta"
+    assert [text[h.start : h.end] for h in detector.scan_text(text)] == [
+        "Project+Zeta",
+        "project_zeta",
+        "PROJECT&nbsp;ZETA",
+        "Project\u00a0Zeta",
+    ]

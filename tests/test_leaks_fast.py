@@ -505,6 +505,11 @@ ODD_KNOWN = (
         Known("W\u00f6rd", "private-path", "<private-1>", KnownKind.STRING),
         Known("/srv/mod\u00e8les", "private-path", "/path/to/model", KnownKind.PATH),
     ),
+    (  # named strings of words (matched with any gap between them), or padded
+        Known("Project Zeta", "private-path", "<private-1>", KnownKind.STRING),
+        Known("Al Bo", "private-path", "<private-2>", KnownKind.STRING),
+        Known(" pad ded", "private-path", "<private-3>", KnownKind.STRING),
+    ),
 )
 
 
@@ -666,6 +671,7 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "b&uuml;ro-lab W&Ouml;RD gpu&hyphen;box&dash;01 &amp;eacute; &eacut &AElig;x &Yuml;",
         "--user\x02al --login al User = al 10.0.0.7.51234 > 10.0.0.7.1.2 10.0.0.7.22: x",
         "rootfs/home/al/x $HOME/../home/al myhome/al myvar/home/al x\\Users\\al a.home/al",
+        "Project+Zeta project_zeta Project&nbsp;Zeta al bo AL+-BO  pad ded al\u00a0bo Al\tBo",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

@@ -1611,6 +1611,26 @@ _HOST_DOMAIN = (
 _PORT = r"(?=:\d{1,5}(?!\w|\.\d))"
 
 
+# What stands between two words of a named string in a text: spaces, tabs, no-break
+# spaces, `_`, `-`, or `+` (a form's space).
+_WORD_GAP = r"[ \t\u00a0_+-]+"
+
+
+def _spaced_words(value: str) -> str:
+    """The pattern of a value (with no white space around it) whose runs of white space
+    are each any `_WORD_GAP`."""
+    words = value.split()
+    if len(words) < 2 or value != value.strip():
+        return re.escape(value)
+    return _WORD_GAP.join(map(re.escape, words))
+
+
+def string_head(value: str) -> str:
+    """What a match of a named string starts with: its first word (`_spaced_words`)."""
+    words = value.split()
+    return words[0] if len(words) > 1 and value == value.strip() else value
+
+
 def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
     """The pattern of a known value. Each alternative matches the value itself, after
     lookbehinds of fixed width and before lookaheads that read a bounded number of
@@ -1654,8 +1674,9 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
         )
     if known.kind is KnownKind.STRING:
         # inside any longer word too (`falconbox`, `myfalcon`): a code name glued into a
-        # host or repository name is the common case (`eli` in `Elias` goes as well)
-        return rf"(?i:{v})"
+        # host or repository name is the common case (`eli` in `Elias` goes as well); its
+        # words apart however they are (`Project+Zeta`, `Project_Zeta`, a no-break space)
+        return rf"(?i:{_spaced_words(known.value)})"
     if known.kind is KnownKind.SECRET and len(known.value) >= _GLUED_SECRET:
         return v
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
@@ -2813,7 +2834,11 @@ class _KnownPlaces:
     def __init__(self, known: Sequence[Known]) -> None:
         any_case = (KnownKind.USER, KnownKind.HOST, KnownKind.STRING)
         exact = [p for k in known if k.kind not in any_case for p in _place_prefixes(k)]
-        folded = [k.value.lower() for k in known if k.kind in any_case]
+        folded = [
+            (string_head(k.value) if k.kind is KnownKind.STRING else k.value).lower()
+            for k in known
+            if k.kind in any_case
+        ]
         self._plain = not all(exact + folded) or not all(v.isascii() for v in folded)
         self._exact = _prefixes(exact)
         self._folded = _prefixes(folded)
@@ -3049,6 +3074,7 @@ _ENTITIES = {
     "sol": "/", "bsol": "\\", "commat": "@", "colon": ":", "period": ".", "lowbar": "_",
     "UnderBar": "_", "plus": "+", "equals": "=", "percnt": "%", "num": "#",
     "hyphen": "-", "dash": "-",  # (U+2010: a name's hyphen as HTML may write it)
+    "nbsp": "\u00a0",
     **dict(zip(_LATIN_NAMES.split(), _LATIN_LETTERS, strict=True)),
 }  # fmt: skip
 _ENTITY_NAMES = _trie_pattern(sorted(_ENTITIES))

@@ -563,7 +563,11 @@ class Detector:
         for k in list(values.values()):
             host, address = k.kind is KnownKind.HOST, k.kind is KnownKind.ADDRESS
             scrambles = not address and k.kind is not KnownKind.STRING and _in_base64(k)
-            for value in leaks.spellings(k.value, host=host, address=address, rot13=scrambles):
+            name = k.kind in (KnownKind.USER, KnownKind.HOST)
+            spelled = leaks.spellings(
+                k.value, host=host, address=address, rot13=scrambles, name=name
+            )
+            for value in spelled:
                 values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
             # written backwards, spaced out: a secret's literal
             for value in leaks.spelled_out(k.value) if scrambles else ():
@@ -573,7 +577,8 @@ class Detector:
         plain = {k.value for k in known}
         for k in known:
             host, address = k.kind is KnownKind.HOST, k.kind is KnownKind.ADDRESS
-            plain.update(leaks.spellings(k.value, host=host, address=address))
+            name = k.kind in (KnownKind.USER, KnownKind.HOST)
+            plain.update(leaks.spellings(k.value, host=host, address=address, name=name))
         self._rot13 = set(values) - plain
         self.known = tuple(sorted(values.values(), key=_longest_first))
         self._inflating = False

@@ -945,6 +945,8 @@ _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime
         # a plain user name given to a flag, as an argument of its own or in text
         ("ssh --login jdoe box; User = jdoe", [("jdoe", "<user>"), ("jdoe", "<user>")]),
         ("--user\x02jdoe --username jdoex", [("jdoe", "<user>")]),
+        # a distinctive name with its dashes written as underscores
+        ("on gb10_lab_07, up", [("gb10_lab_07", "<host>")]),
         # HTML's named references of Latin letters and of the hyphen
         ("node b&uuml;ro-lab-07 down", [("b&uuml;ro-lab-07", "<host>")]),
         ("h gb10&hyphen;lab&dash;07 x", [("gb10&hyphen;lab&dash;07", "<host>")]),

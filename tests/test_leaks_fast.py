@@ -672,6 +672,7 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "--user\x02al --login al User = al 10.0.0.7.51234 > 10.0.0.7.1.2 10.0.0.7.22: x",
         "rootfs/home/al/x $HOME/../home/al myhome/al myvar/home/al x\\Users\\al a.home/al",
         "Project+Zeta project_zeta Project&nbsp;Zeta al bo AL+-BO  pad ded al\u00a0bo Al\tBo",
+        "gpu_box_01 jo_smith GPU_BOX_01.log x_gpu_box_01 gpu_box-01 jo-smith_x",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

@@ -2179,7 +2179,12 @@ _BATCH_GAP = SEP * (_ADDRESS_WINDOW + 8)
 
 
 def spellings(
-    value: str, *, host: bool = False, address: bool = False, rot13: bool = False
+    value: str,
+    *,
+    host: bool = False,
+    address: bool = False,
+    rot13: bool = False,
+    name: bool = False,
 ) -> list[str]:
     """The other spellings of a known value that a text can hold for it: where it has letters
     past ASCII, composed and decomposed (NFC, NFD: `jöns` as `jo\u0308ns`), and a host name
@@ -2187,7 +2192,8 @@ def spellings(
     `rot13`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`); an IPv4 address as one number, in
     decimal and in hex, and with its octets in octal (as they are, or of 4 digits) or in hex,
     as URLs and `inet_aton` read them (`3232245783`, `0xC0A82817`, `0300.0250.050.027`,
-    `0300.0250.0050.0027`, `0xc0.0xa8.0x28.0x17`)."""
+    `0300.0250.0050.0027`, `0xc0.0xa8.0x28.0x17`); with `name`, a distinctive user or host
+    name with its dashes written as underscores, or its underscores as dashes."""
     if address:
         try:
             packed = ipaddress.IPv4Address(value).packed
@@ -2208,6 +2214,8 @@ def spellings(
             ".".join(f"0X{octet:02X}" for octet in packed),
         ]
     found = []
+    if name and is_distinctive(value):  # `gb10_lab_07` for `gb10-lab-07`, and the reverse
+        found += [value.replace(a, b) for a, b in (("-", "_"), ("_", "-")) if a in value]
     if not value.isascii():
         found += [unicodedata.normalize(form, value) for form in ("NFC", "NFD")]
         if host:
@@ -2254,6 +2262,7 @@ def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
                 host=kind is KnownKind.HOST,
                 address=kind is KnownKind.ADDRESS,
                 rot13=scrambles,
+                name=kind in (KnownKind.USER, KnownKind.HOST),
             )
         ]
         if scrambles:

@@ -207,17 +207,27 @@ def test_verdict_table(records: list[Record], verdict: Verdict) -> None:
     assert _experiment(records) is verdict
 
 
+def _counted(r: Record, tokens: int) -> Record:
+    """`r` with its answer counting `tokens` completion tokens."""
+    usage = {**r.response["usage"], "completion_tokens": tokens}
+    return replace(r, response={**r.response, "usage": usage})
+
+
 def _capped(warm_output: str) -> list[Record]:
     return [
-        record(Arm.COLD, sequence=s, preceded_by="server-start", finish="length") for s in (1, 2)
+        _counted(record(Arm.COLD, sequence=s, preceded_by="server-start", finish="length"), 64)
+        for s in (1, 2)
     ] + [
-        record(
-            Arm.WARM,
-            sequence=s,
-            cached=32,
-            hits=(10 * s, 10 * s + 2),
-            finish="length",
-            output=warm_output,
+        _counted(
+            record(
+                Arm.WARM,
+                sequence=s,
+                cached=32,
+                hits=(10 * s, 10 * s + 2),
+                finish="length",
+                output=warm_output,
+            ),
+            64,
         )
         for s in (3, 4)
     ]
@@ -436,9 +446,13 @@ def _reply(r: Record, finish: str | None, **message: str) -> Record:
     return replace(r, response={**r.response, "choices": [choice]}, output_hash=digest[:64])
 
 
-def _split(finish: str | None, cold: dict[str, str], warm: dict[str, str]) -> Any:
-    records = [_reply(_cold(s), "stop", **cold) for s in (1, 2)]
-    records += [_reply(_warm(s), finish, **warm) for s in (3, 4)]
+def _split(
+    finish: str | None, cold: dict[str, str], warm: dict[str, str], tokens: tuple[int, int] = (6, 3)
+) -> Any:
+    """Two cold replies of `cold` that finished, two warm of `warm` that end with `finish`,
+    each counting its `tokens` (cold, warm)."""
+    records = [_counted(_reply(_cold(s), "stop", **cold), tokens[0]) for s in (1, 2)]
+    records += [_counted(_reply(_warm(s), finish, **warm), tokens[1]) for s in (3, 4)]
     proofs = prove_all(records, RULES, {}, attached=True)
     return classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64)).conditions[0]
 
@@ -455,19 +469,55 @@ def test_a_reply_that_did_not_finish_and_is_the_others_start_proves_no_split(
 @pytest.mark.parametrize(
     ("warm", "verdict"),
     [
-        ({"content": "The dog"}, Verdict.CACHE_STATE_DEPENDENT),  # differs within its length
+        # differs within its length (as long as the other or longer)
+        ({"content": "The dog sat on the mat, all day."}, Verdict.CACHE_STATE_DEPENDENT),
+        ({"content": "The dog"}, Verdict.INCONCLUSIVE),  # less text: perhaps the other, cut
         ({"content": "The cat sat\ufffd"}, Verdict.INCONCLUSIVE),  # a character cut in two
         ({"content": "The cat sat on the mat. And more"}, Verdict.CACHE_STATE_DEPENDENT),
         ({"reasoning_content": "Let me"}, Verdict.INCONCLUSIVE),  # cut in its reasoning
-        ({"reasoning_content": "Let me", "content": "x"}, Verdict.CACHE_STATE_DEPENDENT),
+        (
+            {"reasoning_content": "Let me", "content": "Another answer, and a longer one."},
+            Verdict.CACHE_STATE_DEPENDENT,
+        ),
         ({"reasoning_content": "Let me think.", "content": "The"}, Verdict.INCONCLUSIVE),
     ],
 )
 def test_a_capped_reply_is_judged_by_what_it_holds(warm: dict[str, str], verdict: Verdict) -> None:
+    """Cut at the cap (64 tokens, the most any reply counts): a split where it is not the
+    other's start."""
     cold = {"reasoning_content": "Let me think.", "content": "The cat sat on the mat."}
     if "reasoning_content" not in warm:
         cold = {"content": cold["content"]}
-    assert _split("length", cold, warm).verdict is verdict
+    assert _split("length", cold, warm, (6, 64)).verdict is verdict
+
+
+@pytest.mark.parametrize("finish", ["length", "abort", None])
+@pytest.mark.parametrize(
+    "warm",
+    [
+        {"reasoning_content": "Let me think.</thi"},  # a parser's residue of a cut tag
+        {"content": 'The cat sat on the mat.\n<tool_call>\n{"name": "get_wea'},
+        {"content": "The dog"},
+    ],
+)
+def test_a_capped_reply_shorter_than_the_others_proves_no_split(
+    warm: dict[str, str], finish: str | None
+) -> None:
+    """Counting fewer tokens than a reply of the other output, it may be that reply cut short
+    whatever its text (a server's parser moves a cut reply's text between fields)."""
+    cold = {"reasoning_content": "Let me think.", "content": "The cat sat on the mat."}
+    result = _split(finish, cold, warm, (60, 20))
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("may have been cut short" in r for r in result.reasons), result.reasons
+
+
+def test_a_cut_reply_within_one_arm_is_no_variation() -> None:
+    records = [_counted(_reply(_cold(s), "stop", content="The cat sat."), 4) for s in (1, 2)]
+    records += [_counted(_reply(_warm(3), "stop", content="The dog sat."), 4)]
+    records += [_counted(_reply(_warm(4), "abort", content="The d"), 2)]
+    proofs = prove_all(records, RULES, {}, attached=True)
+    result = classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64))
+    assert result.verdict is Verdict.INCONCLUSIVE, result.conditions[0].reasons
 
 
 def test_a_reply_that_did_not_finish_is_capped() -> None:

@@ -16,7 +16,7 @@ from verifier.canonical import (
 )
 from verifier.model import Arm, Verdict
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import RequestProof, completion_count, miss_reason_refs
+from verifier.proofs import FINISHED, RequestProof, completion_count, miss_reason_refs
 from verifier.protocol import Phase
 from verifier.records import Condition, Record
 
@@ -205,26 +205,54 @@ def _cut_from(short: Record, full: Record) -> bool:
     return calls[0] != calls[1]
 
 
-def _cut_short(
-    comparable: Sequence[RequestProof], labels: dict[str, str], a: str, b: str
-) -> str | None:
-    """Why two outputs that differ prove no difference: one of them, from a reply that may
-    have been cut short (capped), is the other cut short (`_cut_from`). Replies cut at one
-    cap differ within it where their tokens differ; a reply cut earlier than the other (its
-    own cap, or no finish) agrees with it as far as it goes, which proves nothing past it."""
-    examples: dict[str, Record] = {}
+def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> str | None:
+    """Why outputs that differ prove no difference: a reply that may have been cut short
+    (capped) and is not cut where the others could be. Replies cut at one cap are cut at one
+    length, so where their tokens differ the whole replies differ (EVIDENCE.md); a capped
+    reply that did not finish by the cap (`abort`, `error`, no finish_reason), that counts
+    no tokens or fewer than a reply of another output, that is the start of another output
+    (`_cut_from`), or that holds less text than one, may agree with it as far as it goes,
+    which proves nothing past it."""
+    by_label: dict[str, list[RequestProof]] = {}
     for proof in comparable:
-        examples.setdefault(labels[proof.record.output_hash or ""], proof.record)
-    for proof in comparable:
-        mine = labels[proof.record.output_hash or ""]
-        other = b if mine == a else a
-        if proof.capped and _cut_from(proof.record, examples[other]):
-            return (
-                f"{mine} may have been cut short ({proof.record.file}: it hit the token cap or "
-                f"did not finish) and is the start of {other}: the two agree as far as {mine} "
-                "goes, which proves nothing past it"
-            )
+        by_label.setdefault(labels[proof.record.output_hash or ""], []).append(proof)
+    if len(by_label) < 2 or not any(p.capped for p in comparable):
+        return None
+    longest: dict[str, int | None] = {}
+    for label, proofs in by_label.items():
+        counts = [completion_count(p.record) for p in proofs]
+        longest[label] = None if None in counts else max(c for c in counts if c is not None)
+    for label, proofs in by_label.items():
+        for proof in (p for p in proofs if p.capped):
+            record, used = proof.record, completion_count(proof.record)
+            for other, most in longest.items():
+                if other == label:
+                    continue
+                why = None
+                if record.finish_reason not in FINISHED and record.finish_reason != "length":
+                    why = "it did not finish by the cap"
+                elif used is None or most is None:
+                    why = "it, or a reply that gave the other, counts no tokens"
+                elif used < most:
+                    why = f"it counts {used} tokens, a reply that gave {other} {most}"
+                elif _cut_from(record, full := by_label[other][0].record):
+                    why = f"it is the start of {other}"
+                elif _text_length(record) < _text_length(full):
+                    # (what a token holds is not known here: less text than a reply that
+                    # ended may be less of the same reply, its counts edited where nothing
+                    # binds them)
+                    why = f"it holds less text than {other}"
+                if why is not None:
+                    return (
+                        f"{label} may have been cut short ({record.file}: {why}): the replies "
+                        f"agree as far as it goes, which proves nothing past it"
+                    )
     return None
+
+
+def _text_length(record: Record) -> int:
+    """How many characters a reply holds: its reasoning, its content and its tool calls."""
+    return len(record.reasoning or "") + len(record.content or "") + len(_tool_calls(record) or "")
 
 
 def _tool_calls(record: Record) -> str | None:
@@ -395,6 +423,9 @@ def classify_condition(
     elif prompt_mismatch:
         verdict = Verdict.INCONCLUSIVE
         reasons.append("prompt_tokens differ between requests: the prompt was not the same")
+    elif (cut := _cut_short(comparable, labels)) is not None:
+        verdict = Verdict.INCONCLUSIVE
+        reasons.append(cut)
     elif varying:
         verdict = Verdict.NONDETERMINISTIC
         for arm in varying:
@@ -451,10 +482,7 @@ def classify_condition(
     else:
         (a,) = baseline
         (b,) = warm
-        if a != b and capped and (cut := _cut_short(comparable, labels, a, b)) is not None:
-            verdict = Verdict.INCONCLUSIVE
-            reasons.append(cut)
-        elif a != b:
+        if a != b:
             verdict = Verdict.CACHE_STATE_DEPENDENT
             reasons.append(
                 f"every proven cold/disabled request gave {a}, every proven warm request gave {b}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from verifier import layout
 from verifier.canonical import OutputHashError, canonical_hash, canonical_output
@@ -67,18 +68,7 @@ def check_output_hashes(ctx: BundleContext) -> Iterator[Finding]:
                 expected=actual,
                 actual=str(claimed),
             )
-        choices = response.get("choices")
-        if isinstance(choices, list) and len(choices) > 1:
-            # (`n` above 1, or choices added: every reply must be judged, and only the first
-            # enters the output hash)
-            yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"the response holds {len(choices)} choices: its output hash reads the first "
-                "alone, so the others would go unjudged (the protocol asks one reply a request)",
-                file=path,
-                pointer="/response/choices/1",
-            )
+        yield from _one_reply(path, record, response)
         if record["usage"] != response.get("usage"):
             yield Finding(
                 CHECK,
@@ -87,3 +77,41 @@ def check_output_hashes(ctx: BundleContext) -> Iterator[Finding]:
                 file=path,
                 pointer="/usage",
             )
+
+
+def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> Iterator[Finding]:
+    """The protocol asks one reply of each request, and the output hash reads the first
+    choice alone: a body that asks more (`n`, `best_of`), a second choice, or a first one
+    that says it is another (`index`) would leave a reply unjudged."""
+    body = record.get("request_body")
+    for field in ("n", "best_of"):
+        value = body.get(field) if isinstance(body, dict) else None
+        if value is not None and not (type(value) is int and value == 1):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the request asks {field}={value!r}: the protocol asks one reply of each "
+                "request, and the output hash reads the first alone",
+                file=path,
+                pointer=f"/request_body/{field}",
+            )
+    choices = response.get("choices")
+    if isinstance(choices, list) and len(choices) > 1:
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            f"the response holds {len(choices)} choices: its output hash reads the first "
+            "alone, so the others would go unjudged (the protocol asks one reply a request)",
+            file=path,
+            pointer="/response/choices/1",
+        )
+    first = choices[0] if isinstance(choices, list) and choices else None
+    index = first.get("index") if isinstance(first, dict) else None
+    if index is not None and not (type(index) is int and index == 0):
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            f"the response's only choice says it is choice {index!r}: another was left out",
+            file=path,
+            pointer="/response/choices/0/index",
+        )

@@ -533,3 +533,32 @@ def test_one_cold_reply_beside_the_controls_is_too_few() -> None:
     assert _experiment([_cold(1), _cold(2), _off(3), _warm(4), _warm(5)]) is (
         Verdict.CACHE_STATE_DEPENDENT
     )
+
+
+def test_replies_cut_at_one_cap_that_differ_are_a_split_whatever_their_lengths() -> None:
+    """helper-55: both arms at the cap (64 tokens), their texts of different lengths."""
+    cold = _counted(_reply(_cold(1), "length", content="The cat sat on the mat and"), 64)
+    records = [cold, replace(cold, sequence=2, file="records/c/002.json", server_instance=2)]
+    records += [_counted(_reply(_warm(s), "length", content="The dog sat"), 64) for s in (3, 4)]
+    proofs = prove_all(records, RULES, {}, attached=True)
+    result = classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64))
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT, result.conditions[0].reasons
+
+
+@pytest.mark.parametrize(
+    "warm",
+    [
+        {"content": "<think>\nLet me think."},  # cut before the tag closed: never split
+        {"content": "Let me th"},  # (a parser that found no tag)
+        {"content": "<think> Let me think.</think>\n\nThe cat sat on the m"},
+        {"reasoning_content": "Let me think.", "content": 'The cat\n<tool_call>\n{"na'},
+    ],
+)
+def test_a_reply_cut_before_its_parser_could_split_it_is_the_others_start(
+    warm: dict[str, str],
+) -> None:
+    """At the cap, counting as many tokens as the other (counts a bundle can edit where
+    nothing binds them), its text as generated is the other's start: no split."""
+    cold = {"reasoning_content": "Let me think.", "content": "The cat sat on the mat."}
+    result = _split("length", cold, warm, (64, 64))
+    assert result.verdict is Verdict.INCONCLUSIVE, result.reasons

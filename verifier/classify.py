@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -198,11 +199,30 @@ def _cut_from(short: Record, full: Record) -> bool:
         (short.content or "", full.content or ""),
     ]
     calls = _tool_calls(short), _tool_calls(full)
+    if _unparsed(short) and _unparsed(full).startswith(_unparsed(short, cut=True)):
+        return True
     for index, (mine, theirs) in enumerate(parts):
         if mine != theirs:
             later = any(m for m, _ in parts[index + 1 :]) or calls[0] is not None
             return not later and theirs.startswith(mine.rstrip("\ufffd"))
     return calls[0] != calls[1]
+
+
+# A reasoning tag with the white space around it: a server's parser takes it out of a reply
+# that has it whole, and leaves it in one cut before it (`<think>\nLet me`).
+_THINK_TAG = re.compile(r"</?think>")
+# What a reply cut short may end with: a tag cut in two, a character cut in two, a tool call
+# begun (a parser leaves an unfinished one in the content, `<tool_call>\n{"name": "get_wea`).
+_CUT_END = re.compile(r"(?:<[^<>]*|\ufffd+)\Z|<tool_call>.*\Z", re.DOTALL)
+
+
+def _unparsed(record: Record, *, cut: bool = False) -> str:
+    """A reply's text as generated, before a parser split it: its reasoning then its
+    content, without their reasoning tags and the white space at their ends; with `cut`,
+    without what a cut leaves at its end (`_CUT_END`)."""
+    pieces = [record.reasoning or "", record.content or ""]
+    text = "".join(p.strip() for piece in pieces for p in _THINK_TAG.split(piece))
+    return _CUT_END.sub("", text).rstrip() if cut else text
 
 
 def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> str | None:
@@ -211,14 +231,18 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
     length, so where their tokens differ the whole replies differ (EVIDENCE.md); a capped
     reply that did not finish by the cap (`abort`, `error`, no finish_reason), that counts
     no tokens or fewer than a reply of another output, that is the start of another output
-    (`_cut_from`), or that holds less text than one, may agree with it as far as it goes,
-    which proves nothing past it."""
+    (`_cut_from`), or that holds less text than one that ended by itself, may agree with
+    it as far as it goes, which proves nothing past it."""
     by_label: dict[str, list[RequestProof]] = {}
     for proof in comparable:
         by_label.setdefault(labels[proof.record.output_hash or ""], []).append(proof)
     if len(by_label) < 2 or not any(p.capped for p in comparable):
         return None
     longest: dict[str, int | None] = {}
+    finished = {  # a reply of each output that ended by itself, where one did
+        label: next((p.record for p in proofs if not p.capped), None)
+        for label, proofs in by_label.items()
+    }
     for label, proofs in by_label.items():
         counts = [completion_count(p.record) for p in proofs]
         longest[label] = None if None in counts else max(c for c in counts if c is not None)
@@ -235,13 +259,15 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
                     why = "it, or a reply that gave the other, counts no tokens"
                 elif used < most:
                     why = f"it counts {used} tokens, a reply that gave {other} {most}"
-                elif _cut_from(record, full := by_label[other][0].record):
+                elif _cut_from(record, by_label[other][0].record):
                     why = f"it is the start of {other}"
-                elif _text_length(record) < _text_length(full):
+                elif (ended := finished.get(other)) is not None and (
+                    _text_length(record) < _text_length(ended)
+                ):
                     # (what a token holds is not known here: less text than a reply that
-                    # ended may be less of the same reply, its counts edited where nothing
-                    # binds them)
-                    why = f"it holds less text than {other}"
+                    # ended by itself may be less of the same reply, its counts edited where
+                    # nothing binds them; two replies cut at one cap differ where they differ)
+                    why = f"it holds less text than {other}, which ended by itself"
                 if why is not None:
                     return (
                         f"{label} may have been cut short ({record.file}: {why}): the replies "

@@ -1105,11 +1105,17 @@ def test_a_second_choice_in_every_answer_is_judged_or_refused(tmp_path: Path) ->
     _invalid(files, tmp_path, "output-hash", "choices")
 
 
-def test_a_body_that_asks_two_replies_is_refused_though_one_is_recorded(tmp_path: Path) -> None:
-    """helper-54: `n: 2` with one choice recorded: the other reply was left out."""
-    files = _records(dict(SEED_FILES), lambda r: r["request_body"].update(n=2))
-    files = _edited(files, layout.EXPERIMENT, lambda e: e["request_body"].update(n=2))
-    _invalid(files, tmp_path, "output-hash", "asks n=2")
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("n", 2), ("n", 1.0), ("best_of", 2), ("n_cmpl", 2), ("use_beam_search", True)],
+)
+def test_a_body_that_asks_two_replies_is_refused_though_one_is_recorded(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    """helper-54, helper-55: `n: 2` with one choice recorded: the other reply was left out."""
+    files = _records(dict(SEED_FILES), lambda r: r["request_body"].update({field: value}))
+    files = _edited(files, layout.EXPERIMENT, lambda e: e["request_body"].update({field: value}))
+    _invalid(files, tmp_path, "output-hash", f"asks {field}={value!r}")
 
 
 def test_an_only_choice_that_says_it_is_the_second_is_refused(tmp_path: Path) -> None:

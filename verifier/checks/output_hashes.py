@@ -81,12 +81,14 @@ def check_output_hashes(ctx: BundleContext) -> Iterator[Finding]:
 
 def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> Iterator[Finding]:
     """The protocol asks one reply of each request, and the output hash reads the first
-    choice alone: a body that asks more (`n`, `best_of`), a second choice, or a first one
-    that says it is another (`index`) would leave a reply unjudged."""
+    choice alone: a body that asks more (`n`, `best_of`, llama.cpp's `n_cmpl`; vLLM's beam
+    search), a second choice, or a first one that says it is another (`index`) would leave
+    a reply unjudged."""
     body = record.get("request_body")
-    for field in ("n", "best_of"):
+    for field in ("n", "best_of", "n_cmpl", "use_beam_search"):
         value = body.get(field) if isinstance(body, dict) else None
-        if value is not None and not (type(value) is int and value == 1):
+        one = value is False if field == "use_beam_search" else type(value) is int and value == 1
+        if value is not None and not one:
             yield Finding(
                 CHECK,
                 Severity.ERROR,

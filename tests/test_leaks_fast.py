@@ -671,6 +671,7 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "b&uuml;ro-lab W&Ouml;RD gpu&hyphen;box&dash;01 &amp;eacute; &eacut &AElig;x &Yuml;",
         "--user\x02al --login al User = al 10.0.0.7.51234 > 10.0.0.7.1.2 10.0.0.7.22: x",
         "rootfs/home/al/x $HOME/../home/al myhome/al myvar/home/al x\\Users\\al a.home/al",
+        "myusers/al xusers\\al myUsers/al x/users/al xusr/home/al",
         "Project+Zeta project_zeta Project&nbsp;Zeta al bo AL+-BO  pad ded al\u00a0bo Al\tBo",
         "gpu_box_01 jo_smith GPU_BOX_01.log x_gpu_box_01 gpu_box-01 jo-smith_x",
     ],
@@ -721,7 +722,7 @@ def test_known_patterns_compile_where_a_text_first_needs_them() -> None:
     # Export builds a detector of the values collected so far for each name it embeds in a
     # placeholder: one that never meets the start of a value compiles nothing.
     detector = leaks.Detector(KNOWN, encoded=False)
-    assert detector.scan_text("GPU_COUNT LD_LIBRARY_PATH CUDA_VISIBLE_DEVICES") == []
+    assert detector.scan_text("NUM_GPUS LD_LIBRARY_PATH CUDA_VISIBLE_DEVICES") == []
     assert all(r._regex is None and r._split is None for r in detector._regexes)
     hits = detector.scan_text("weights in /srv/private/models/x, token s3cr3t-Value.x")
     assert [h.placeholder for h in hits] == ["/path/to/model", "<token>"]

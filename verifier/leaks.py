@@ -2942,7 +2942,7 @@ class _AccountNames:
         if home is not None and (
             not text[begin : home.start()].strip("./\\")
             or text[home.start() - 1] in "/\\"  # a component below others: `rootfs/home/al`
-            or home.group()[0] in "uv"  # (`x/var/home/`: its `home` is one too)
+            or home.group()[3] in "/\\"  # (`x/var/home/`: its `home` is one too)
         ):
             return True
         return (

@@ -208,8 +208,8 @@ def _cut_from(short: Record, full: Record) -> bool:
     return calls[0] != calls[1]
 
 
-# A reasoning tag with the white space around it: a server's parser takes it out of a reply
-# that has it whole, and leaves it in one cut before it (`<think>\nLet me`).
+# A reasoning tag: a server's parser takes it out of a reply that has it whole, and leaves it
+# in one cut before it (`<think>\nLet me`).
 _THINK_TAG = re.compile(r"</?think>")
 # What a reply cut short may end with: a tag cut in two, a character cut in two, a tool call
 # begun (a parser leaves an unfinished one in the content, `<tool_call>\n{"name": "get_wea`).
@@ -246,12 +246,17 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
     for label, proofs in by_label.items():
         counts = [completion_count(p.record) for p in proofs]
         longest[label] = None if None in counts else max(c for c in counts if c is not None)
+    # (replies of one output hold one text: what their texts say is asked once a pair)
+    start_of: dict[tuple[str, str], bool] = {}
+    length = {label: _text_length(proofs[0].record) for label, proofs in by_label.items()}
     for label, proofs in by_label.items():
         for proof in (p for p in proofs if p.capped):
             record, used = proof.record, completion_count(proof.record)
             for other, most in longest.items():
                 if other == label:
                     continue
+                if (label, other) not in start_of:
+                    start_of[label, other] = _cut_from(record, by_label[other][0].record)
                 why = None
                 if record.finish_reason not in FINISHED and record.finish_reason != "length":
                     why = "it did not finish by the cap"
@@ -259,11 +264,9 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
                     why = "it, or a reply that gave the other, counts no tokens"
                 elif used < most:
                     why = f"it counts {used} tokens, a reply that gave {other} {most}"
-                elif _cut_from(record, by_label[other][0].record):
+                elif start_of[label, other]:
                     why = f"it is the start of {other}"
-                elif (ended := finished.get(other)) is not None and (
-                    _text_length(record) < _text_length(ended)
-                ):
+                elif finished.get(other) is not None and length[label] < length[other]:
                     # (what a token holds is not known here: less text than a reply that
                     # ended by itself may be less of the same reply, its counts edited where
                     # nothing binds them; two replies cut at one cap differ where they differ)

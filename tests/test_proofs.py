@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from typing import Any
 
@@ -442,8 +443,8 @@ def _reply(r: Record, finish: str | None, **message: str) -> Record:
     choice: dict[str, Any] = {"message": message}
     if finish is not None:
         choice["finish_reason"] = finish
-    digest = "".join(f"{k}={v};" for k, v in sorted(message.items())).encode().hex()
-    return replace(r, response={**r.response, "choices": [choice]}, output_hash=digest[:64])
+    digest = hashlib.sha256("".join(f"{k}={v};" for k, v in sorted(message.items())).encode())
+    return replace(r, response={**r.response, "choices": [choice]}, output_hash=digest.hexdigest())
 
 
 def _split(
@@ -551,7 +552,8 @@ def test_replies_cut_at_one_cap_that_differ_are_a_split_whatever_their_lengths()
         {"content": "<think>\nLet me think."},  # cut before the tag closed: never split
         {"content": "Let me th"},  # (a parser that found no tag)
         {"content": "<think> Let me think.</think>\n\nThe cat sat on the m"},
-        {"reasoning_content": "Let me think.", "content": 'The cat\n<tool_call>\n{"na'},
+        {"content": "<think>\n"},  # cut before anything but its tag (helper-56)
+        {"content": "<think>\nLet me think.</thi"},
     ],
 )
 def test_a_reply_cut_before_its_parser_could_split_it_is_the_others_start(
@@ -562,3 +564,30 @@ def test_a_reply_cut_before_its_parser_could_split_it_is_the_others_start(
     cold = {"reasoning_content": "Let me think.", "content": "The cat sat on the mat."}
     result = _split("length", cold, warm, (64, 64))
     assert result.verdict is Verdict.INCONCLUSIVE, result.reasons
+
+
+def test_a_cut_text_is_read_in_linear_time() -> None:
+    """helper-56: a long run of U+FFFD not at the end was read again from each of its places
+    (4.45 s a call for 40,000 of them)."""
+    import time
+
+    from verifier.classify import _cut_from
+
+    short = _reply(_warm(3), "length", content="\ufffd" * 200_000 + "x")
+    full = _reply(_cold(1), "stop", content="y")
+    started = time.process_time()
+    assert not _cut_from(short, full)
+    assert time.process_time() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "if a[i] < best: return i",  # a `<` that starts no tag, before the divergence
+        'call <tool_call>\n{"name": "f", "arguments": {"x": 1}}',  # raw, no parser
+    ],
+)
+def test_a_capped_reply_that_differs_after_a_less_than_sign_is_a_split(text: str) -> None:
+    cold = {"content": text + " and so on, the cold way."}
+    warm = {"content": text + " and so on, the warm way."}
+    assert _split("length", cold, warm, (64, 64)).verdict is Verdict.CACHE_STATE_DEPENDENT

@@ -199,7 +199,10 @@ def _cut_from(short: Record, full: Record) -> bool:
         (short.content or "", full.content or ""),
     ]
     calls = _tool_calls(short), _tool_calls(full)
-    if _unparsed(short) and _unparsed(full).startswith(_unparsed(short, cut=True)):
+    mine = _unparsed(short, cut=True)
+    if calls[1] is not None and calls[0] is None and (at := mine.find("<tool_call>")) >= 0:
+        mine = mine[:at].rstrip()  # a call the other's parser took out, begun and cut here
+    if _unparsed(full).startswith(mine):
         return True
     for index, (mine, theirs) in enumerate(parts):
         if mine != theirs:
@@ -211,18 +214,25 @@ def _cut_from(short: Record, full: Record) -> bool:
 # A reasoning tag: a server's parser takes it out of a reply that has it whole, and leaves it
 # in one cut before it (`<think>\nLet me`).
 _THINK_TAG = re.compile(r"</?think>")
-# What a reply cut short may end with: a tag cut in two, a character cut in two, a tool call
-# begun (a parser leaves an unfinished one in the content, `<tool_call>\n{"name": "get_wea`).
-_CUT_END = re.compile(r"(?:<[^<>]*|\ufffd+)\Z|<tool_call>.*\Z", re.DOTALL)
+# The tags a reply cut short may end inside of (`</thi`), which its parser leaves in it.
+_TAGS = ("<think>", "</think>", "<tool_call>")
 
 
 def _unparsed(record: Record, *, cut: bool = False) -> str:
     """A reply's text as generated, before a parser split it: its reasoning then its
     content, without their reasoning tags and the white space at their ends; with `cut`,
-    without what a cut leaves at its end (`_CUT_END`)."""
+    without what a cut leaves at its end: a character cut in two (U+FFFD), a tag cut in two.
+    (String operations, each linear: a pattern anchored at the end would read a long run of
+    U+FFFD again from each of its places.)"""
     pieces = [record.reasoning or "", record.content or ""]
     text = "".join(p.strip() for piece in pieces for p in _THINK_TAG.split(piece))
-    return _CUT_END.sub("", text).rstrip() if cut else text
+    if not cut:
+        return text
+    text = text.rstrip("\ufffd")
+    start = text.rfind("<")
+    if start >= 0 and len(text) - start < 12 and any(t.startswith(text[start:]) for t in _TAGS):
+        text = text[:start]
+    return text.rstrip()
 
 
 def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> str | None:

@@ -656,7 +656,8 @@ def _url_credentials(url: str) -> tuple[str | None, list[str]]:
     return user, secrets
 
 
-# A host name (or an address) at the end of a dotted name: what `HOSTNAME=` can hold.
+# What a machine's name can be (`HOSTNAME=`): letters, digits, dots and dashes, neither
+# first nor last a dot or a dash (an address is one too, and is left to the detectors).
 _HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
 
 

@@ -235,6 +235,10 @@ def _unparsed(record: Record, *, cut: bool = False) -> str:
     return text.rstrip()
 
 
+# The finish reasons of a reply that ended by itself or at the cap.
+_CUT_AT_CAP = FINISHED | {"length"}
+
+
 def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> str | None:
     """Why outputs that differ prove no difference: a reply that may have been cut short
     (capped) and is not cut where the others could be. Replies cut at one cap are cut at one
@@ -249,10 +253,8 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
     if len(by_label) < 2 or not any(p.capped for p in comparable):
         return None
     longest: dict[str, int | None] = {}
-    finished = {  # a reply of each output that ended by itself, where one did
-        label: next((p.record for p in proofs if not p.capped), None)
-        for label, proofs in by_label.items()
-    }
+    # the outputs of which a reply ended by itself
+    ended = {label for label, proofs in by_label.items() if not all(p.capped for p in proofs)}
     for label, proofs in by_label.items():
         counts = [completion_count(p.record) for p in proofs]
         longest[label] = None if None in counts else max(c for c in counts if c is not None)
@@ -268,7 +270,7 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
                 if (label, other) not in start_of:
                     start_of[label, other] = _cut_from(record, by_label[other][0].record)
                 why = None
-                if record.finish_reason not in FINISHED and record.finish_reason != "length":
+                if record.finish_reason not in _CUT_AT_CAP:
                     why = "it did not finish by the cap"
                 elif used is None or most is None:
                     why = "it, or a reply that gave the other, counts no tokens"
@@ -276,7 +278,7 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
                     why = f"it counts {used} tokens, a reply that gave {other} {most}"
                 elif start_of[label, other]:
                     why = f"it is the start of {other}"
-                elif finished.get(other) is not None and length[label] < length[other]:
+                elif other in ended and length[label] < length[other]:
                     # (what a token holds is not known here: less text than a reply that
                     # ended by itself may be less of the same reply, its counts edited where
                     # nothing binds them; two replies cut at one cap differ where they differ)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -591,3 +592,99 @@ def test_a_capped_reply_that_differs_after_a_less_than_sign_is_a_split(text: str
     cold = {"content": text + " and so on, the cold way."}
     warm = {"content": text + " and so on, the warm way."}
     assert _split("length", cold, warm, (64, 64)).verdict is Verdict.CACHE_STATE_DEPENDENT
+
+
+# --- helper-57 (2026-12-05, session 11): markers the tool does not know by name ----------
+
+_REASONING = "The user asks for the capital of France, which is a well-known fact: Paris."
+
+
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        ("[THINK]", "[/THINK]"),  # Mistral's
+        ("<seed:think>", "</seed:think>"),  # Seed-OSS's
+        ("Here is my thought process:", "Here is my response:"),  # Granite's
+    ],
+)
+@pytest.mark.parametrize("cut_in", ["reasoning", "closing", "content"])
+def test_a_reply_cut_before_a_parser_of_another_syntax_split_it_is_the_others_start(
+    opening: str, closing: str, cut_in: str
+) -> None:
+    """A reply cut short leaves its reasoning, markers and all, in its content (the parser
+    finds no end): read with markers only `<think>` names, it had been another output."""
+    cold = {"reasoning_content": _REASONING, "content": "The capital of France is Paris."}
+    raw = {
+        "reasoning": f"{opening}\n{_REASONING[:40]}",
+        "closing": f"{opening}\n{_REASONING}\n{closing[:9]}",
+        "content": f"{opening}\n{_REASONING}\n{closing}\nThe capital of Fr",
+    }[cut_in]
+    for cold_finish in ("stop", "length"):  # (capped, its length says nothing)
+        result = _capped_split(cold_finish, cold, {"content": raw})
+        assert result.verdict is Verdict.INCONCLUSIVE, result.reasons
+
+
+def _capped_split(cold_finish: str, cold: dict[str, str], warm: dict[str, str]) -> Any:
+    """`_split` of warm replies at the cap, 64 tokens each side, the cold ending with
+    `cold_finish`."""
+    records = [_counted(_reply(_cold(s), cold_finish, **cold), 64) for s in (1, 2)]
+    records += [_counted(_reply(_warm(s), "length", **warm), 64) for s in (3, 4)]
+    proofs = prove_all(records, RULES, {}, attached=True)
+    return classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64)).conditions[0]
+
+
+def test_a_reply_whose_reasoning_differs_after_an_unknown_marker_is_a_split() -> None:
+    cold = {"reasoning_content": _REASONING, "content": "The capital of France is Paris."}
+    warm = {"content": "[THINK]\n" + _REASONING[:40] + " Lyon, since the question says so."}
+    result = _capped_split("length", cold, warm)
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT, result.reasons
+
+
+def _called(r: Record, finish: str, content: str, calls: list[str]) -> Record:
+    """`r` answering `content` and a call of `search` for each of `calls` (its query)."""
+    message: dict[str, Any] = {"content": content}
+    if calls:
+        message["tool_calls"] = [
+            {"id": f"c{i}", "type": "function", "function": {"name": "search", "arguments": q}}
+            for i, q in enumerate(calls)
+        ]
+    digest = hashlib.sha256(json.dumps(message, sort_keys=True).encode()).hexdigest()
+    choice = {"message": message, "finish_reason": finish}
+    return _counted(
+        replace(r, response={**r.response, "choices": [choice]}, output_hash=digest), 64
+    )
+
+
+def _tool_split(
+    warm_content: str, warm_calls: list[str], cold_calls: list[str], cold_finish: str = "length"
+) -> Any:
+    cold = [_called(_cold(s), cold_finish, "Let me look.", cold_calls) for s in (1, 2)]
+    warm = [_called(_warm(s), "length", warm_content, warm_calls) for s in (3, 4)]
+    proofs = prove_all([*cold, *warm], RULES, {}, attached=True)
+    return classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64)).conditions[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "calls"),
+    [
+        ('Let me look.[TOOL_CALLS][{"name": "search", "arguments": {"q": "cap', []),  # Mistral's
+        ("Let me look.[TOOL_CALLS]", []),  # cut in its marker
+        ('Let me look.<function=search>{"q": "capital of', []),  # Llama's
+        ('Let me look.\n<tool_call>\n{"name": "search", "arguments": {"q": "ma', ['{"q":"x"}']),
+    ],
+)
+def test_a_reply_cut_in_a_raw_call_of_another_syntax_is_the_others_start(
+    content: str, calls: list[str]
+) -> None:
+    """The other's parser took its calls out; this one's, cut, left the call it began in its
+    content (or its second, beside a first it parsed): no call is known to differ."""
+    for cold_finish in ("tool_calls", "length"):
+        others = ['{"q":"x"}', '{"q":"y"}'][: len(calls) + 1]
+        result = _tool_split(content, calls, others, cold_finish)
+        assert result.verdict is Verdict.INCONCLUSIVE, result.reasons
+
+
+def test_a_reply_that_went_on_in_text_where_the_other_called_is_a_split() -> None:
+    text = "Let me look. Actually, I know this one: the capital of France is Paris, of course."
+    result = _tool_split(text * 2, [], ['{"q":"x"}'], "tool_calls")  # (longer than the call)
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT, result.reasons

@@ -1123,3 +1123,93 @@ def test_an_only_choice_that_says_it_is_the_second_is_refused(tmp_path: Path) ->
         record["response"]["choices"][0]["index"] = 1
 
     _invalid(_records(dict(SEED_FILES), second), tmp_path, "output-hash", "says it is choice 1")
+
+
+# --- helper-57 (2026-12-05, session 11) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "cold", "warm"),
+    [
+        (
+            "function_call",
+            {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            {"name": "get_weather", "arguments": '{"city": "Lyon"}'},
+        ),
+        ("refusal", "I cannot help with that.", "Sure, here it is."),
+    ],
+)
+def test_a_reply_in_a_part_the_output_hash_does_not_read_is_refused(
+    tmp_path: Path, field: str, cold: object, warm: object
+) -> None:
+    """Replies whose content is null and which differ only in `message.function_call` (the
+    legacy single call) or `message.refusal` all had one output hash, and the bundle was
+    judged cache-state-independent."""
+    from verifier.canonical import output_hash
+
+    def moved(record: Any) -> None:
+        message = record["response"]["choices"][0]["message"]
+        message["content"] = None
+        message[field] = warm if record["claimed_arm"] == "warm" else cold
+        record["output_hash"] = output_hash(record["response"])
+
+    _invalid(_records(dict(SEED_FILES), moved), tmp_path, "output-hash", f"message.{field}")
+
+
+def test_parts_the_output_hash_does_not_read_sent_as_null_are_no_finding(tmp_path: Path) -> None:
+    """vLLM sends `refusal`, `function_call` and `audio` as null in every reply."""
+    from verifier.canonical import output_hash
+
+    def nulls(record: Any) -> None:
+        message = record["response"]["choices"][0]["message"]
+        message.update(refusal=None, function_call=None, audio=None)
+        record["output_hash"] = output_hash(record["response"])
+
+    result = verify_path(write(_resum(_records(dict(SEED_FILES), nulls)), tmp_path / "b"))
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
+    assert not [f for f in result.findings if f.is_error]
+
+
+def _token_list(text: str) -> list[dict[str, Any]]:
+    """A greedy token list that spells `text`, a word a token, with its bytes."""
+    words = [w for w in text.split(" ")]
+    tokens = [w if i == 0 else " " + w for i, w in enumerate(words)]
+    return [
+        {"token": t, "bytes": list(t.encode()), "logprob": -0.1, "top_logprobs": []} for t in tokens
+    ]
+
+
+def test_a_token_list_that_spells_another_reply_is_refused(tmp_path: Path) -> None:
+    """Every reply says A, but the warm replies' own token lists spell the seed's warm story
+    B: the response contradicts itself (it had been judged cache-state-independent)."""
+    from verifier.canonical import output_hash
+
+    files = dict(SEED_FILES)
+    records = [json.loads(files[n]) for n in files if n.startswith(layout.RECORDS_DIR + "/")]
+    texts = {r["claimed_arm"]: r["response"]["choices"][0]["message"]["content"] for r in records}
+    cold, warm = texts["cold"], texts["warm"]
+    assert cold != warm
+
+    def spelled_elsewhere(record: Any) -> None:
+        choice = record["response"]["choices"][0]
+        choice["message"]["content"] = cold
+        choice["logprobs"] = {
+            "content": _token_list(warm if record["claimed_arm"] == "warm" else cold)
+        }
+        record["output_hash"] = output_hash(record["response"])
+
+    _invalid(_records(files, spelled_elsewhere), tmp_path, "output-hash", "does not spell")
+
+
+def test_a_token_list_that_spells_more_than_the_reply_is_no_finding(tmp_path: Path) -> None:
+    """A list of the whole generation: reasoning tags, other spacing and an end token."""
+
+    def whole(record: Any) -> None:
+        choice = record["response"]["choices"][0]
+        text = choice["message"]["content"]
+        generated = f"<think>\n\n</think>\n\n{text.replace('. ', '.  ')}<|im_end|>"
+        choice["logprobs"] = {"content": _token_list(generated)}
+
+    result = verify_path(write(_resum(_records(dict(SEED_FILES), whole)), tmp_path / "b"))
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
+    assert not [f for f in result.findings if f.is_error]

@@ -202,13 +202,59 @@ def _cut_from(short: Record, full: Record) -> bool:
     mine = _unparsed(short, cut=True)
     if calls[1] is not None and calls[0] is None and (at := mine.find("<tool_call>")) >= 0:
         mine = mine[:at].rstrip()  # a call the other's parser took out, begun and cut here
-    if _unparsed(full).startswith(mine):
+    if _unparsed(full).startswith(mine) or _marked_start(short, full):
         return True
     for index, (mine, theirs) in enumerate(parts):
         if mine != theirs:
             later = any(m for m, _ in parts[index + 1 :]) or calls[0] is not None
             return not later and theirs.startswith(mine.rstrip("\ufffd"))
     return calls[0] != calls[1]
+
+
+# How long a marker a parser takes out may be: a reasoning tag (`<think>`, `[THINK]`,
+# `<seed:think>`, Granite's `Here is my thought process:`) or a tool call's (`[TOOL_CALLS]`).
+_MARKER = 64
+
+
+def _marked_start(short: Record, full: Record) -> bool:
+    """Whether `short` could be `full` cut short where `full`'s parser took out what `short`'s
+    left in its content, in a syntax the tool does not know by name (another model family's
+    reasoning or tool-call markers; `_unparsed` knows `<think>` and `<tool_call>`):
+    - the other has reasoning, this one none, and its content is, after a marker, the
+      start of that reasoning, or all of it, a marker, and the start of its content;
+    - the other has calls this one lacks (those it has are the other's first), and its
+      content is the other's, then at most a marker or the raw text of the next call (its
+      name in it).
+    Read leniently: outputs that differ in a way these cannot tell apart are taken as one
+    cut short (fail closed), never the reverse."""
+    text = (short.content or "").rstrip("\ufffd").rstrip()
+    reasoning = (full.reasoning or "").strip()
+    if reasoning and not short.reasoning:
+        at = text.find(reasoning[:32], 0, _MARKER + 32)
+        rest = text[at:] if at >= 0 else None
+        if rest is not None and (reasoning.startswith(rest) or rest.startswith(reasoning)):
+            if reasoning.startswith(rest):
+                return True
+            after, content = rest[len(reasoning) :], (full.content or "").strip()
+            return any(content.startswith(after[gap:].lstrip()) for gap in range(_MARKER + 1))
+    theirs, mine = _calls(full), _calls(short)
+    if len(theirs) > len(mine) and theirs[: len(mine)] == mine:
+        content = (full.content or "").strip()
+        if text.startswith(content):
+            rest = text[len(content) :]
+            name = theirs[len(mine)].get("function", {}).get("name")
+            return len(rest.strip()) <= _MARKER or (isinstance(name, str) and name in rest)
+    return False
+
+
+def _calls(record: Record) -> list[dict[str, Any]]:
+    """The tool calls as they enter the output hash (none where it cannot be read)."""
+    if record.response is None:
+        return []
+    try:
+        return canonical_output(record.response)["tool_calls"] or []
+    except OutputHashError:
+        return []
 
 
 # A reasoning tag: a server's parser takes it out of a reply that has it whole, and leaves it

@@ -69,6 +69,7 @@ def check_output_hashes(ctx: BundleContext) -> Iterator[Finding]:
                 actual=str(claimed),
             )
         yield from _one_reply(path, record, response)
+        yield from _token_list(path, response)
         if record["usage"] != response.get("usage"):
             yield Finding(
                 CHECK,
@@ -79,11 +80,17 @@ def check_output_hashes(ctx: BundleContext) -> Iterator[Finding]:
             )
 
 
+# What a chat completion's message may carry of the model's reply besides the three fields
+# the output hash reads (content, reasoning, tool_calls): the legacy single function call,
+# a refusal, audio. Servers send each as null (vLLM) or not at all.
+_UNHASHED = ("function_call", "refusal", "audio")
+
+
 def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> Iterator[Finding]:
     """The protocol asks one reply of each request, and the output hash reads the first
     choice alone: a body that asks more (`n`, `best_of`, llama.cpp's `n_cmpl`; vLLM's beam
-    search), a second choice, or a first one that says it is another (`index`) would leave
-    a reply unjudged."""
+    search), a second choice, a first one that says it is another (`index`), or a reply
+    with a part the hash does not read (`_UNHASHED`) would leave a reply unjudged."""
     body = record.get("request_body")
     for field in ("n", "best_of", "n_cmpl", "use_beam_search"):
         value = body.get(field) if isinstance(body, dict) else None
@@ -108,6 +115,17 @@ def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> I
             pointer="/response/choices/1",
         )
     first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    for field in _UNHASHED:
+        if isinstance(message, dict) and message.get(field) not in (None, "", [], {}):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the reply holds message.{field}, which the output hash does not read: two "
+                "replies that differ there would be judged alike",
+                file=path,
+                pointer=f"/response/choices/0/message/{field}",
+            )
     index = first.get("index") if isinstance(first, dict) else None
     if index is not None and not (type(index) is int and index == 0):
         yield Finding(
@@ -117,3 +135,49 @@ def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> I
             file=path,
             pointer="/response/choices/0/index",
         )
+
+
+def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
+    """A reply's own list of its tokens (`choices[0].logprobs.content`, where the request
+    asked logprobs) is a second copy of what the model generated: each text of the reply
+    (its content, its reasoning) must be in what the list spells. Read leniently, so that
+    no honest list is refused: by the tokens' bytes where each has them, else their texts;
+    whitespace left out on both sides (a token's text may show a space the whole text has
+    not); the list may spell more (reasoning tags, a tool call, an end token). A list that
+    cannot be read, or that spells a replaced character, says nothing."""
+    choice = response["choices"][0]
+    logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+    entries = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(entries, list) or not entries:
+        return
+    spelled = _spelled(entries)
+    if spelled is None or "\ufffd" in spelled:
+        return
+    message = choice["message"]
+    spelled = "".join(spelled.split())
+    for field in ("content", "reasoning_content", "reasoning"):
+        text = message.get(field)
+        if isinstance(text, str) and "".join(text.split()) not in spelled:
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the reply's own token list (choices[0].logprobs) does not spell its "
+                f"message.{field}: the response contradicts itself",
+                file=path,
+                pointer="/response/choices/0/logprobs/content",
+            )
+            return
+
+
+def _spelled(entries: list[Any]) -> str | None:
+    """What a token list spells: its tokens' bytes (UTF-8) where every entry has them, else
+    their texts where none has bytes; None where it cannot be read as either."""
+    if not all(isinstance(e, dict) for e in entries):
+        return None
+    raw = [e.get("bytes") for e in entries]
+    if all(isinstance(b, list) and all(type(x) is int and 0 <= x < 256 for x in b) for b in raw):
+        return bytes(x for b in raw for x in b).decode("utf-8", "replace")
+    tokens = [e.get("token") for e in entries]
+    if any(b is not None for b in raw) or not all(isinstance(t, str) for t in tokens):
+        return None
+    return "".join(tokens)

@@ -295,7 +295,8 @@ def _known_pattern(known: Known) -> str:
             rf"|(?:{leaks._HOST_ASSIGNED}){v}(?![\w-])"
             rf"|(?:{leaks._HOST_LINE}){v}(?=[ \t]{{0,16}}(?:[\r\n\x00-\x02]|\Z))"
             rf"|(?:{leaks._LOG_TIME}){v}{leaks._LOG_SOURCE}|(?:{leaks._RFC5424_TIME}){v}(?= \S)"
-            rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)){labels})"
+            rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)|:/)"
+            rf"|(?<=\[){v}(?=\]:\d{{1,5}}(?!\w|\.\d))|(?<=\\\\){v}(?=\\[^\\\s\x00-\x02]){labels})"
         )
     if known.kind is KnownKind.STRING:  # everywhere, its inner white space any gap
         words = known.value.strip().split()
@@ -389,13 +390,12 @@ def _occurrences(text: str, core: str, index: int) -> list[tuple[int, int, int]]
 
 
 def _in_base64(value: Known) -> bool:
-    """A private path, a secret, a named string, an address, or a distinctive user or host
-    name, of 6 bytes or more: looked for encoded."""
+    """A private path, a secret, an opaque value, a named string, an address, or a
+    distinctive user or host name, of 6 bytes or more: looked for encoded."""
     name = value.kind in (KnownKind.USER, KnownKind.HOST)
-    return (
-        value.kind not in (KnownKind.OPAQUE, KnownKind.USER, KnownKind.HOST)
-        or (name and _distinctive(value.value))
-    ) and len(value.value.encode("utf-8", "surrogatepass")) >= 6
+    return (not name or _distinctive(value.value)) and len(
+        value.value.encode("utf-8", "surrogatepass")
+    ) >= 6
 
 
 def _base64_hits(
@@ -570,8 +570,9 @@ class Detector:
             for value in spelled:
                 values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
             # written backwards, spaced out: a secret's literal
+            literal = KnownKind.OPAQUE if k.kind is KnownKind.OPAQUE else KnownKind.SECRET
             for value in leaks.spelled_out(k.value) if scrambles else ():
-                values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
+                values.setdefault(value, Known(value, k.category, k.placeholder, literal))
         # a value's ROT13 or reversal (what only it spells) is looked for as it is, not
         # encoded again
         plain = {k.value for k in known}
@@ -599,16 +600,22 @@ class Detector:
         if self._regexes and re.search("[\uff01-\uff5e]", text):
             folded = "".join(chr(ord(c) - 0xFEE0) if "\uff01" <= c <= "\uff5e" else c for c in text)
             yield from self._known_matches(folded, text)
-        for start, end, index in _base64_hits(self.known, text, self._rot13):
-            known = self.known[index]
-            excerpt = _mask(text[start:end])
-            yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
+        # the opaque values apart from the others: each group's runs named by its own values
+        opaque = {k.value for k in self.known if k.kind is KnownKind.OPAQUE}
+        for left_out in (opaque, {k.value for k in self.known} - opaque):
+            for start, end, index in _base64_hits(self.known, text, self._rot13 | left_out):
+                known = self.known[index]
+                excerpt = _mask(text[start:end])
+                identifying = known.kind is not KnownKind.OPAQUE
+                yield _Found(
+                    known.category, start, end, excerpt, known.placeholder, identifying, True
+                )
         # a run of characters with a NUL after each, read without its NULs (UTF-16LE)
         for run in re.finditer("[^\x00-\x02](?:\x00[^\x00-\x02]){3,}\x00?", text):
             joined = run.group().replace("\x00", "")
             inside = list(self._known_matches(joined, joined)) if self._regexes else []
-            if inside:
-                first = min(inside, key=lambda h: h.start)
+            if inside:  # an identifying value's first
+                first = min(inside, key=lambda h: (not h.identifying, h.start))
                 yield dataclasses.replace(
                     first, start=run.start(), end=run.end(), excerpt=_mask(run.group())
                 )

@@ -10,6 +10,7 @@ import itertools
 import lzma
 import time
 import zlib
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -1155,6 +1156,35 @@ def test_a_known_value_read_out_of_other_data_keeps_its_kind() -> None:
         assert [(h.placeholder, h.identifying) for h in detector.scan_text(text)] == [
             ("<env>", False)
         ]
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda data: _b64(data),
+        lambda data: data.hex(),
+        lambda data: base64.b32encode(data).decode(),
+        lambda data: _b64(data.decode().encode("utf-16-le")),
+        lambda data: data.decode().encode("utf-16-le").decode("latin-1"),  # a NUL after each
+    ],
+)
+def test_an_opaque_value_first_in_an_encoded_run_hides_no_identifying_one(
+    encode: Callable[[bytes], str],
+) -> None:
+    """Environment values (opaque) are looked for encoded too; a run that holds one and, further
+    on, a private path is the path's: identifying, so it stops an export in evidence (the
+    first version of this named the run after the value that starts first in it)."""
+    detector = Detector(
+        [
+            Known("xterm-256color", "environment", "<env>", KnownKind.OPAQUE),
+            Known("/home/alice", "private-path", "/path/to/home", KnownKind.PATH),
+        ]
+    )
+    text = encode(b"TERM=xterm-256color\nHOME=/home/alice\n")
+    hits = detector.scan_text(text)
+    assert [(h.placeholder, h.identifying) for h in hits][:1] == [("/path/to/home", True)]
+    alone = detector.scan_text(encode(b"TERM=xterm-256color\nLANG=C\n"))
+    assert [(h.placeholder, h.identifying) for h in alone] == [("<env>", False)]
 
 
 def test_overlapping_hex_spellings_are_each_found() -> None:

@@ -674,6 +674,11 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "myusers/al xusers\\al myUsers/al x/users/al xusr/home/al",
         "Project+Zeta project_zeta Project&nbsp;Zeta al bo AL+-BO  pad ded al\u00a0bo Al\tBo",
         "gpu_box_01 jo_smith GPU_BOX_01.log x_gpu_box_01 gpu_box-01 jo-smith_x",
+        "--host\x02mlxcel --master-addr mlxcel sudo -u al -u\x02al python -u al.py --hostx mlxcel",
+        "[mlxcel]:29500 mlxcel:/export a:mlxcel:/x [mlxcel] x/mlxcel:/",
+        "\\\\mlxcel\\share \\\\mlxcel\\ \\\\mlxcel\\\\x \\\\mlxcel \\mlxcel\\x",
+        "opaque-env-value b3BhcXVlLWVudi12YWx1ZQ== 6f70617175652d656e762d76616c7565",
+        "eulav-vne-euqapo o p a q u e - e n v - v a l u e",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

@@ -1524,14 +1524,15 @@ _LIST_KEYS = ("username", "logname", "user_name", "user-name")
 # after `key: ` in prose too (`Username: jdoe`), but not `account: ` ("your NVIDIA account:
 # NVIDIA Developer Program" names no account), nor `user: `, below (a chat's speaker)
 _USER_LINE_KEYS = ("username", "logname", "login", "owner", "user_name", "user-name")
-_USER_FLAGS = ("user", "username", "user-name", "login", "owner")
+_USER_FLAGS = ("--user", "--username", "--user-name", "--login", "--owner", "-u")
 _USER_ASSIGNED = (
     _after_any(
         [
             *(key + sep for key in _USER_KEYS for sep in ("=", " = ", '="', "='", KEY_SEP)),
             *(key + SEP for key in _LIST_KEYS),
-            # a command line's flag and its value, as two arguments or in its text
-            *(f"--{key}{sep}" for key in _USER_FLAGS for sep in (ITEM_SEP, " ")),
+            # a command line's flag and its value, as two arguments or in its text (sudo's,
+            # runuser's `-u NAME` too)
+            *(f"{key}{sep}" for key in _USER_FLAGS for sep in (ITEM_SEP, " ")),
             *(
                 q + key + q + sep + q
                 for key in _USER_KEYS
@@ -1557,9 +1558,16 @@ _HOST_KEYS = (
     "host", "hostname", "host_name", "host-name", "node", "nodename", "node_name", "machine",
     "computer_name",
 )  # fmt: skip
+# And a command line's flag that names the machine to listen on or reach, and its value, as
+# two arguments or in its text (`llama-server --host falcon`, torchrun's `--master-addr`).
+_HOST_FLAGS = (
+    "--host", "--hostname", "--host-name", "--bind", "--bind-addr", "--bind-address",
+    "--listen", "--master-addr", "--master_addr", "--node", "--server",
+)  # fmt: skip
 _HOST_ASSIGNED = _after_any(
     [
         *(key + sep for key in _HOST_KEYS for sep in ("=", '="', "='", KEY_SEP)),
+        *(flag + sep for flag in _HOST_FLAGS for sep in (ITEM_SEP, " ")),
         *(q + key + q + sep + q for key in _HOST_KEYS for q in "\"'" for sep in (":", ": ")),
     ]
 )
@@ -1596,8 +1604,10 @@ _RFC5424_TIME = "|".join(
 _QUOTED_ACCOUNT = (r"(?<=['\"`])", r"(?=['\"`]@)")
 # A secret this long is found inside a longer token too (`tokhf_...`): no word of prose.
 _GLUED_SECRET = 12
-# A host name followed by a port (`buildbox:8080`), not inside a longer name, path or address
-# (`x.buildbox:80`, `/buildbox:80`, `a:buildbox:80`) nor before a decimal (`cache:0.5`).
+# A host name followed by a port (`buildbox:8080`), or by a path as scp and NFS write it
+# (`buildbox:/data`), not inside a longer name, path or address (`x.buildbox:80`,
+# `/buildbox:80`, `a:buildbox:80`) nor before a decimal (`cache:0.5`); in brackets before a
+# port (`[buildbox]:29500`); a Windows share's machine (`\\buildbox\models`).
 _HOST_BEFORE_PORT = r"(?<![\w./:-])"
 # A plain host name as the first label of its full name, which goes with it: before a
 # private suffix (`NAME.lan`, `NAME.cluster.local`) or two labels or more that end in
@@ -1609,6 +1619,7 @@ _HOST_DOMAIN = (
     r"(?![\w-]|\.\w)"
 )
 _PORT = r"(?=:\d{1,5}(?!\w|\.\d))"
+_BRACKETED_PORT = r"(?=\]:\d{1,5}(?!\w|\.\d))"
 
 
 # What stands between two words of a named string in a text: spaces, tabs, no-break
@@ -1670,7 +1681,8 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
             rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|(?:{_HOST_LINE}){v}{_LINE_END}"
             rf"|(?:{_LOG_TIME}){v}{_LOG_SOURCE}|(?:{_RFC5424_TIME}){v}(?= \S)"
-            rf"|{_HOST_BEFORE_PORT}{v}{_PORT}{labels})"
+            rf"|{_HOST_BEFORE_PORT}{v}(?:{_PORT}|(?=:/))|(?<=\[){v}{_BRACKETED_PORT}"
+            rf"|(?<=\\\\){v}(?=\\[^\\\s\x00-\x02]){labels})"
         )
     if known.kind is KnownKind.STRING:
         # inside any longer word too (`falconbox`, `myfalcon`): a code name glued into a
@@ -1876,13 +1888,10 @@ _SEPARATED_BYTES = re.compile(
 
 
 def _in_base64(known: Known) -> bool:
-    """Whether a known value is looked for in base64: a private path, a secret, a named
-    string, an address, a distinctive user or host name (an ordinary word is no leak, in
-    base64 or not), of 6 bytes or more."""
-    if known.kind in (KnownKind.USER, KnownKind.HOST):
-        if not is_distinctive(known.value):
-            return False
-    elif known.kind is KnownKind.OPAQUE:
+    """Whether a known value is looked for in base64: a private path, a secret, an opaque
+    value, a named string, an address, a distinctive user or host name (an ordinary word is
+    no leak, in base64 or not), of 6 bytes or more."""
+    if known.kind in (KnownKind.USER, KnownKind.HOST) and not is_distinctive(known.value):
         return False
     return len(known.value.encode("utf-8", "surrogatepass")) >= _BASE64_MIN_BYTES
 
@@ -2246,8 +2255,9 @@ def spells_apart(value: str) -> bool:
 def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
     """The known values (the last of each value), then each one's other spellings that is
     not a known value itself, with its category and placeholder; of its kind, but a value
-    `spelled_out`, a secret. With `scrambled`, a value also in ROT13 and spelled out (not a
-    string named private, found inside any word: its ROT13 could be one)."""
+    `spelled_out`, a secret (an opaque value's, opaque). With `scrambled`, a value also in
+    ROT13 and spelled out (not a string named private, found inside any word: its ROT13
+    could be one)."""
     values = {k.value: k for k in known}
     found = list(values.values())
     for k in list(found):
@@ -2266,7 +2276,8 @@ def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
             )
         ]
         if scrambles:
-            forms += [(value, KnownKind.SECRET) for value in spelled_out(k.value)]
+            literal = KnownKind.OPAQUE if kind is KnownKind.OPAQUE else KnownKind.SECRET
+            forms += [(value, literal) for value in spelled_out(k.value)]
         for value, form_kind in forms:
             if value not in values:
                 values[value] = Known(value, k.category, k.placeholder, form_kind)
@@ -2449,7 +2460,15 @@ class Detector:
             ]
             if group:
                 self._regexes.append(_KnownRegex(group))
-        self._base64 = _Base64Cores(self.known if encoded else (), skip=frozenset(rotated))
+        # And apart in base64 and the rest: a run of base64 names the value whose core starts
+        # first in it, and an opaque value's must not hide an identifying one further on
+        # (`TERM=xterm...\nHOME=/home/alice` encoded whole).
+        opaques = {k.value for k in self.known if k.kind is KnownKind.OPAQUE}
+        values = {k.value for k in self.known}
+        self._base64 = [
+            _Base64Cores(self.known if encoded else (), skip=frozenset(rotated | left_out))
+            for left_out in (opaques, values - opaques)
+        ]
         self._encoded = encoded
         self._inflating = False  # scanning a text inflated from compressed data
 
@@ -2458,10 +2477,14 @@ class Detector:
         yield from self._known_matches(places, text)
         if self._regexes and not text.isascii() and _FULLWIDTH.search(text) is not None:
             yield from self._known_matches(_Places(text.translate(_FROM_FULLWIDTH)), text)
-        for start, end, index in self._base64.hits(text, places.low):
-            known = self.known[index]
-            excerpt = _mask(text[start:end])
-            yield _Found(known.category, start, end, excerpt, known.placeholder, True, True)
+        for cores in self._base64:
+            for start, end, index in cores.hits(text, places.low):
+                known = self.known[index]
+                excerpt = _mask(text[start:end])
+                identifying = known.kind is not KnownKind.OPAQUE
+                yield _Found(
+                    known.category, start, end, excerpt, known.placeholder, identifying, True
+                )
         if not self._encoded:
             return
         if self.known and not self._inflating:
@@ -2485,8 +2508,8 @@ class Detector:
             last = run.end()
             joined = run.group().replace("\x00", "")
             inside = list(self._known_matches(_Places(joined), joined))
-            if inside:
-                first = min(inside, key=lambda h: h.start)
+            if inside:  # an identifying value first: an opaque one identifies nobody
+                first = min(inside, key=lambda h: (not h.identifying, h.start))
                 yield replace(first, start=run.start(), end=run.end(), excerpt=_mask(run.group()))
 
     def _compressed_hits(self, text: str) -> Iterator[_Found]:

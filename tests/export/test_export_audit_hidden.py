@@ -238,3 +238,64 @@ def test_a_token_under_a_name_no_secret_has_is_known_encoded_too(tmp_path: Path)
     published = _unescaped(out)
     assert encoded not in published
     assert token.encode().hex() not in published
+
+
+# --- 2026-12-05 (session 11): an environment value encoded ------------------------------
+
+
+def test_an_environment_value_encoded_is_removed_from_free_text(tmp_path: Path) -> None:
+    """Every environment value but the toggles is private (EVIDENCE.md): it goes from free
+    text in base64, hex, base32 or its UTF-16 base64 as it goes plain (before, only its
+    plain and escaped forms were removed; each encoded one was published)."""
+    value = "falcon-nightly-7"
+    raw = value.encode()
+    forms = [
+        base64.b64encode(raw).decode(),
+        base64.b64encode(b"project=" + raw).decode(),
+        raw.hex(),
+        raw.hex().upper(),
+        base64.b32encode(raw).decode(),
+        base64.b64encode(value.encode("utf-16-le")).decode(),
+        ":".join(f"{b:02x}" for b in raw),
+    ]
+    f = _with_extra("; ".join(forms))
+    f.server["env"]["WANDB_PROJECT"] = value
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert [form for form in forms if form in published] == []
+    assert "<env:WANDB_PROJECT>" in published
+    assert verify_path(out).verified
+
+
+def test_an_environment_value_encoded_in_evidence_is_kept_and_does_not_stop_export(
+    tmp_path: Path,
+) -> None:
+    """An environment value identifies nobody: in a field of evidence (the model's reply),
+    encoded or not, it is published as it is, as the plain value always was."""
+    value = "falcon-nightly-7"
+    reply = f"plain {value}, base64 {base64.b64encode(value.encode()).decode()}"
+    f = RawFactory()
+    f.server["env"]["WANDB_PROJECT"] = value
+    f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = reply
+    out, _ = _export(f, tmp_path)
+    assert reply in _unescaped(out)
+    assert verify_path(out).verified
+
+
+def test_a_plain_host_or_user_name_after_its_flag_or_as_a_share_is_removed(
+    tmp_path: Path,
+) -> None:
+    """helper-58: a server bound to its machine's name (`--host falcon`, as two arguments of
+    its command line), `sudo -u alice`, torchrun's `[falcon]:29500`, an NFS export's
+    `falcon:/export` and a Windows share's `\\\\falcon\\models` were published."""
+    f = _with_extra(
+        "bind [falcon]:29500 failed; mounted falcon:/export/models; copied from "
+        "\\\\falcon\\models; ran sudo -u alice id",
+        hostname="falcon",
+    )
+    f.server["argv"] += ["--host", "falcon", "--master-addr", "falcon"]
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert "falcon" not in published
+    assert "-u alice" not in published
+    assert verify_path(out).verified

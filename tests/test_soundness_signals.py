@@ -1213,3 +1213,18 @@ def test_a_token_list_that_spells_more_than_the_reply_is_no_finding(tmp_path: Pa
     result = verify_path(write(_resum(_records(dict(SEED_FILES), whole)), tmp_path / "b"))
     assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
     assert not [f for f in result.findings if f.is_error]
+
+
+def test_a_token_list_of_undecoded_tokens_says_nothing(tmp_path: Path) -> None:
+    """A server that sends byte-level BPE's symbols (`Ġthe`) rather than text: its list
+    cannot be held to the reply, and refusing it would refuse an honest bundle."""
+
+    def undecoded(record: Any) -> None:
+        choice = record["response"]["choices"][0]
+        text = choice["message"]["content"]
+        tokens = [("\u0120" if i else "") + w for i, w in enumerate(text.split(" "))]
+        choice["logprobs"] = {"content": [{"token": t, "logprob": -0.1} for t in tokens]}
+
+    result = verify_path(write(_resum(_records(dict(SEED_FILES), undecoded)), tmp_path / "b"))
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
+    assert not [f for f in result.findings if f.is_error]

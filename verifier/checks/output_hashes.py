@@ -144,14 +144,15 @@ def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
     no honest list is refused: by the tokens' bytes where each has them, else their texts;
     whitespace left out on both sides (a token's text may show a space the whole text has
     not); the list may spell more (reasoning tags, a tool call, an end token). A list that
-    cannot be read, or that spells a replaced character, says nothing."""
+    cannot be read, that spells a replaced character, or that shows a tokenizer's own
+    symbols (`_TOKENIZER_SYMBOLS`: its tokens not decoded to text) says nothing."""
     choice = response["choices"][0]
     logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
     entries = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(entries, list) or not entries:
         return
     spelled = _spelled(entries)
-    if spelled is None or "\ufffd" in spelled:
+    if spelled is None or any(symbol in spelled for symbol in _TOKENIZER_SYMBOLS):
         return
     message = choice["message"]
     spelled = "".join(spelled.split())
@@ -167,6 +168,12 @@ def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
                 pointer="/response/choices/0/logprobs/content",
             )
             return
+
+
+# U+FFFD (a character cut in two, or bytes that are no UTF-8); byte-level BPE's space and
+# line break (`Ġ`, `Ċ`) and SentencePiece's space (`▁`): a server that sends its tokens
+# undecoded.
+_TOKENIZER_SYMBOLS = ("\ufffd", "\u0120", "\u010a", "\u2581")
 
 
 def _spelled(entries: list[Any]) -> str | None:

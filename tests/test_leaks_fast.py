@@ -679,6 +679,7 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "\\\\mlxcel\\share \\\\mlxcel\\ \\\\mlxcel\\\\x \\\\mlxcel \\mlxcel\\x",
         "opaque-env-value b3BhcXVlLWVudi12YWx1ZQ== 6f70617175652d656e762d76616c7565",
         "eulav-vne-euqapo o p a q u e - e n v - v a l u e",
+        "${X:-/home/al/x} ${Y-/tmp/y} cache-/home/al --/home/al x/-/tmp/y a.-/home/b ~-/home/b",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

@@ -220,7 +220,7 @@ _WIN_SEP = r"(?:\\\\?|/)"  # one backslash, or two as in JSON text, or a slash
 # or a local file URL's path (`file://localhost/home/al`); or a path glued to a one-letter
 # option (a compiler's `-I/home/al/include`, `-L...`, and its `-isystem`, `-iquote`).
 _SLASH = (
-    r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/)"
+    r"/(?:(?<=(?i:file://localhost)/)|(?<![\w.~/-]/)|(?<=(?<![.~/-])-/)"
     + "".join(rf"|(?<=(?<![\w./~-])-{flag}/)" for flag in ("[A-Za-z]", "isystem", "iquote"))
     + r")(?:/|\./)*+"
 )
@@ -1428,7 +1428,10 @@ def _known_path(path: str) -> str:
         r"(?<=^-[A-Za-z])|(?<=[\s\x00-\x02]-[A-Za-z])|(?<=(?<![A-Za-z0-9._~-])/\.)"
         r"|(?<=(?i:file://localhost))"
     )
-    return rf"(?:{after}|(?<![A-Za-z0-9._~-])){_spelled_path(path)}(?![A-Za-z0-9_-])"
+    return (
+        rf"(?:{after}|(?<![A-Za-z0-9._~-])|(?<=(?<![.~/-])-)){_spelled_path(path)}"
+        r"(?![A-Za-z0-9_-])"
+    )
 
 
 def _known_address(address: str) -> str:

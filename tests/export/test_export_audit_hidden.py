@@ -299,3 +299,16 @@ def test_a_plain_host_or_user_name_after_its_flag_or_as_a_share_is_removed(
     assert "falcon" not in published
     assert "-u alice" not in published
     assert verify_path(out).verified
+
+
+def test_a_path_after_a_dash_is_a_path(tmp_path: Path) -> None:
+    """helper-58: a shell's default (`${BIN:-/home/alice/x}`, `${X-/home/bob/y}`) and a path
+    glued to a word by a dash (`cache-/home/alice`): the dash had hidden the path, so the
+    known home kept its layout, its user alone replaced, and another user's home went whole."""
+    f = _with_extra('exec "${MLXCEL_BIN:-/home/alice/src/bin/x}" -m "${M-/home/bob/models}/q"')
+    f.run["notes"] = ["started with ${CACHE:-/home/alice/.cache/mlxcel}; cache-/home/alice/y"]
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert "alice" not in published and "/home/bob" not in published
+    assert ":-/path/to/home/.cache/mlxcel}" in published
+    assert verify_path(out).verified

@@ -680,6 +680,9 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "opaque-env-value b3BhcXVlLWVudi12YWx1ZQ== 6f70617175652d656e762d76616c7565",
         "eulav-vne-euqapo o p a q u e - e n v - v a l u e",
         "${X:-/home/al/x} ${Y-/tmp/y} cache-/home/al --/home/al x/-/tmp/y a.-/home/b ~-/home/b",
+        "chown al:al x al:al al:alx xal:al al:al@b al:al:al for user al Invalid user al from",
+        "Accepted publickey for al from sudo:    al : TTY ssh mlxcel",
+        "ssh\x02mlxcel 127.0.1.1\tmlxcel 127.0.0.1 mlxcel sshmlxcel",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

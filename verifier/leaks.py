@@ -1528,6 +1528,16 @@ _LIST_KEYS = ("username", "logname", "user_name", "user-name")
 # NVIDIA Developer Program" names no account), nor `user: `, below (a chat's speaker)
 _USER_LINE_KEYS = ("username", "logname", "login", "owner", "user_name", "user-name")
 _USER_FLAGS = ("--user", "--username", "--user-name", "--login", "--owner", "-u")
+# What system logs and commands write before a user's name, as written: PAM's `session
+# opened for user NAME`, sshd's `Accepted publickey for NAME from`, sudo's line
+# (`sudo:    NAME : TTY=...`), `chown NAME:NAME`.
+_USER_LOGGED = (
+    "for user ",
+    *(f"{what} for " for what in ("Accepted publickey", "Accepted password", "Failed password")),
+    "Invalid user ",
+    *("sudo:" + " " * n for n in range(1, 9)),
+    "chown ",
+)
 _USER_ASSIGNED = (
     _after_any(
         [
@@ -1547,7 +1557,11 @@ _USER_ASSIGNED = (
     )
     + "|(?-i:"
     + _after_any(
-        [*(key + sep for key in ("user", "USER") for sep in (":", ": ", ': "', ": '")), "USER "]
+        [
+            *(key + sep for key in ("user", "USER") for sep in (":", ": ", ': "', ": '")),
+            "USER ",
+            *_USER_LOGGED,
+        ]
     )
     + ")"
 )
@@ -1571,6 +1585,9 @@ _HOST_ASSIGNED = _after_any(
     [
         *(key + sep for key in _HOST_KEYS for sep in ("=", '="', "='", KEY_SEP)),
         *(flag + sep for flag in _HOST_FLAGS for sep in (ITEM_SEP, " ")),
+        # ssh's destination; the loopback names of /etc/hosts (`127.0.1.1\tNAME`)
+        *("ssh" + sep for sep in (ITEM_SEP, " ")),
+        *(loopback + sep for loopback in ("127.0.0.1", "127.0.1.1") for sep in ("\t", " ")),
         *(q + key + q + sep + q for key in _HOST_KEYS for q in "\"'" for sep in (":", ": ")),
     ]
 )
@@ -1667,7 +1684,9 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             rf"(?i:(?<=[/\\]){_SYSTEM_PARENTS}{v}{_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
             rf"|{_QUOTED_ACCOUNT[0]}{v}{_QUOTED_ACCOUNT[1]}"
-            rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\)))"
+            rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\))"
+            # with its own group (`chown NAME:NAME`, `ls -l`'s columns as stat prints them)
+            rf"|(?<![\w.+-]){v}(?=:{v}(?![\w-]|\.\w))|(?<=(?<![\w.+-]){v}:){v}(?![\w-]|\.\w))"
         )
     if known.kind is KnownKind.HOST:
         # A distinctive host name also where it is a label of a longer name (`det0.NAME`,

@@ -312,3 +312,20 @@ def test_a_path_after_a_dash_is_a_path(tmp_path: Path) -> None:
     assert "alice" not in published and "/home/bob" not in published
     assert ":-/path/to/home/.cache/mlxcel}" in published
     assert verify_path(out).verified
+
+
+def test_a_plain_name_in_what_system_logs_and_commands_write_is_removed(tmp_path: Path) -> None:
+    """helper-58: lines pasted from a system's logs and commands name the account or the
+    machine around a plain name that is also a word."""
+    f = _with_extra(
+        "pam_unix(sshd:session): session opened for user alice(uid=1000); "
+        "Accepted publickey for alice from 10.0.0.9 port 5; sudo:    alice : TTY=pts/0 ; "
+        "Invalid user alice from 10.0.0.9; chown alice:alice /srv/m; ssh falcon uptime; "
+        "/etc/hosts: 127.0.1.1\tfalcon",
+        hostname="falcon",
+    )
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert "alice" not in published and "falcon" not in published
+    assert "chown <user>:<user> /srv/m" in published
+    assert verify_path(out).verified

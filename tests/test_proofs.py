@@ -640,9 +640,14 @@ def test_a_reply_whose_reasoning_differs_after_an_unknown_marker_is_a_split() ->
     assert result.verdict is Verdict.CACHE_STATE_DEPENDENT, result.reasons
 
 
-def _called(r: Record, finish: str, content: str, calls: list[str]) -> Record:
-    """`r` answering `content` and a call of `search` for each of `calls` (its query)."""
+def _called(
+    r: Record, finish: str, content: str, calls: list[str], reasoning: str | None = None
+) -> Record:
+    """`r` answering `content` (after `reasoning`) and a call of `search` for each of `calls`
+    (its query)."""
     message: dict[str, Any] = {"content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
     if calls:
         message["tool_calls"] = [
             {"id": f"c{i}", "type": "function", "function": {"name": "search", "arguments": q}}
@@ -656,9 +661,16 @@ def _called(r: Record, finish: str, content: str, calls: list[str]) -> Record:
 
 
 def _tool_split(
-    warm_content: str, warm_calls: list[str], cold_calls: list[str], cold_finish: str = "length"
+    warm_content: str,
+    warm_calls: list[str],
+    cold_calls: list[str],
+    cold_finish: str = "length",
+    cold_content: str = "Let me look.",
+    cold_reasoning: str | None = None,
 ) -> Any:
-    cold = [_called(_cold(s), cold_finish, "Let me look.", cold_calls) for s in (1, 2)]
+    cold = [
+        _called(_cold(s), cold_finish, cold_content, cold_calls, cold_reasoning) for s in (1, 2)
+    ]
     warm = [_called(_warm(s), "length", warm_content, warm_calls) for s in (3, 4)]
     proofs = prove_all([*cold, *warm], RULES, {}, attached=True)
     return classify([condition()], proofs, RULES, ProtocolContext(max_tokens=64)).conditions[0]
@@ -687,4 +699,59 @@ def test_a_reply_cut_in_a_raw_call_of_another_syntax_is_the_others_start(
 def test_a_reply_that_went_on_in_text_where_the_other_called_is_a_split() -> None:
     text = "Let me look. Actually, I know this one: the capital of France is Paris, of course."
     result = _tool_split(text * 2, [], ['{"q":"x"}'], "tool_calls")  # (longer than the call)
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT, result.reasons
+
+
+# --- helper-59 (2026-12-05, session 11): the re-audit of _marked_start -------------------
+
+
+@pytest.mark.parametrize(
+    ("warm", "cold_content", "cold_reasoning"),
+    [
+        # reasoning and a call, both left in the content by a parser of another syntax
+        (
+            f"[THINK]\n{_REASONING}\n[/THINK]\nLet me look."
+            '[TOOL_CALLS][{"name": "search", "arguments": {"q": "the capital city of France, in',
+            "Let me look.",
+            _REASONING,
+        ),
+        # the generation began with white space, which the other's parser kept
+        (
+            'Let me look.[TOOL_CALLS][{"name": "search", "arguments": {"q": "cap',
+            "\nLet me look.",
+            None,
+        ),
+        # fewer than 32 characters of the reasoning after its marker
+        ("[THINK]\n" + _REASONING[:24], "Let me look.", _REASONING),
+    ],
+)
+def test_a_cut_reply_that_keeps_more_than_one_unknown_marker_is_the_others_start(
+    warm: str, cold_content: str, cold_reasoning: str | None
+) -> None:
+    result = _tool_split(warm, [], ['{"q":"x"}'], "length", cold_content, cold_reasoning)
+    assert result.verdict is Verdict.INCONCLUSIVE, result.reasons
+
+
+@pytest.mark.parametrize(
+    ("warm", "cold_content"),
+    [
+        # the other only called its tool; this one answers with a code block, naming it
+        ("No search needed:\n```python\nprint(sum(range(10)))\n```\nThat prints 45. " * 2, ""),
+        # this one says what the other said, then answers itself, naming the tool
+        ("Let me look. Actually no need to search: the capital is Paris, as ever. " * 2, None),
+        # a bracket after what the other said, the tool's name only far past any marker
+        (
+            "Let me look. [1] The capital of France is Paris, and it has been so for long: " * 2
+            + "no search.",
+            None,
+        ),
+    ],
+)
+def test_a_reply_that_answers_in_text_where_the_other_called_is_a_split(
+    warm: str, cold_content: str | None
+) -> None:
+    """helper-59: a tool's name anywhere in the reply had made it the start of the call."""
+    result = _tool_split(
+        warm, [], ['{"q":"x"}'], "tool_calls", "Let me look." if cold_content is None else ""
+    )
     assert result.verdict is Verdict.CACHE_STATE_DEPENDENT, result.reasons

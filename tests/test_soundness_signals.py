@@ -1215,16 +1215,59 @@ def test_a_token_list_that_spells_more_than_the_reply_is_no_finding(tmp_path: Pa
     assert not [f for f in result.findings if f.is_error]
 
 
-def test_a_token_list_of_undecoded_tokens_says_nothing(tmp_path: Path) -> None:
-    """A server that sends byte-level BPE's symbols (`Ġthe`) rather than text: its list
-    cannot be held to the reply, and refusing it would refuse an honest bundle."""
+def _bpe(text: str) -> str:
+    """`text` as byte-level BPE's alphabet spells its UTF-8 bytes (GPT-2's)."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    others = [b for b in range(256) if b not in printable]
+    return "".join(
+        chr(b) if b in printable else chr(0x100 + others.index(b)) for b in text.encode()
+    )
 
-    def undecoded(record: Any) -> None:
+
+def _bpe_list(text: str) -> list[dict[str, Any]]:
+    """Tokens sent undecoded, as byte-level BPE symbols (`Ġkeeper`), a word a token."""
+    words = text.split(" ")
+    return [{"token": _bpe((" " if i else "") + w), "logprob": -0.1} for i, w in enumerate(words)]
+
+
+def _split_character(text: str) -> list[dict[str, Any]]:
+    """Texts without bytes, the first character of two bytes or more split in two (U+FFFD)."""
+    at = next(i for i, c in enumerate(text) if len(c.encode()) > 1)
+    pieces = [text[:at], "\ufffd", "\ufffd", text[at + 1 :]]
+    return [{"token": p, "logprob": -0.1} for p in pieces]
+
+
+def _empty_for_a_character(text: str) -> list[dict[str, Any]]:
+    """A character of several bytes sent as an empty token without bytes (vLLM #9463)."""
+    at = next(i for i, c in enumerate(text) if len(c.encode()) > 1)
+    pieces = [text[:at], "", text[at + 1 :]]
+    return [{"token": p, "bytes": list(p.encode()), "logprob": -0.1} for p in pieces]
+
+
+@pytest.mark.parametrize(
+    ("reply", "listed"),
+    [
+        ("The keeper lit the lamp.", _bpe_list),  # `Ġthe`: byte-level BPE, undecoded
+        ("是的，今天天气很好！", _bpe_list),  # no space: every symbol BPE's (vLLM #19177)
+        ("He said “hello” and left.", _split_character),
+        ("He said “hello” and left.", _empty_for_a_character),
+        # vLLM's return_tokens_as_token_ids
+        ("The keeper lit the lamp.", lambda t: [{"token": "token_id:791", "logprob": -0.1}]),
+        ("The keeper lit the lamp.", lambda t: [{"token": "<0xE5>", "logprob": -0.1}]),
+    ],
+)
+def test_a_token_list_a_server_sends_in_another_form_is_no_finding(
+    tmp_path: Path, reply: str, listed: Callable[[str], list[dict[str, Any]]]
+) -> None:
+    """Honest lists that are not the reply's text token by token: read where they can be
+    (byte-level BPE's symbols read back as bytes), and otherwise they say nothing."""
+    from verifier.canonical import output_hash
+
+    def sent(record: Any) -> None:
         choice = record["response"]["choices"][0]
-        text = choice["message"]["content"]
-        tokens = [("\u0120" if i else "") + w for i, w in enumerate(text.split(" "))]
-        choice["logprobs"] = {"content": [{"token": t, "logprob": -0.1} for t in tokens]}
+        choice["message"]["content"] = reply
+        choice["logprobs"] = {"content": listed(reply)}
+        record["output_hash"] = output_hash(record["response"])
 
-    result = verify_path(write(_resum(_records(dict(SEED_FILES), undecoded)), tmp_path / "b"))
-    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
-    assert not [f for f in result.findings if f.is_error]
+    result = verify_path(write(_resum(_records(dict(SEED_FILES), sent)), tmp_path / "b"))
+    assert not [f.message for f in result.findings if f.is_error]

@@ -219,32 +219,55 @@ _MARKER = 64
 def _marked_start(short: Record, full: Record) -> bool:
     """Whether `short` could be `full` cut short where `full`'s parser took out what `short`'s
     left in its content, in a syntax the tool does not know by name (another model family's
-    reasoning or tool-call markers; `_unparsed` knows `<think>` and `<tool_call>`):
-    - the other has reasoning, this one none, and its content is, after a marker, the
-      start of that reasoning, or all of it, a marker, and the start of its content;
-    - the other has calls this one lacks (those it has are the other's first), and its
-      content is the other's, then at most a marker or the raw text of the next call (its
-      name in it).
+    reasoning or tool-call markers; `_unparsed` knows `<think>` and `<tool_call>`): where the
+    other has reasoning and this one none, its content is, after a marker, the start of that
+    reasoning (8 characters of it at least), or all of it, then a marker and what
+    `_content_then_call` reads; else it is what `_content_then_call` reads itself.
     Read leniently: outputs that differ in a way these cannot tell apart are taken as one
     cut short (fail closed), never the reverse."""
-    text = (short.content or "").rstrip("\ufffd").rstrip()
+    text = (short.content or "").rstrip("\ufffd").strip()
     reasoning = (full.reasoning or "").strip()
-    if reasoning and not short.reasoning:
-        at = text.find(reasoning[:32], 0, _MARKER + 32)
-        rest = text[at:] if at >= 0 else None
-        if rest is not None and (reasoning.startswith(rest) or rest.startswith(reasoning)):
-            if reasoning.startswith(rest):
-                return True
-            after, content = rest[len(reasoning) :], (full.content or "").strip()
-            return any(content.startswith(after[gap:].lstrip()) for gap in range(_MARKER + 1))
-    theirs, mine = _calls(full), _calls(short)
-    if len(theirs) > len(mine) and theirs[: len(mine)] == mine:
-        content = (full.content or "").strip()
-        if text.startswith(content):
-            rest = text[len(content) :]
-            name = theirs[len(mine)].get("function", {}).get("name")
-            return len(rest.strip()) <= _MARKER or (isinstance(name, str) and name in rest)
+    if not reasoning or short.reasoning:
+        return _content_then_call(text, short, full)
+    for at in range(min(len(text), _MARKER) + 1):
+        piece = text[at:].lstrip()
+        if piece.startswith(reasoning):
+            after = piece[len(reasoning) :]
+            return any(
+                _content_then_call(after[gap:].strip(), short, full)
+                for gap in range(min(len(after), _MARKER) + 1)
+            )
+        if len(piece) >= _LEAST_REASONING and reasoning.startswith(piece):
+            return True
     return False
+
+
+# The least of the other's reasoning a reply cut in it must hold to be read as its start.
+_LEAST_REASONING = 8
+
+
+def _content_then_call(text: str, short: Record, full: Record) -> bool:
+    """Whether `text` (white space at its ends aside) could be what `full` generated after
+    its reasoning, cut short: the start of its content (`short` made no call); or, where it
+    made calls that `short`
+    lacks (those `short` has are its first), its content, then nothing, or a call's raw text
+    as a parser leaves it: a marker that starts with a bracket, a brace or a character past
+    ASCII (`[TOOL_CALLS]`, `<function=`, `{"name"`, `<｜tool▁calls▁begin｜>`), and at most
+    `_MARKER` characters of it or the name of the next call within that much."""
+    content = (full.content or "").strip()
+    theirs, mine = _calls(full), _calls(short)
+    if content.startswith(text) and not mine:
+        return True
+    if len(theirs) <= len(mine) or theirs[: len(mine)] != mine or not text.startswith(content):
+        return False
+    rest = text[len(content) :].strip()
+    if not rest:
+        return True
+    if rest[0] not in "[<{|" and rest[0].isascii():
+        return False
+    name = theirs[len(mine)].get("function", {}).get("name")
+    named = isinstance(name, str) and bool(name) and name in rest[: _MARKER + len(name)]
+    return len(rest) <= _MARKER or named
 
 
 def _calls(record: Record) -> list[dict[str, Any]]:

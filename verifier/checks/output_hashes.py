@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -140,25 +141,24 @@ def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> I
 def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
     """A reply's own list of its tokens (`choices[0].logprobs.content`, where the request
     asked logprobs) is a second copy of what the model generated: each text of the reply
-    (its content, its reasoning) must be in what the list spells. Read leniently, so that
-    no honest list is refused: by the tokens' bytes where each has them, else their texts;
-    whitespace left out on both sides (a token's text may show a space the whole text has
-    not); the list may spell more (reasoning tags, a tool call, an end token). A list that
-    cannot be read, that spells a replaced character, or that shows a tokenizer's own
-    symbols (`_TOKENIZER_SYMBOLS`: its tokens not decoded to text) says nothing."""
+    (its content, its reasoning) must be in what the list spells (`_spellings`). Read
+    leniently, so that no honest list is refused: white space left out on both sides (a
+    token's text may show a space the whole text has not); the list may spell more
+    (reasoning tags, a tool call, an end token). A list that cannot be read as one
+    spelling says nothing (a consistency check, never a proof: a bundle may leave logprobs
+    out altogether)."""
     choice = response["choices"][0]
     logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
     entries = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(entries, list) or not entries:
         return
-    spelled = _spelled(entries)
-    if spelled is None or any(symbol in spelled for symbol in _TOKENIZER_SYMBOLS):
+    spellings = _spellings(entries)
+    if not spellings:
         return
     message = choice["message"]
-    spelled = "".join(spelled.split())
     for field in ("content", "reasoning_content", "reasoning"):
         text = message.get(field)
-        if isinstance(text, str) and "".join(text.split()) not in spelled:
+        if isinstance(text, str) and not any(_bare(text) in s for s in spellings):
             yield Finding(
                 CHECK,
                 Severity.ERROR,
@@ -170,21 +170,60 @@ def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
             return
 
 
-# U+FFFD (a character cut in two, or bytes that are no UTF-8); byte-level BPE's space and
-# line break (`Ġ`, `Ċ`) and SentencePiece's space (`▁`): a server that sends its tokens
-# undecoded.
-_TOKENIZER_SYMBOLS = ("\ufffd", "\u0120", "\u010a", "\u2581")
+def _bare(text: str) -> str:
+    """A text without its white space, nor SentencePiece's space symbol (`▁`)."""
+    return "".join(text.replace("\u2581", " ").split())
 
 
-def _spelled(entries: list[Any]) -> str | None:
-    """What a token list spells: its tokens' bytes (UTF-8) where every entry has them, else
-    their texts where none has bytes; None where it cannot be read as either."""
+def _spellings(entries: list[Any]) -> list[str]:
+    """What a token list spells (`_bare`), in each reading that applies; none where it cannot
+    be read whole. Its tokens' bytes (UTF-8, strict) where every entry has them, else their
+    texts where none has bytes; and, where the texts are all of byte-level BPE's alphabet
+    (`Ġ` for a space, `Ã©` for `é`: a server that sends its tokens undecoded), the bytes they
+    stand for. Not read: an entry that is not an object; a token without text or bytes
+    before the last (a character a server split into empty tokens); texts without bytes
+    that show U+FFFD (a character split between tokens); vLLM's `token_id:N`;
+    SentencePiece's byte tokens (`<0xE5>`)."""
     if not all(isinstance(e, dict) for e in entries):
-        return None
-    raw = [e.get("bytes") for e in entries]
-    if all(isinstance(b, list) and all(type(x) is int and 0 <= x < 256 for x in b) for b in raw):
-        return bytes(x for b in raw for x in b).decode("utf-8", "replace")
+        return []
     tokens = [e.get("token") for e in entries]
-    if any(b is not None for b in raw) or not all(isinstance(t, str) for t in tokens):
-        return None
-    return "".join(tokens)
+    if not all(isinstance(t, str) for t in tokens):
+        return []
+    if any(t.startswith("token_id:") or _BYTE_TOKEN.fullmatch(t) for t in tokens):
+        return []
+    raw = [e.get("bytes") for e in entries]
+    if any(not t and not b for t, b in zip(tokens[:-1], raw[:-1], strict=True)):
+        return []
+    found: list[str] = []
+    if all(isinstance(b, list) and all(type(x) is int and 0 <= x < 256 for x in b) for b in raw):
+        try:
+            found.append(bytes(x for b in raw for x in b).decode("utf-8"))
+        except UnicodeDecodeError:
+            return []
+    elif all(b is None for b in raw) and "\ufffd" not in "".join(tokens):
+        found.append("".join(tokens))  # (U+FFFD: a character split between tokens)
+    else:
+        return []
+    joined = "".join(tokens)
+    if all(c in _BPE_BYTES for c in joined):
+        found.append(bytes(_BPE_BYTES[c] for c in joined).decode("utf-8", "replace"))
+    return [_bare(text) for text in found]
+
+
+_BYTE_TOKEN = re.compile(r"<0x[0-9A-Fa-f]{2}>")
+
+
+def _bpe_bytes() -> dict[str, int]:
+    """Byte-level BPE's alphabet (GPT-2's `bytes_to_unicode`): each byte's character, read
+    back: a printable byte is itself, every other byte the next character from U+0100."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    table = {chr(b): b for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            table[chr(0x100 + extra)] = b
+            extra += 1
+    return table
+
+
+_BPE_BYTES = _bpe_bytes()

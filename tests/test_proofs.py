@@ -755,3 +755,30 @@ def test_a_reply_that_answers_in_text_where_the_other_called_is_a_split(
         warm, [], ['{"q":"x"}'], "tool_calls", "Let me look." if cold_content is None else ""
     )
     assert result.verdict is Verdict.CACHE_STATE_DEPENDENT, result.reasons
+
+
+# --- helper-61 (2026-12-05, session 11): the re-audit of 179f505 --------------------------
+
+
+@pytest.mark.parametrize("cold_finish", ["length", "stop"])
+def test_replies_cut_in_reasonings_that_differ_are_a_split(cold_finish: str) -> None:
+    """Each reply parsed, the warm one cut in its own reasoning, which differs from the
+    cold one's: 179f505 read a reply with reasoning by its content alone (empty: the start
+    of anything)."""
+    cold = {"reasoning_content": _REASONING, "content": "The capital of France is Paris."}
+    warm = {"reasoning_content": "The user wants the capital of Spain, not France. " * 3}
+    result = _capped_split(cold_finish, cold, warm)
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT, result.reasons
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        'Action: ```json\n[{"tool_name": "search", "parameters": {"q": "x", "note": "',  # Command R
+        'functools[{"name": "search", "arguments": {"q": "x", "note": "',  # Phi-4
+    ],
+)
+def test_a_reply_cut_in_a_call_a_family_starts_with_a_word_is_the_others_start(raw: str) -> None:
+    raw += "a long note that the other reply's call does not hold, " * 3  # (more text)
+    result = _tool_split("Let me look. " + raw, [], ['{"q":"x"}'], "tool_calls")
+    assert result.verdict is Verdict.INCONCLUSIVE, result.reasons

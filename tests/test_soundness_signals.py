@@ -1244,6 +1244,23 @@ def _empty_for_a_character(text: str) -> list[dict[str, Any]]:
     return [{"token": p, "bytes": list(p.encode()), "logprob": -0.1} for p in pieces]
 
 
+def _decoded_alone(text: str) -> list[dict[str, Any]]:
+    """A token a character, each character of several bytes split into two tokens that,
+    decoded alone, are U+FFFD, with the bytes of U+FFFD (vLLM's `errors="replace"`)."""
+    tokens = []
+    for c in text:
+        pieces = [c] if len(c.encode()) == 1 else ["\ufffd", "\ufffd"]
+        tokens += [{"token": p, "bytes": list(p.encode()), "logprob": -0.1} for p in pieces]
+    return tokens
+
+
+def _around_call(text: str) -> list[dict[str, Any]]:
+    before, after = text.split(" ", 3)[:3], text.split(" ", 3)[3]
+    call = '<tool_call>\n{"name": "weather", "arguments": {}}\n</tool_call>'
+    pieces = [" ".join(before), call, " " + after]
+    return [{"token": p, "bytes": list(p.encode()), "logprob": -0.1} for p in pieces]
+
+
 @pytest.mark.parametrize(
     ("reply", "listed"),
     [
@@ -1251,6 +1268,10 @@ def _empty_for_a_character(text: str) -> list[dict[str, Any]]:
         ("是的，今天天气很好！", _bpe_list),  # no space: every symbol BPE's (vLLM #19177)
         ("He said “hello” and left.", _split_character),
         ("He said “hello” and left.", _empty_for_a_character),
+        # each token decoded alone, its bytes those of its text (vLLM, mlx-vlm)
+        ("Café in 北京.", lambda t: _decoded_alone(t)),
+        # llama.cpp's Hermes content: the text before a call and after it, joined
+        ("Let me check. Here is what I found: sunny, 21 degrees.", lambda t: _around_call(t)),
         # vLLM's return_tokens_as_token_ids
         ("The keeper lit the lamp.", lambda t: [{"token": "token_id:791", "logprob": -0.1}]),
         ("The keeper lit the lamp.", lambda t: [{"token": "<0xE5>", "logprob": -0.1}]),

@@ -222,13 +222,15 @@ def _marked_start(short: Record, full: Record) -> bool:
     reasoning or tool-call markers; `_unparsed` knows `<think>` and `<tool_call>`): where the
     other has reasoning and this one none, its content is, after a marker, the start of that
     reasoning (8 characters of it at least), or all of it, then a marker and what
-    `_content_then_call` reads; else it is what `_content_then_call` reads itself.
-    Read leniently: outputs that differ in a way these cannot tell apart are taken as one
-    cut short (fail closed), never the reverse."""
+    `_content_then_call` reads; else, where their reasonings are one, it is what
+    `_content_then_call` reads itself. Read leniently: outputs that differ in a way these
+    cannot tell apart are taken as one cut short (fail closed), never the reverse."""
     text = (short.content or "").rstrip("\ufffd").strip()
     reasoning = (full.reasoning or "").strip()
-    if not reasoning or short.reasoning:
-        return _content_then_call(text, short, full)
+    if not reasoning or short.reasoning:  # (its own reasoning: the other's, or they differ)
+        return (short.reasoning or "").strip() == reasoning and _content_then_call(
+            text, short, full
+        )
     for at in range(min(len(text), _MARKER) + 1):
         piece = text[at:].lstrip()
         if piece.startswith(reasoning):
@@ -242,6 +244,10 @@ def _marked_start(short: Record, full: Record) -> bool:
     return False
 
 
+# How a call's raw text starts, as parsers leave it: a bracket, a brace or a bar
+# (`[TOOL_CALLS]`, `<function=`, `{"name"`, `<|python_tag|>`, DeepSeek's `<｜tool...`), or
+# a word some families write (Command R's `Action:`, Phi-4's `functools[`).
+_CALL_STARTS = ("[", "<", "{", "|", "\uff5c", "Action:", "functools[")
 # The least of the other's reasoning a reply cut in it must hold to be read as its start.
 _LEAST_REASONING = 8
 
@@ -251,9 +257,8 @@ def _content_then_call(text: str, short: Record, full: Record) -> bool:
     its reasoning, cut short: the start of its content (`short` made no call); or, where it
     made calls that `short`
     lacks (those `short` has are its first), its content, then nothing, or a call's raw text
-    as a parser leaves it: a marker that starts with a bracket, a brace or a character past
-    ASCII (`[TOOL_CALLS]`, `<function=`, `{"name"`, `<｜tool▁calls▁begin｜>`), and at most
-    `_MARKER` characters of it or the name of the next call within that much."""
+    as a parser leaves it: a marker (`_CALL_STARTS`), and at most `_MARKER` characters of it
+    or the name of the next call within that much."""
     content = (full.content or "").strip()
     theirs, mine = _calls(full), _calls(short)
     if content.startswith(text) and not mine:
@@ -263,7 +268,7 @@ def _content_then_call(text: str, short: Record, full: Record) -> bool:
     rest = text[len(content) :].strip()
     if not rest:
         return True
-    if rest[0] not in "[<{|" and rest[0].isascii():
+    if not rest.startswith(_CALL_STARTS):
         return False
     name = theirs[len(mine)].get("function", {}).get("name")
     named = isinstance(name, str) and bool(name) and name in rest[: _MARKER + len(name)]

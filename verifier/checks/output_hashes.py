@@ -158,7 +158,7 @@ def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
     message = choice["message"]
     for field in ("content", "reasoning_content", "reasoning"):
         text = message.get(field)
-        if isinstance(text, str) and not any(_bare(text) in s for s in spellings):
+        if isinstance(text, str) and not any(_holds(s, _bare(text)) for s in spellings):
             yield Finding(
                 CHECK,
                 Severity.ERROR,
@@ -170,6 +170,35 @@ def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
             return
 
 
+def _holds(spelled: str, text: str) -> bool:
+    """Whether what a list spells holds a text, in at most `_PIECES` pieces in order: a
+    parser may join a text from pieces the list spells apart (llama.cpp's Hermes content:
+    the text before a call and after it; gpt-oss's reasoning of two analysis messages).
+    Each piece is the longest start of what is left that the list spells after the piece
+    before (a binary search: a start found there, every shorter one is)."""
+    at = done = 0
+    if not text:
+        return True
+    for _ in range(_PIECES):
+        low, high = 0, len(text) - done  # the longest found is in [low, high]
+        while low < high:
+            middle = (low + high + 1) // 2
+            if spelled.find(text[done : done + middle], at) >= 0:
+                low = middle
+            else:
+                high = middle - 1
+        if low == 0:
+            return False
+        at = spelled.find(text[done : done + low], at) + low
+        done += low
+        if done == len(text):
+            return True
+    return False
+
+
+_PIECES = 3
+
+
 def _bare(text: str) -> str:
     """A text without its white space, nor SentencePiece's space symbol (`▁`)."""
     return "".join(text.replace("\u2581", " ").split())
@@ -177,13 +206,13 @@ def _bare(text: str) -> str:
 
 def _spellings(entries: list[Any]) -> list[str]:
     """What a token list spells (`_bare`), in each reading that applies; none where it cannot
-    be read whole. Its tokens' bytes (UTF-8, strict) where every entry has them, else their
-    texts where none has bytes; and, where the texts are all of byte-level BPE's alphabet
-    (`Ġ` for a space, `Ã©` for `é`: a server that sends its tokens undecoded), the bytes they
+    be read whole. Its tokens' bytes (UTF-8, strict) where every entry has them; else, where
+    none has bytes, their texts, and where those are all of byte-level BPE's alphabet (`Ġ`
+    for a space, `Ã©` for `é`: a server that sends its tokens undecoded), the bytes they
     stand for. Not read: an entry that is not an object; a token without text or bytes
-    before the last (a character a server split into empty tokens); texts without bytes
-    that show U+FFFD (a character split between tokens); vLLM's `token_id:N`;
-    SentencePiece's byte tokens (`<0xE5>`)."""
+    before the last (a character a server split into empty tokens); a list that spells
+    U+FFFD (a character split between tokens, each decoded alone: vLLM writes its bytes
+    as those of U+FFFD); vLLM's `token_id:N`; SentencePiece's byte tokens (`<0xE5>`)."""
     if not all(isinstance(e, dict) for e in entries):
         return []
     tokens = [e.get("token") for e in entries]
@@ -194,19 +223,20 @@ def _spellings(entries: list[Any]) -> list[str]:
     raw = [e.get("bytes") for e in entries]
     if any(not t and not b for t, b in zip(tokens[:-1], raw[:-1], strict=True)):
         return []
-    found: list[str] = []
+    joined = "".join(tokens)
     if all(isinstance(b, list) and all(type(x) is int and 0 <= x < 256 for x in b) for b in raw):
         try:
-            found.append(bytes(x for b in raw for x in b).decode("utf-8"))
+            found = [bytes(x for b in raw for x in b).decode("utf-8")]
         except UnicodeDecodeError:
             return []
-    elif all(b is None for b in raw) and "\ufffd" not in "".join(tokens):
-        found.append("".join(tokens))  # (U+FFFD: a character split between tokens)
+    elif all(b is None for b in raw):
+        found = [joined]
+        if all(c in _BPE_BYTES for c in joined):
+            found.append(bytes(_BPE_BYTES[c] for c in joined).decode("utf-8", "replace"))
     else:
         return []
-    joined = "".join(tokens)
-    if all(c in _BPE_BYTES for c in joined):
-        found.append(bytes(_BPE_BYTES[c] for c in joined).decode("utf-8", "replace"))
+    if "\ufffd" in found[0]:  # a character split between tokens, each decoded alone
+        return []
     return [_bare(text) for text in found]
 
 

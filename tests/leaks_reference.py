@@ -280,7 +280,8 @@ def _known_pattern(known: Known) -> str:
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@)"
             rf"|(?<=['\"`]){v}(?=['\"`]@)"
             rf"|(?:{leaks._USER_ASSIGNED}){v}(?![\w-]|\.\w)"
-            rf"|(?<![\w.+-]){v}(?=:{v}(?![\w-]|\.\w))|(?<=(?<![\w.+-]){v}:){v}(?![\w-]|\.\w)"
+            rf"|(?-i:(?<=chown )){v}(?=[:.]{v}(?![\w-]|\.\w))"
+            rf"|(?-i:(?<=chown {v}[:.])){v}(?![\w-]|\.\w)"
             rf"|(?:{leaks._ID_NAMED}){v}(?=\)){token})"
         )
     if known.kind is KnownKind.HOST:
@@ -422,6 +423,15 @@ def _base64_hits(
             continue
         utf8 = value.value.encode("utf-8", "surrogatepass")
         utf16 = value.value.encode("utf-16-le", "surrogatepass")
+        if value.kind is KnownKind.OPAQUE:  # base64 (UTF-8, UTF-16LE), base32, hex only
+            cores = _cores(utf8) | _cores(utf16) | _b32_cores(utf8)
+            hexes = {utf8.hex(), utf16.hex()}
+            eligible.append((index, cores, hexes))
+            for core in cores:
+                occurrences += _occurrences(text, core, index)
+            for hexed in hexes:
+                occurrences += _occurrences(_ascii_lower(text), hexed, index)
+            continue
         cores = (
             _cores(utf8) | _cores(utf16) | _b32_cores(utf8) | _b32_cores(utf8, base64.b32hexencode)
         )
@@ -451,7 +461,7 @@ def _base64_hits(
         lambda joined: [
             (joined.find(core), -len(core), index)
             for index, value in enumerate(known)
-            if _in_base64(value) and value.value not in skip
+            if _in_base64(value) and value.value not in skip and value.kind is not KnownKind.OPAQUE
             for core in _b85_cores(value.value.encode("utf-8", "surrogatepass"))
             if core in joined
         ],
@@ -563,7 +573,9 @@ class Detector:
         # with its placeholder.
         for k in list(values.values()):
             host, address = k.kind is KnownKind.HOST, k.kind is KnownKind.ADDRESS
-            scrambles = not address and k.kind is not KnownKind.STRING and _in_base64(k)
+            scrambles = (
+                not address and k.kind not in (KnownKind.STRING, KnownKind.OPAQUE) and _in_base64(k)
+            )
             name = k.kind in (KnownKind.USER, KnownKind.HOST)
             spelled = leaks.spellings(
                 k.value, host=host, address=address, rot13=scrambles, name=name
@@ -571,9 +583,8 @@ class Detector:
             for value in spelled:
                 values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
             # written backwards, spaced out: a secret's literal
-            literal = KnownKind.OPAQUE if k.kind is KnownKind.OPAQUE else KnownKind.SECRET
             for value in leaks.spelled_out(k.value) if scrambles else ():
-                values.setdefault(value, Known(value, k.category, k.placeholder, literal))
+                values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
         # a value's ROT13 or reversal (what only it spells) is looked for as it is, not
         # encoded again
         plain = {k.value for k in known}

@@ -683,6 +683,8 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "chown al:al x al:al al:alx xal:al al:al@b al:al:al for user al Invalid user al from",
         "Accepted publickey for al from sudo:    al : TTY ssh mlxcel",
         "ssh\x02mlxcel 127.0.1.1\tmlxcel 127.0.0.1 mlxcel sshmlxcel",
+        "of user al invalid user al --master-addr=mlxcel MASTER_ADDR=mlxcel chown al.al",
+        "chown al:docker chown al.al.x pip -U al sudo -u al demo:demo OpenSSH mlxcel",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

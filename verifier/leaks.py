@@ -1527,15 +1527,30 @@ _LIST_KEYS = ("username", "logname", "user_name", "user-name")
 # after `key: ` in prose too (`Username: jdoe`), but not `account: ` ("your NVIDIA account:
 # NVIDIA Developer Program" names no account), nor `user: `, below (a chat's speaker)
 _USER_LINE_KEYS = ("username", "logname", "login", "owner", "user_name", "user-name")
-_USER_FLAGS = ("--user", "--username", "--user-name", "--login", "--owner", "-u")
-# What system logs and commands write before a user's name, as written: PAM's `session
-# opened for user NAME`, sshd's `Accepted publickey for NAME from`, sudo's line
-# (`sudo:    NAME : TTY=...`), `chown NAME:NAME`.
+_USER_FLAGS = ("--user", "--username", "--user-name", "--login", "--owner")
+# What system logs and commands write before a user's name, as written (not `-u NAME`
+# alone, which is pip's `-U`, curl's and mysql's example user): PAM's `session opened for
+# user NAME`, sshd's `Accepted publickey for NAME from`, `Invalid user NAME`, `New session 5
+# of user NAME`, sudo's line (`sudo:    NAME : TTY=...`), `sudo -u NAME`, `chown NAME`.
 _USER_LOGGED = (
     "for user ",
-    *(f"{what} for " for what in ("Accepted publickey", "Accepted password", "Failed password")),
+    "of user ",
+    "from user ",
+    "authenticating user ",
+    *(
+        f"{what} for "
+        for what in (
+            "Accepted publickey",
+            "Accepted password",
+            "Failed password",
+            "Failed publickey",
+        )
+    ),
     "Invalid user ",
+    "invalid user ",
     *("sudo:" + " " * n for n in range(1, 9)),
+    "sudo -u ",
+    f"sudo{ITEM_SEP}-u{ITEM_SEP}",
     "chown ",
 )
 _USER_ASSIGNED = (
@@ -1543,8 +1558,7 @@ _USER_ASSIGNED = (
         [
             *(key + sep for key in _USER_KEYS for sep in ("=", " = ", '="', "='", KEY_SEP)),
             *(key + SEP for key in _LIST_KEYS),
-            # a command line's flag and its value, as two arguments or in its text (sudo's,
-            # runuser's `-u NAME` too)
+            # a command line's flag and its value, as two arguments or in its text
             *(f"{key}{sep}" for key in _USER_FLAGS for sep in (ITEM_SEP, " ")),
             *(
                 q + key + q + sep + q
@@ -1573,7 +1587,7 @@ _ID_NAMED = "|".join(rf"(?<=[=,][0-9]{{{digits}}}\()" for digits in range(1, 11)
 # after `host: ` in prose (`Host: falcon is a bird`) the word names nothing.
 _HOST_KEYS = (
     "host", "hostname", "host_name", "host-name", "node", "nodename", "node_name", "machine",
-    "computer_name",
+    "computer_name", "master_addr",
 )  # fmt: skip
 # And a command line's flag that names the machine to listen on or reach, and its value, as
 # two arguments or in its text (`llama-server --host falcon`, torchrun's `--master-addr`).
@@ -1584,9 +1598,8 @@ _HOST_FLAGS = (
 _HOST_ASSIGNED = _after_any(
     [
         *(key + sep for key in _HOST_KEYS for sep in ("=", '="', "='", KEY_SEP)),
-        *(flag + sep for flag in _HOST_FLAGS for sep in (ITEM_SEP, " ")),
-        # ssh's destination; the loopback names of /etc/hosts (`127.0.1.1\tNAME`)
-        *("ssh" + sep for sep in (ITEM_SEP, " ")),
+        *(flag + sep for flag in _HOST_FLAGS for sep in (ITEM_SEP, " ", "=")),
+        # the loopback names of /etc/hosts (`127.0.1.1\tNAME`)
         *(loopback + sep for loopback in ("127.0.0.1", "127.0.1.1") for sep in ("\t", " ")),
         *(q + key + q + sep + q for key in _HOST_KEYS for q in "\"'" for sep in (":", ": ")),
     ]
@@ -1685,8 +1698,9 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
             rf"|{_QUOTED_ACCOUNT[0]}{v}{_QUOTED_ACCOUNT[1]}"
             rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\))"
-            # with its own group (`chown NAME:NAME`, `ls -l`'s columns as stat prints them)
-            rf"|(?<![\w.+-]){v}(?=:{v}(?![\w-]|\.\w))|(?<=(?<![\w.+-]){v}:){v}(?![\w-]|\.\w))"
+            # and as chown's group after it (`chown NAME:NAME`, `chown NAME.NAME`)
+            rf"|(?-i:(?<=chown )){v}(?=[:.]{v}(?![\w-]|\.\w))"
+            rf"|(?-i:(?<=chown {v}[:.])){v}(?![\w-]|\.\w))"
         )
     if known.kind is KnownKind.HOST:
         # A distinctive host name also where it is a label of a longer name (`det0.NAME`,
@@ -1975,6 +1989,15 @@ class _Base64Cores:
         for index, value in enumerate(known):
             if _in_base64(value) and value.value not in skip:
                 utf8, utf16 = _encodings(value.value)
+                if value.kind is KnownKind.OPAQUE:
+                    # An environment value (it identifies nobody): in the common encodings
+                    # only, base64 of UTF-8 and UTF-16LE, base32, hex. A capture holds scores
+                    # of them, and each further spelling is another pass over every text.
+                    for core in (*base64_cores(utf8), *base64_cores(utf16), *base32_cores(utf8)):
+                        self.cores.setdefault(core, index)
+                    self.hexes.setdefault(utf8.hex(), index)
+                    self.hexes.setdefault(utf16.hex(), index)
+                    continue
                 # (base32's alphabet is base64's upper-case letters and 2-7); and a path as
                 # JSON may escape it (`\/home\/alice`), base64 of a JSON document
                 escaped = utf8.replace(b"/", b"\\/") if b"/" in utf8 else b""
@@ -2277,15 +2300,17 @@ def spells_apart(value: str) -> bool:
 def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
     """The known values (the last of each value), then each one's other spellings that is
     not a known value itself, with its category and placeholder; of its kind, but a value
-    `spelled_out`, a secret (an opaque value's, opaque). With `scrambled`, a value also in
-    ROT13 and spelled out (not a string named private, found inside any word: its ROT13
-    could be one)."""
+    `spelled_out`, a secret. With `scrambled`, a value also in ROT13 and spelled out (not a
+    string named private, found inside any word: its ROT13 could be one; nor an environment
+    value, which identifies nobody: a capture holds scores of them)."""
     values = {k.value: k for k in known}
     found = list(values.values())
     for k in list(found):
         kind = k.kind
         scrambles = (
-            scrambled and kind not in (KnownKind.ADDRESS, KnownKind.STRING) and _in_base64(k)
+            scrambled
+            and kind not in (KnownKind.ADDRESS, KnownKind.STRING, KnownKind.OPAQUE)
+            and _in_base64(k)
         )
         forms = [
             (value, kind)
@@ -2298,8 +2323,7 @@ def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
             )
         ]
         if scrambles:
-            literal = KnownKind.OPAQUE if kind is KnownKind.OPAQUE else KnownKind.SECRET
-            forms += [(value, literal) for value in spelled_out(k.value)]
+            forms += [(value, KnownKind.SECRET) for value in spelled_out(k.value)]
         for value, form_kind in forms:
             if value not in values:
                 values[value] = Known(value, k.category, k.placeholder, form_kind)

@@ -246,7 +246,8 @@ def test_a_token_under_a_name_no_secret_has_is_known_encoded_too(tmp_path: Path)
 def test_an_environment_value_encoded_is_removed_from_free_text(tmp_path: Path) -> None:
     """Every environment value but the toggles is private (EVIDENCE.md): it goes from free
     text in base64, hex, base32 or its UTF-16 base64 as it goes plain (before, only its
-    plain and escaped forms were removed; each encoded one was published)."""
+    plain and escaped forms were removed; each encoded one was published). Not in the rarer
+    spellings the identifying values are looked for in: a capture holds scores of values."""
     value = "falcon-nightly-7"
     raw = value.encode()
     forms = [
@@ -256,7 +257,6 @@ def test_an_environment_value_encoded_is_removed_from_free_text(tmp_path: Path) 
         raw.hex().upper(),
         base64.b32encode(raw).decode(),
         base64.b64encode(value.encode("utf-16-le")).decode(),
-        ":".join(f"{b:02x}" for b in raw),
     ]
     f = _with_extra("; ".join(forms))
     f.server["env"]["WANDB_PROJECT"] = value
@@ -320,8 +320,8 @@ def test_a_plain_name_in_what_system_logs_and_commands_write_is_removed(tmp_path
     f = _with_extra(
         "pam_unix(sshd:session): session opened for user alice(uid=1000); "
         "Accepted publickey for alice from 10.0.0.9 port 5; sudo:    alice : TTY=pts/0 ; "
-        "Invalid user alice from 10.0.0.9; chown alice:alice /srv/m; ssh falcon uptime; "
-        "/etc/hosts: 127.0.1.1\tfalcon",
+        "Invalid user alice from 10.0.0.9; chown alice:alice /srv/m; New session 5 of user "
+        "alice.; MASTER_ADDR=falcon; /etc/hosts: 127.0.1.1\tfalcon",
         hostname="falcon",
     )
     out, _ = _export(f, tmp_path)
@@ -329,3 +329,24 @@ def test_a_plain_name_in_what_system_logs_and_commands_write_is_removed(tmp_path
     assert "alice" not in published and "falcon" not in published
     assert "chown <user>:<user> /srv/m" in published
     assert verify_path(out).verified
+
+
+@pytest.mark.parametrize(
+    ("user", "host", "reply"),
+    [
+        ("alice", "server", "On Ubuntu, install the OpenSSH server with apt and enable it."),
+        ("test", "falcon", "Check it with `curl -u test:test http://localhost:8080/health`."),
+        ("vllm", "falcon", "Upgrade it first: `pip install -U vllm`."),
+        ("demo", "falcon", "The default credentials are demo:demo."),
+    ],
+)
+def test_an_ordinary_word_in_a_reply_that_names_nobody_does_not_stop_export(
+    tmp_path: Path, user: str, host: str, reply: str
+) -> None:
+    """helper-60: after `ssh`, `-u` and as `NAME:NAME` anywhere, a user or host name that is
+    an ordinary word had stopped the export of an honest reply (`OpenSSH server`, pip's
+    `-U`, example credentials)."""
+    f = RawFactory(host=Host(user=user, hostname=host, home=f"/home/{user}"))
+    f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = reply
+    out, _ = _export(f, tmp_path)
+    assert reply in _unescaped(out)

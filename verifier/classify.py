@@ -255,10 +255,9 @@ _LEAST_REASONING = 8
 def _content_then_call(text: str, short: Record, full: Record) -> bool:
     """Whether `text` (white space at its ends aside) could be what `full` generated after
     its reasoning, cut short: the start of its content (`short` made no call); or, where it
-    made calls that `short`
-    lacks (those `short` has are its first), its content, then nothing, or a call's raw text
-    as a parser leaves it: a marker (`_CALL_STARTS`), and at most `_MARKER` characters of it
-    or the name of the next call within that much."""
+    made calls that `short` lacks (those `short` has are its first), its content, then
+    nothing, or a call's raw text as a parser leaves it: a marker (`_CALL_STARTS`), and at
+    most `_MARKER` characters of it or the name of the next call within that much."""
     content = (full.content or "").strip()
     theirs, mine = _calls(full), _calls(short)
     if content.startswith(text) and not mine:

@@ -1590,7 +1590,8 @@ _HOST_KEYS = (
     "computer_name", "master_addr",
 )  # fmt: skip
 # And a command line's flag that names the machine to listen on or reach, and its value, as
-# two arguments or in its text (`llama-server --host falcon`, torchrun's `--master-addr`).
+# two arguments, in its text or after `=` (`llama-server --host falcon`, torchrun's
+# `--master-addr=falcon`).
 _HOST_FLAGS = (
     "--host", "--hostname", "--host-name", "--bind", "--bind-addr", "--bind-address",
     "--listen", "--master-addr", "--master_addr", "--node", "--server",

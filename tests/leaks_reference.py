@@ -280,8 +280,7 @@ def _known_pattern(known: Known) -> str:
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@)"
             rf"|(?<=['\"`]){v}(?=['\"`]@)"
             rf"|(?:{leaks._USER_ASSIGNED}){v}(?![\w-]|\.\w)"
-            rf"|(?-i:(?<=chown )){v}(?=[:.]{v}(?![\w-]|\.\w))"
-            rf"|(?-i:(?<=chown {v}[:.])){v}(?![\w-]|\.\w)"
+            rf"|{leaks._user_logged(v)}"
             rf"|(?:{leaks._ID_NAMED}){v}(?=\)){token})"
         )
     if known.kind is KnownKind.HOST:

@@ -685,6 +685,8 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "ssh\x02mlxcel 127.0.1.1\tmlxcel 127.0.0.1 mlxcel sshmlxcel",
         "of user al invalid user al --master-addr=mlxcel MASTER_ADDR=mlxcel chown al.al",
         "chown al:docker chown al.al.x pip -U al sudo -u al demo:demo OpenSSH mlxcel",
+        "chown -R al:al chown --recursive al.al sudo -H -u al doas\x02-u\x02al of user al",
+        "Failed password for invalid user al from x invalid user al sudo:\tal : session opened",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

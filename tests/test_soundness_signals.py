@@ -1255,9 +1255,12 @@ def _decoded_alone(text: str) -> list[dict[str, Any]]:
 
 
 def _around_call(text: str) -> list[dict[str, Any]]:
-    before, after = text.split(" ", 3)[:3], text.split(" ", 3)[3]
+    """The text generated with a call after its first word (or three), which a parser took
+    out of the content (llama.cpp's Hermes content: the text before the call and after)."""
+    words = text.split(" ")
+    cut = 1 if len(words) < 6 else 3
     call = '<tool_call>\n{"name": "weather", "arguments": {}}\n</tool_call>'
-    pieces = [" ".join(before), call, " " + after]
+    pieces = [" ".join(words[:cut]), call, " " + " ".join(words[cut:])]
     return [{"token": p, "bytes": list(p.encode()), "logprob": -0.1} for p in pieces]
 
 
@@ -1272,6 +1275,8 @@ def _around_call(text: str) -> list[dict[str, Any]]:
         ("Café in 北京.", lambda t: _decoded_alone(t)),
         # llama.cpp's Hermes content: the text before a call and after it, joined
         ("Let me check. Here is what I found: sunny, 21 degrees.", lambda t: _around_call(t)),
+        # the same, where the text after the call repeats the text before it
+        ("Done. Saved. Done. Saved.", lambda t: _around_call(t)),
         # vLLM's return_tokens_as_token_ids
         ("The keeper lit the lamp.", lambda t: [{"token": "token_id:791", "logprob": -0.1}]),
         ("The keeper lit the lamp.", lambda t: [{"token": "<0xE5>", "logprob": -0.1}]),
@@ -1292,3 +1297,32 @@ def test_a_token_list_a_server_sends_in_another_form_is_no_finding(
 
     result = verify_path(write(_resum(_records(dict(SEED_FILES), sent)), tmp_path / "b"))
     assert not [f.message for f in result.findings if f.is_error]
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "The dose is not safe for children under 12.",
+        "Take 10 mg, never 100 mg, with food.",
+        # what the reply leaves out ends as a marker would, but does not start as one
+        "Take it. Never on an empty stomach [warning] Eat first.",
+    ],
+)
+def test_a_token_list_that_spells_words_the_reply_lacks_is_refused(
+    tmp_path: Path, spelled: str
+) -> None:
+    """helper-62: the list had been read as the reply in up to 3 pieces wherever they were,
+    so a reply that left out a word the list spells (`not`) passed; a gap is now only what
+    a parser takes out (a tag, a marker, a special token)."""
+    from verifier.canonical import output_hash
+
+    reply = spelled.replace(" not", "").replace("10 mg, never ", "")
+    reply = reply.replace(" Never on an empty stomach [warning]", "")
+
+    def dropped(record: Any) -> None:
+        choice = record["response"]["choices"][0]
+        choice["message"]["content"] = reply
+        choice["logprobs"] = {"content": _token_list(spelled)}
+        record["output_hash"] = output_hash(record["response"])
+
+    _invalid(_records(dict(SEED_FILES), dropped), tmp_path, "output-hash", "does not spell")

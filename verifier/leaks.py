@@ -1528,31 +1528,52 @@ _LIST_KEYS = ("username", "logname", "user_name", "user-name")
 # NVIDIA Developer Program" names no account), nor `user: `, below (a chat's speaker)
 _USER_LINE_KEYS = ("username", "logname", "login", "owner", "user_name", "user-name")
 _USER_FLAGS = ("--user", "--username", "--user-name", "--login", "--owner")
-# What system logs and commands write before a user's name, as written (not `-u NAME`
-# alone, which is pip's `-U`, curl's and mysql's example user): PAM's `session opened for
-# user NAME`, sshd's `Accepted publickey for NAME from`, `Invalid user NAME`, `New session 5
-# of user NAME`, sudo's line (`sudo:    NAME : TTY=...`), `sudo -u NAME`, `chown NAME`.
+# What system logs and commands write around a user's name, as written, each before and
+# after it: PAM's `session opened for user NAME`, sshd's `Accepted publickey for NAME from`,
+# `Invalid user NAME from`, `Connection closed by authenticating user NAME`, sudo's line
+# (`sudo:    NAME : TTY=...`); `sudo -u NAME`, `runuser -u`, `doas -u`. Not `-u NAME` alone
+# (pip's `-U`, curl's and mysql's example users), nor `of user ` or `from user ` in prose
+# (`the privacy of user data`).
 _USER_LOGGED = (
-    "for user ",
-    "of user ",
-    "from user ",
-    "authenticating user ",
+    *((f"session {event} for user ", "") for event in ("opened", "closed")),
     *(
-        f"{what} for "
+        (f"{what} for ", " from")
         for what in (
             "Accepted publickey",
             "Accepted password",
+            "Accepted keyboard-interactive/pam",
             "Failed password",
             "Failed publickey",
+            "Failed password for invalid user",
         )
     ),
-    "Invalid user ",
-    "invalid user ",
-    *("sudo:" + " " * n for n in range(1, 9)),
-    "sudo -u ",
-    f"sudo{ITEM_SEP}-u{ITEM_SEP}",
-    "chown ",
+    ("Invalid user ", " from"),
+    ("invalid user ", " from"),
+    ("authenticating user ", " "),
+    ("Disconnected from user ", " "),
+    *(("sudo:" + " " * n, " :") for n in range(1, 9)),
+    # in a command line's text, and as its arguments
+    *((f"{command} -u ", "") for command in ("sudo", "sudo -H", "runuser", "doas")),
+    *((f"{command}{ITEM_SEP}-u{ITEM_SEP}", "") for command in ("sudo", "runuser", "doas")),
 )
+# chown's owner, and its group where that is the owner too (`chown -R NAME:NAME`).
+_CHOWN = tuple(f"chown {options}" for options in ("", "-R ", "-h ", "-Rh ", "-hR ", "--recursive "))
+
+
+def _user_logged(v: str) -> str:
+    """The alternatives of a plain user name's pattern (`v`) that `_USER_LOGGED` and `_CHOWN`
+    read (as written: case matters)."""
+    logged = [
+        f"(?<={re.escape(before)}){v}(?={re.escape(after)})" if after
+        else f"(?<={re.escape(before)}){v}(?![\\w-]|\\.\\w)"
+        for before, after in _USER_LOGGED
+    ]  # fmt: skip
+    # the owner (then `:GROUP`, `.GROUP` or nothing), and the group where it is the owner
+    owner = [f"(?<={re.escape(chown)}){v}(?![\\w-])" for chown in _CHOWN]
+    group = [f"(?<={re.escape(chown)}{v}[:.]){v}(?![\\w-]|\\.\\w)" for chown in _CHOWN]
+    return "(?-i:" + "|".join([*logged, *owner, *group]) + ")"
+
+
 _USER_ASSIGNED = (
     _after_any(
         [
@@ -1574,7 +1595,6 @@ _USER_ASSIGNED = (
         [
             *(key + sep for key in ("user", "USER") for sep in (":", ": ", ': "', ": '")),
             "USER ",
-            *_USER_LOGGED,
         ]
     )
     + ")"
@@ -1699,9 +1719,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
             rf"|{_QUOTED_ACCOUNT[0]}{v}{_QUOTED_ACCOUNT[1]}"
             rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\))"
-            # and as chown's group after it (`chown NAME:NAME`, `chown NAME.NAME`)
-            rf"|(?-i:(?<=chown )){v}(?=[:.]{v}(?![\w-]|\.\w))"
-            rf"|(?-i:(?<=chown {v}[:.])){v}(?![\w-]|\.\w))"
+            rf"|{_user_logged(v)})"
         )
     if known.kind is KnownKind.HOST:
         # A distinctive host name also where it is a label of a longer name (`det0.NAME`,

@@ -320,14 +320,15 @@ def test_a_plain_name_in_what_system_logs_and_commands_write_is_removed(tmp_path
     f = _with_extra(
         "pam_unix(sshd:session): session opened for user alice(uid=1000); "
         "Accepted publickey for alice from 10.0.0.9 port 5; sudo:    alice : TTY=pts/0 ; "
-        "Invalid user alice from 10.0.0.9; chown alice:alice /srv/m; New session 5 of user "
-        "alice.; MASTER_ADDR=falcon; /etc/hosts: 127.0.1.1\tfalcon",
+        "Invalid user alice from 10.0.0.9; chown -R alice:alice /srv/m; Connection closed by "
+        "authenticating user alice 10.0.0.9; sudo -H -u alice bash; runuser -u alice -- id; "
+        "MASTER_ADDR=falcon; /etc/hosts: 127.0.1.1\tfalcon",
         hostname="falcon",
     )
     out, _ = _export(f, tmp_path)
     published = _unescaped(out)
     assert "alice" not in published and "falcon" not in published
-    assert "chown <user>:<user> /srv/m" in published
+    assert "chown -R <user>:<user> /srv/m" in published
     assert verify_path(out).verified
 
 
@@ -338,6 +339,9 @@ def test_a_plain_name_in_what_system_logs_and_commands_write_is_removed(tmp_path
         ("test", "falcon", "Check it with `curl -u test:test http://localhost:8080/health`."),
         ("vllm", "falcon", "Upgrade it first: `pip install -U vllm`."),
         ("demo", "falcon", "The default credentials are demo:demo."),
+        # helper-62: words after `of user `, `from user ` in prose
+        ("data", "falcon", "Mind the privacy of user data; never log raw input from user data."),
+        ("input", "falcon", "Validate everything from user input, and invalid user input too."),
     ],
 )
 def test_an_ordinary_word_in_a_reply_that_names_nobody_does_not_stop_export(

@@ -171,32 +171,79 @@ def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
 
 
 def _holds(spelled: str, text: str) -> bool:
-    """Whether what a list spells holds a text, in at most `_PIECES` pieces in order: a
-    parser may join a text from pieces the list spells apart (llama.cpp's Hermes content:
-    the text before a call and after it; gpt-oss's reasoning of two analysis messages).
-    Each piece is the longest start of what is left that the list spells after the piece
-    before (a binary search: a start found there, every shorter one is)."""
-    at = done = 0
+    """Whether what a list spells holds a text: from a place where the list spells the
+    text's first characters, as it goes on, in at most `_PIECES` pieces, where the list
+    spells something else only as a parser's marker or a special token does: the gap
+    starts as one does (`_GAP_STARTS`) and the next piece follows a closing `>`, `]`, `}`
+    or `｜` (`_CLOSERS`). A parser may join a text from pieces the list spells apart
+    (llama.cpp's Hermes content: the text before a `<tool_call>...</tool_call>` and after
+    it; gpt-oss's reasoning of two analysis messages, `<|end|>...<|message|>` between
+    them); a word the list spells that the text lacks (`not`) is no such gap. The places
+    tried are bounded (`_TRIES`: where they run out, the text is not held), and a text past
+    `_GAPPED_MOST` characters is read in one piece."""
     if not text:
         return True
-    for _ in range(_PIECES):
-        low, high = 0, len(text) - done  # the longest found is in [low, high]
-        while low < high:
-            middle = (low + high + 1) // 2
-            if spelled.find(text[done : done + middle], at) >= 0:
-                low = middle
-            else:
-                high = middle - 1
-        if low == 0:
-            return False
-        at = spelled.find(text[done : done + low], at) + low
-        done += low
-        if done == len(text):
+    tries = [_TRIES]
+    pieces = _PIECES if len(text) <= _GAPPED_MOST else 1
+    # first where the list spells the longest start of the text (where it spells it whole,
+    # the one place tried), then where it spells its first characters
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if spelled.find(text[:middle]) >= 0:
+            low = middle
+        else:
+            high = middle - 1
+    if low and _goes_on(spelled, text, spelled.find(text[:low]), 0, pieces, tries):
+        return True
+    head = text[:_HEAD]
+    at = spelled.find(head)
+    while at >= 0 and tries[0] > 0:
+        if _goes_on(spelled, text, at, 0, pieces, tries):
             return True
+        at = spelled.find(head, at + 1)
     return False
 
 
+def _goes_on(spelled: str, text: str, at: int, done: int, pieces: int, tries: list[int]) -> bool:
+    """`_holds` of `text[done:]` from the place `at` of `spelled`, in at most `pieces` pieces
+    (False where the tries run out)."""
+    tries[0] -= 1
+    if tries[0] < 0:
+        return False
+    # how far the list spells the text from here (a binary search: startswith is monotone)
+    low, high = 0, len(text) - done
+    while low < high:
+        middle = (low + high + 1) // 2
+        if spelled.startswith(text[done : done + middle], at):
+            low = middle
+        else:
+            high = middle - 1
+    done, at = done + low, at + low
+    if done == len(text):
+        return True
+    if pieces == 1 or not spelled.startswith(_GAP_STARTS, at):
+        return False
+    head = text[done : done + _HEAD]
+    for closer in _CLOSERS.finditer(spelled, at):
+        if spelled.startswith(head, closer.end()) and _goes_on(
+            spelled, text, closer.end(), done, pieces - 1, tries
+        ):
+            return True
+        tries[0] -= 1
+        if tries[0] < 0:
+            return False
+    return False
+
+
+_HEAD = 4
 _PIECES = 3
+_TRIES = 64
+_GAPPED_MOST = 1 << 16
+# How what a parser takes out of a text starts and ends: a tag, a marker, a special token,
+# JSON.
+_GAP_STARTS = ("<", "[", "{", "|", "\uff5c")
+_CLOSERS = re.compile("[>\\]}\uff5c]")
 
 
 def _bare(text: str) -> str:

@@ -1293,6 +1293,9 @@ def test_a_token_list_a_server_sends_in_another_form_is_no_finding(
         choice = record["response"]["choices"][0]
         choice["message"]["content"] = reply
         choice["logprobs"] = {"content": listed(reply)}
+        if any("<tool_call>" in t["token"] for t in choice["logprobs"]["content"]):
+            call = {"name": "weather", "arguments": "{}"}
+            choice["message"]["tool_calls"] = [{"id": "c0", "type": "function", "function": call}]
         record["output_hash"] = output_hash(record["response"])
 
     result = verify_path(write(_resum(_records(dict(SEED_FILES), sent)), tmp_path / "b"))
@@ -1306,6 +1309,10 @@ def test_a_token_list_a_server_sends_in_another_form_is_no_finding(
         "Take 10 mg, never 100 mg, with food.",
         # what the reply leaves out ends as a marker would, but does not start as one
         "Take it. Never on an empty stomach [warning] Eat first.",
+        # helper-63: what the reply leaves out is marked up as a tag is
+        "This medication is <strong>not</strong> safe during pregnancy.",
+        # helper-63: the list's first words
+        "Do not take more than 4 grams a day.",
     ],
 )
 def test_a_token_list_that_spells_words_the_reply_lacks_is_refused(
@@ -1318,6 +1325,7 @@ def test_a_token_list_that_spells_words_the_reply_lacks_is_refused(
 
     reply = spelled.replace(" not", "").replace("10 mg, never ", "")
     reply = reply.replace(" Never on an empty stomach [warning]", "")
+    reply = reply.replace(" <strong>not</strong>", "").replace("Do not take", "take")
 
     def dropped(record: Any) -> None:
         choice = record["response"]["choices"][0]

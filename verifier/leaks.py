@@ -1528,11 +1528,12 @@ _LIST_KEYS = ("username", "logname", "user_name", "user-name")
 # NVIDIA Developer Program" names no account), nor `user: `, below (a chat's speaker)
 _USER_LINE_KEYS = ("username", "logname", "login", "owner", "user_name", "user-name")
 _USER_FLAGS = ("--user", "--username", "--user-name", "--login", "--owner")
-# What system logs and commands write around a user's name, as written, each before and
-# after it: PAM's `session opened for user NAME`, sshd's `Accepted publickey for NAME from`,
-# `Invalid user NAME from`, `Connection closed by authenticating user NAME`, sudo's line
-# (`sudo:    NAME : TTY=...`); `sudo -u NAME`, `runuser -u`, `doas -u`. Not `-u NAME` alone
-# (pip's `-U`, curl's and mysql's example users), nor `of user ` or `from user ` in prose
+# What system logs write around a user's name, as written, each before and after it: PAM's
+# `session opened for user NAME`, sshd's `Accepted publickey for NAME from`, `Invalid user
+# NAME from`, `Connection closed by authenticating user NAME`, sudo's line (`sudo:    NAME
+# : TTY=...`). Not a command's idiom (`sudo -u NAME`, `chown -R NAME:NAME`, `-u NAME`): a
+# model's reply gives them with ordinary names (`chown -R node:node /app`, pip's `-U`), and
+# a plain name there would stop an honest export; nor `of user ` or `from user ` in prose
 # (`the privacy of user data`).
 _USER_LOGGED = (
     *((f"session {event} for user ", "") for event in ("opened", "closed")),
@@ -1552,26 +1553,18 @@ _USER_LOGGED = (
     ("authenticating user ", " "),
     ("Disconnected from user ", " "),
     *(("sudo:" + " " * n, " :") for n in range(1, 9)),
-    # in a command line's text, and as its arguments
-    *((f"{command} -u ", "") for command in ("sudo", "sudo -H", "runuser", "doas")),
-    *((f"{command}{ITEM_SEP}-u{ITEM_SEP}", "") for command in ("sudo", "runuser", "doas")),
 )
-# chown's owner, and its group where that is the owner too (`chown -R NAME:NAME`).
-_CHOWN = tuple(f"chown {options}" for options in ("", "-R ", "-h ", "-Rh ", "-hR ", "--recursive "))
 
 
 def _user_logged(v: str) -> str:
-    """The alternatives of a plain user name's pattern (`v`) that `_USER_LOGGED` and `_CHOWN`
-    read (as written: case matters)."""
+    """The alternatives of a plain user name's pattern (`v`) that `_USER_LOGGED` reads (as
+    written: case matters)."""
     logged = [
         f"(?<={re.escape(before)}){v}(?={re.escape(after)})" if after
         else f"(?<={re.escape(before)}){v}(?![\\w-]|\\.\\w)"
         for before, after in _USER_LOGGED
     ]  # fmt: skip
-    # the owner (then `:GROUP`, `.GROUP` or nothing), and the group where it is the owner
-    owner = [f"(?<={re.escape(chown)}){v}(?![\\w-])" for chown in _CHOWN]
-    group = [f"(?<={re.escape(chown)}{v}[:.]){v}(?![\\w-]|\\.\\w)" for chown in _CHOWN]
-    return "(?-i:" + "|".join([*logged, *owner, *group]) + ")"
+    return "(?-i:" + "|".join(logged) + ")"
 
 
 _USER_ASSIGNED = (

@@ -286,18 +286,15 @@ def test_a_plain_host_or_user_name_after_its_flag_or_as_a_share_is_removed(
     tmp_path: Path,
 ) -> None:
     """helper-58: a server bound to its machine's name (`--host falcon`, as two arguments of
-    its command line), `sudo -u alice`, torchrun's `[falcon]:29500`, an NFS export's
-    `falcon:/export` and a Windows share's `\\\\falcon\\models` were published."""
+    its command line), torchrun's `[falcon]:29500`, an NFS export's `falcon:/export` and a
+    Windows share's `\\\\falcon\\models` were published."""
     f = _with_extra(
-        "bind [falcon]:29500 failed; mounted falcon:/export/models; copied from "
-        "\\\\falcon\\models; ran sudo -u alice id",
+        "bind [falcon]:29500 failed; mounted falcon:/export/models; copied from \\\\falcon\\models",
         hostname="falcon",
     )
     f.server["argv"] += ["--host", "falcon", "--master-addr", "falcon"]
     out, _ = _export(f, tmp_path)
-    published = _unescaped(out)
-    assert "falcon" not in published
-    assert "-u alice" not in published
+    assert "falcon" not in _unescaped(out)
     assert verify_path(out).verified
 
 
@@ -314,21 +311,20 @@ def test_a_path_after_a_dash_is_a_path(tmp_path: Path) -> None:
     assert verify_path(out).verified
 
 
-def test_a_plain_name_in_what_system_logs_and_commands_write_is_removed(tmp_path: Path) -> None:
-    """helper-58: lines pasted from a system's logs and commands name the account or the
-    machine around a plain name that is also a word."""
+def test_a_plain_name_in_what_system_logs_write_is_removed(tmp_path: Path) -> None:
+    """helper-58: lines pasted from a system's logs name the account or the machine around a
+    plain name that is also a word."""
     f = _with_extra(
         "pam_unix(sshd:session): session opened for user alice(uid=1000); "
         "Accepted publickey for alice from 10.0.0.9 port 5; sudo:    alice : TTY=pts/0 ; "
-        "Invalid user alice from 10.0.0.9; chown -R alice:alice /srv/m; Connection closed by "
-        "authenticating user alice 10.0.0.9; sudo -H -u alice bash; runuser -u alice -- id; "
-        "MASTER_ADDR=falcon; /etc/hosts: 127.0.1.1\tfalcon",
+        "Invalid user alice from 10.0.0.9; Connection closed by authenticating user alice "
+        "10.0.0.9; MASTER_ADDR=falcon; /etc/hosts: 127.0.1.1\tfalcon",
         hostname="falcon",
     )
     out, _ = _export(f, tmp_path)
     published = _unescaped(out)
     assert "alice" not in published and "falcon" not in published
-    assert "chown -R <user>:<user> /srv/m" in published
+    assert "session opened for user <user>(uid=1000)" in published
     assert verify_path(out).verified
 
 
@@ -342,6 +338,9 @@ def test_a_plain_name_in_what_system_logs_and_commands_write_is_removed(tmp_path
         # helper-62: words after `of user `, `from user ` in prose
         ("data", "falcon", "Mind the privacy of user data; never log raw input from user data."),
         ("input", "falcon", "Validate everything from user input, and invalid user input too."),
+        # helper-63: a command's idioms, with a service account's ordinary name
+        ("node", "falcon", "In the Dockerfile: `RUN chown -R node:node /app` before the copy."),
+        ("postgres", "falcon", "Run `sudo -u postgres psql` and `sudo -H -u postgres bash`."),
     ],
 )
 def test_an_ordinary_word_in_a_reply_that_names_nobody_does_not_stop_export(

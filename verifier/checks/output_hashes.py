@@ -141,12 +141,14 @@ def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> I
 def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
     """A reply's own list of its tokens (`choices[0].logprobs.content`, where the request
     asked logprobs) is a second copy of what the model generated: each text of the reply
-    (its content, its reasoning) must be in what the list spells (`_spellings`). Read
-    leniently, so that no honest list is refused: white space left out on both sides (a
-    token's text may show a space the whole text has not); the list may spell more
-    (reasoning tags, a tool call, an end token). A list that cannot be read as one
-    spelling says nothing (a consistency check, never a proof: a bundle may leave logprobs
-    out altogether)."""
+    (its content, its reasoning) must be in what the list spells (`_spellings`), whole, as
+    it starts after what a parser takes out (`_holds`). Read leniently, so that no honest
+    list is refused: white space left out on both sides (a token's text may show a space
+    the whole text has not); the list may spell more (reasoning tags, a call, an end token).
+    Not held to it: the content of a reply with tool calls (a parser joins the text before
+    a call and after it), the reasoning of a list that spells gpt-oss's channels (a parser
+    joins its analysis messages). A list that cannot be read as one spelling says nothing
+    (a consistency check, never a proof: a bundle may leave logprobs out altogether)."""
     choice = response["choices"][0]
     logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
     entries = logprobs.get("content") if isinstance(logprobs, dict) else None
@@ -156,7 +158,10 @@ def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
     if not spellings:
         return
     message = choice["message"]
-    for field in ("content", "reasoning_content", "reasoning"):
+    fields = ["content"] if not message.get("tool_calls") else []
+    if not any(_CHANNEL in spelled for spelled in spellings):
+        fields += ["reasoning_content", "reasoning"]
+    for field in fields:
         text = message.get(field)
         if isinstance(text, str) and not any(_holds(s, _bare(text)) for s in spellings):
             yield Finding(
@@ -170,80 +175,28 @@ def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
             return
 
 
+# gpt-oss's channel token, as a token list spells it (white space aside).
+_CHANNEL = "<|channel|>"
+
+
 def _holds(spelled: str, text: str) -> bool:
-    """Whether what a list spells holds a text: from a place where the list spells the
-    text's first characters, as it goes on, in at most `_PIECES` pieces, where the list
-    spells something else only as a parser's marker or a special token does: the gap
-    starts as one does (`_GAP_STARTS`) and the next piece follows a closing `>`, `]`, `}`
-    or `｜` (`_CLOSERS`). A parser may join a text from pieces the list spells apart
-    (llama.cpp's Hermes content: the text before a `<tool_call>...</tool_call>` and after
-    it; gpt-oss's reasoning of two analysis messages, `<|end|>...<|message|>` between
-    them); a word the list spells that the text lacks (`not`) is no such gap. The places
-    tried are bounded (`_TRIES`: where they run out, the text is not held), and a text past
-    `_GAPPED_MOST` characters is read in one piece."""
+    """Whether what a list spells holds a text whole, where it starts the list or follows
+    what a parser takes out: a tag, a marker or a special token, which ends in `>`, `]`,
+    `}`, `|` or `｜`, or Granite's `Here is my response:` (`_BEFORE`); the first `_STARTS`
+    places it is spelled at are tried. (So a reply that leaves out the list's first words,
+    `Do not`, is not held.)"""
     if not text:
         return True
-    tries = [_TRIES]
-    pieces = _PIECES if len(text) <= _GAPPED_MOST else 1
-    # first where the list spells the longest start of the text (where it spells it whole,
-    # the one place tried), then where it spells its first characters
-    low, high = 0, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if spelled.find(text[:middle]) >= 0:
-            low = middle
-        else:
-            high = middle - 1
-    if low and _goes_on(spelled, text, spelled.find(text[:low]), 0, pieces, tries):
-        return True
-    head = text[:_HEAD]
-    at = spelled.find(head)
-    while at >= 0 and tries[0] > 0:
-        if _goes_on(spelled, text, at, 0, pieces, tries):
+    at, tried = spelled.find(text), 0
+    while at >= 0 and tried < _STARTS:
+        if at == 0 or spelled[at - 1] in _BEFORE:
             return True
-        at = spelled.find(head, at + 1)
+        at, tried = spelled.find(text, at + 1), tried + 1
     return False
 
 
-def _goes_on(spelled: str, text: str, at: int, done: int, pieces: int, tries: list[int]) -> bool:
-    """`_holds` of `text[done:]` from the place `at` of `spelled`, in at most `pieces` pieces
-    (False where the tries run out)."""
-    tries[0] -= 1
-    if tries[0] < 0:
-        return False
-    # how far the list spells the text from here (a binary search: startswith is monotone)
-    low, high = 0, len(text) - done
-    while low < high:
-        middle = (low + high + 1) // 2
-        if spelled.startswith(text[done : done + middle], at):
-            low = middle
-        else:
-            high = middle - 1
-    done, at = done + low, at + low
-    if done == len(text):
-        return True
-    if pieces == 1 or not spelled.startswith(_GAP_STARTS, at):
-        return False
-    head = text[done : done + _HEAD]
-    for closer in _CLOSERS.finditer(spelled, at):
-        if spelled.startswith(head, closer.end()) and _goes_on(
-            spelled, text, closer.end(), done, pieces - 1, tries
-        ):
-            return True
-        tries[0] -= 1
-        if tries[0] < 0:
-            return False
-    return False
-
-
-_HEAD = 4
-_PIECES = 3
-_TRIES = 64
-_GAPPED_MOST = 1 << 16
-# How what a parser takes out of a text starts and ends: a tag, a marker, a special token,
-# JSON.
-_GAP_STARTS = ("<", "[", "{", "|", "\uff5c")
-_CLOSERS = re.compile("[>\\]}\uff5c]")
+_BEFORE = frozenset(">]}|:\uff5c")
+_STARTS = 16
 
 
 def _bare(text: str) -> str:

@@ -687,6 +687,7 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "chown al:docker chown al.al.x pip -U al sudo -u al demo:demo OpenSSH mlxcel",
         "chown -R al:al chown --recursive al.al sudo -H -u al doas\x02-u\x02al of user al",
         "Failed password for invalid user al from x invalid user al sudo:\tal : session opened",
+        "for user root(uid=0) by al(uid=1000) by al (uid= Postponed publickey for al from",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

@@ -1313,6 +1313,8 @@ def test_a_token_list_a_server_sends_in_another_form_is_no_finding(
         "This medication is <strong>not</strong> safe during pregnancy.",
         # helper-63: the list's first words
         "Do not take more than 4 grams a day.",
+        # helper-64: what the list spells after the reply
+        "Yes, you can take both. Just kidding: never do that.",
     ],
 )
 def test_a_token_list_that_spells_words_the_reply_lacks_is_refused(
@@ -1326,6 +1328,7 @@ def test_a_token_list_that_spells_words_the_reply_lacks_is_refused(
     reply = spelled.replace(" not", "").replace("10 mg, never ", "")
     reply = reply.replace(" Never on an empty stomach [warning]", "")
     reply = reply.replace(" <strong>not</strong>", "").replace("Do not take", "take")
+    reply = reply.replace(" Just kidding: never do that.", "")
 
     def dropped(record: Any) -> None:
         choice = record["response"]["choices"][0]
@@ -1334,3 +1337,22 @@ def test_a_token_list_that_spells_words_the_reply_lacks_is_refused(
         record["output_hash"] = output_hash(record["response"])
 
     _invalid(_records(dict(SEED_FILES), dropped), tmp_path, "output-hash", "does not spell")
+
+
+def test_a_token_list_that_spells_the_stop_string_the_server_cut_is_no_finding(
+    tmp_path: Path,
+) -> None:
+    """A request that names stop strings: the server cuts the one it met out of the content,
+    not out of the token list."""
+
+    def stopped(record: Any) -> None:
+        record["request_body"]["stop"] = ["\n\nUser:"]
+        choice = record["response"]["choices"][0]
+        choice["logprobs"] = {"content": _token_list(choice["message"]["content"] + " \n\nUser:")}
+
+    files = _records(dict(SEED_FILES), stopped)
+    files = _edited(
+        files, layout.EXPERIMENT, lambda e: e["request_body"].update(stop=["\n\nUser:"])
+    )
+    result = verify_path(write(_resum(files), tmp_path / "b"))
+    assert not [f.message for f in result.findings if f.is_error and f.check == "output-hash"]

@@ -1546,8 +1546,10 @@ _USER_LOGGED = (
             "Failed password",
             "Failed publickey",
             "Failed password for invalid user",
+            "Postponed publickey",
         )
     ),
+    ("by ", "(uid="),  # PAM's `session opened for user root(uid=0) by NAME(uid=1000)`
     ("Invalid user ", " from"),
     ("invalid user ", " from"),
     ("authenticating user ", " "),

@@ -318,7 +318,8 @@ def test_a_plain_name_in_what_system_logs_write_is_removed(tmp_path: Path) -> No
         "pam_unix(sshd:session): session opened for user alice(uid=1000); "
         "Accepted publickey for alice from 10.0.0.9 port 5; sudo:    alice : TTY=pts/0 ; "
         "Invalid user alice from 10.0.0.9; Connection closed by authenticating user alice "
-        "10.0.0.9; MASTER_ADDR=falcon; /etc/hosts: 127.0.1.1\tfalcon",
+        "10.0.0.9; sudo: pam_unix(sudo:session): session opened for user root(uid=0) by "
+        "alice(uid=1000); MASTER_ADDR=falcon; /etc/hosts: 127.0.1.1\tfalcon",
         hostname="falcon",
     )
     out, _ = _export(f, tmp_path)

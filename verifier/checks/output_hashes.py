@@ -70,7 +70,7 @@ def check_output_hashes(ctx: BundleContext) -> Iterator[Finding]:
                 actual=str(claimed),
             )
         yield from _one_reply(path, record, response)
-        yield from _token_list(path, response)
+        yield from _token_list(path, record, response)
         if record["usage"] != response.get("usage"):
             yield Finding(
                 CHECK,
@@ -138,65 +138,56 @@ def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> I
         )
 
 
-def _token_list(path: str, response: dict[str, Any]) -> Iterator[Finding]:
-    """A reply's own list of its tokens (`choices[0].logprobs.content`, where the request
-    asked logprobs) is a second copy of what the model generated: each text of the reply
-    (its content, its reasoning) must be in what the list spells (`_spellings`), whole, as
-    it starts after what a parser takes out (`_holds`). Read leniently, so that no honest
-    list is refused: white space left out on both sides (a token's text may show a space
-    the whole text has not); the list may spell more (reasoning tags, a call, an end token).
-    Not held to it: the content of a reply with tool calls (a parser joins the text before
-    a call and after it), the reasoning of a list that spells gpt-oss's channels (a parser
-    joins its analysis messages). A list that cannot be read as one spelling says nothing
-    (a consistency check, never a proof: a bundle may leave logprobs out altogether)."""
+def _token_list(path: str, record: dict[str, Any], response: dict[str, Any]) -> Iterator[Finding]:
+    """A plain reply's own list of its tokens (`choices[0].logprobs.content`, where the
+    request asked logprobs) is a second copy of what the model generated: it must spell the
+    reply's content (`_spells_plainly`), white space aside (a token's text may show a space
+    the whole text has not). Only a plain reply, without reasoning or tool calls: a server's
+    parser cuts those out of what the list spells, each family in its own syntax, and no
+    reading of them was found that refuses no honest list and lets no lie through. A list
+    that cannot be read as one spelling (`_spellings`) says nothing. A consistency check,
+    never a proof: a bundle may leave logprobs out altogether."""
     choice = response["choices"][0]
     logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
     entries = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(entries, list) or not entries:
         return
+    message = choice["message"]
+    if message.get("tool_calls") or message.get("reasoning_content") or message.get("reasoning"):
+        return
     spellings = _spellings(entries)
     if not spellings:
         return
-    message = choice["message"]
-    fields = ["content"] if not message.get("tool_calls") else []
-    if not any(_CHANNEL in spelled for spelled in spellings):
-        fields += ["reasoning_content", "reasoning"]
-    for field in fields:
-        text = message.get(field)
-        if isinstance(text, str) and not any(_holds(s, _bare(text)) for s in spellings):
-            yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"the reply's own token list (choices[0].logprobs) does not spell its "
-                f"message.{field}: the response contradicts itself",
-                file=path,
-                pointer="/response/choices/0/logprobs/content",
-            )
-            return
+    content = message.get("content")
+    body = record.get("request_body")
+    stops = isinstance(body, dict) and body.get("stop") not in (None, "", [])
+    text = _bare(content) if isinstance(content, str) else ""
+    if not any(_spells_plainly(spelled, text, stops=stops) for spelled in spellings):
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            "the reply's own token list (choices[0].logprobs) does not spell its "
+            "message.content: the response contradicts itself",
+            file=path,
+            pointer="/response/choices/0/logprobs/content",
+        )
 
 
-# gpt-oss's channel token, as a token list spells it (white space aside).
-_CHANNEL = "<|channel|>"
+def _spells_plainly(spelled: str, text: str, *, stops: bool) -> bool:
+    """Whether what a list spells is the text: after nothing but tags (Qwen3's empty
+    `<think></think>` when it does not think), and then nothing, or what starts as an end
+    token does (`<|im_end|>`, `</s>`, `[/INST]`), or, where the request names stop strings,
+    anything (the server cuts the one it met out of the content, not out of the list)."""
+    tags = _TAGS.match(spelled)
+    at = tags.end() if tags is not None else 0  # (it matches everywhere, if only nothing)
+    if not spelled.startswith(text, at):
+        return False
+    rest = spelled[at + len(text) :]
+    return not rest or stops or rest.startswith(_END_STARTS)
 
 
-def _holds(spelled: str, text: str) -> bool:
-    """Whether what a list spells holds a text whole, where it starts the list or follows
-    what a parser takes out: a tag, a marker or a special token, which ends in `>`, `]`,
-    `}`, `|` or `｜`, or Granite's `Here is my response:` (`_BEFORE`); the first `_STARTS`
-    places it is spelled at are tried. (So a reply that leaves out the list's first words,
-    `Do not`, is not held.)"""
-    if not text:
-        return True
-    at, tried = spelled.find(text), 0
-    while at >= 0 and tried < _STARTS:
-        if at == 0 or spelled[at - 1] in _BEFORE:
-            return True
-        at, tried = spelled.find(text, at + 1), tried + 1
-    return False
-
-
-_BEFORE = frozenset(">]}|:\uff5c")
-_STARTS = 16
+_TAGS = re.compile(r"(?:<[^<>]{0,64}>)*")
+_END_STARTS = ("<", "[", "|", "\uff5c")
 
 
 def _bare(text: str) -> str:

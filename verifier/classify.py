@@ -227,16 +227,18 @@ def _marked_start(short: Record, full: Record) -> bool:
     cannot tell apart are taken as one cut short (fail closed), never the reverse."""
     text = (short.content or "").rstrip("\ufffd").strip()
     reasoning = (full.reasoning or "").strip()
+    content = (full.content or "").strip()
+    theirs, mine = _calls(full) or [], _calls(short) or []
     if not reasoning or short.reasoning:  # (its own reasoning: the other's, or they differ)
         return (short.reasoning or "").strip() == reasoning and _content_then_call(
-            text, short, full
+            text, content, theirs, mine
         )
     for at in range(min(len(text), _MARKER) + 1):
         piece = text[at:].lstrip()
         if piece.startswith(reasoning):
             after = piece[len(reasoning) :]
             return any(
-                _content_then_call(after[gap:].strip(), short, full)
+                _content_then_call(after[gap:].strip(), content, theirs, mine)
                 for gap in range(min(len(after), _MARKER) + 1)
             )
         if len(piece) >= _LEAST_REASONING and reasoning.startswith(piece):
@@ -252,14 +254,15 @@ _CALL_STARTS = ("[", "<", "{", "|", "\uff5c", "Action:", "functools[")
 _LEAST_REASONING = 8
 
 
-def _content_then_call(text: str, short: Record, full: Record) -> bool:
-    """Whether `text` (white space at its ends aside) could be what `full` generated after
-    its reasoning, cut short: the start of its content (`short` made no call); or, where it
-    made calls that `short` lacks (those `short` has are its first), its content, then
-    nothing, or a call's raw text as a parser leaves it: a marker (`_CALL_STARTS`), and at
-    most `_MARKER` characters of it or the name of the next call within that much."""
-    content = (full.content or "").strip()
-    theirs, mine = _calls(full), _calls(short)
+def _content_then_call(
+    text: str, content: str, theirs: list[dict[str, Any]], mine: list[dict[str, Any]]
+) -> bool:
+    """Whether `text` (white space at its ends aside) could be what the other reply (its
+    `content`, stripped, and its calls `theirs`) generated after its reasoning, cut short:
+    the start of its content (this reply made no call: `mine`); or, where it made calls
+    this one lacks (those this one has are its first), its content, then nothing, or a
+    call's raw text as a parser leaves it: a marker (`_CALL_STARTS`), and at most `_MARKER`
+    characters of it or the name of the next call within that much."""
     if content.startswith(text) and not mine:
         return True
     if len(theirs) <= len(mine) or theirs[: len(mine)] != mine or not text.startswith(content):
@@ -274,14 +277,15 @@ def _content_then_call(text: str, short: Record, full: Record) -> bool:
     return len(rest) <= _MARKER or named
 
 
-def _calls(record: Record) -> list[dict[str, Any]]:
-    """The tool calls as they enter the output hash (none where it cannot be read)."""
+def _calls(record: Record) -> list[dict[str, Any]] | None:
+    """The tool calls as they enter the output hash (None: none, or none to be read)."""
     if record.response is None:
-        return []
+        return None
     try:
-        return canonical_output(record.response)["tool_calls"] or []
+        calls: list[dict[str, Any]] | None = canonical_output(record.response)["tool_calls"]
     except OutputHashError:
-        return []
+        return None
+    return calls
 
 
 # A reasoning tag: a server's parser takes it out of a reply that has it whole, and leaves it
@@ -370,13 +374,8 @@ def _text_length(record: Record) -> int:
 
 
 def _tool_calls(record: Record) -> str | None:
-    """The tool calls as they enter the output hash, as canonical JSON text."""
-    if record.response is None:
-        return None
-    try:
-        calls = canonical_output(record.response)["tool_calls"]
-    except OutputHashError:
-        return None
+    """The tool calls as they enter the output hash, as canonical JSON text (`_calls`)."""
+    calls = _calls(record)
     return None if calls is None else json.dumps(calls, sort_keys=True, ensure_ascii=False)
 
 

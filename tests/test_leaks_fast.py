@@ -678,6 +678,10 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "[mlxcel]:29500 mlxcel:/export a:mlxcel:/x [mlxcel] x/mlxcel:/",
         "\\\\mlxcel\\share \\\\mlxcel\\ \\\\mlxcel\\\\x \\\\mlxcel \\mlxcel\\x",
         "opaque-env-value b3BhcXVlLWVudi12YWx1ZQ== 6f70617175652d656e762d76616c7565",
+        # an opaque value's core first in a run, a private path's after it (one pass: both)
+        "eD1vcGFxdWUtZW52LXZhbHVlIEhPTUU9L2hvbWUvYWxpY2UveA== "
+        "6F70617175652d656e762d76616c75653a2f686f6d652f616c696365 "
+        "bwBwAGEAcQB1AGUALQBlAG4AdgAt\nAHYAYQBsAHUAZQAgAC8AaABvAG0AZQAvAGEAbABpAGMAZQA=",
         "eulav-vne-euqapo o p a q u e - e n v - v a l u e",
         "${X:-/home/al/x} ${Y-/tmp/y} cache-/home/al --/home/al x/-/tmp/y a.-/home/b ~-/home/b",
         "chown al:al x al:al al:alx xal:al al:al@b al:al:al for user al Invalid user al from",

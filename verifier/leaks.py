@@ -1987,7 +1987,13 @@ class _Base64Cores:
     first core after a place, reading at most the longest core at each place it tries; the
     run around a core found is read once, forward to its end and back to its start (never
     past the end of the run before: the search goes on from there), and the search then
-    goes on after the run, however many cores it holds (`AAAA...`, cores over and over)."""
+    goes on after the run, however many cores it holds (`AAAA...`, cores over and over).
+
+    The opaque values (environment values that identify nobody) are looked for with the
+    others, in the same pass, but never name a run that an identifying value's core is in
+    too: a core shared with one is the identifying value's, and a run whose first core is an
+    opaque value's is searched again for the identifying values' alone (`TERM=xterm...\n
+    HOME=/home/alice` encoded whole names the home path, not TERM's value)."""
 
     def __init__(self, known: Sequence[Known], skip: frozenset[str] = frozenset()) -> None:
         self.cores: dict[str, int] = {}
@@ -2000,7 +2006,9 @@ class _Base64Cores:
         self.separated: dict[str, int] = {}
         # And base85's cores (`base85_cores`): a hit is the run of printable ASCII around one.
         self.base85: dict[str, int] = {}
-        for index, value in enumerate(known):
+        self._opaque = frozenset(i for i, k in enumerate(known) if k.kind is KnownKind.OPAQUE)
+        # The identifying values first: a core (or hex) that one shares is its own.
+        for index, value in sorted(enumerate(known), key=lambda item: item[0] in self._opaque):
             if _in_base64(value) and value.value not in skip:
                 utf8, utf16 = _encodings(value.value)
                 if value.kind is KnownKind.OPAQUE:
@@ -2048,6 +2056,9 @@ class _Base64Cores:
         # each run of base64 characters that can hold a core, with its padding
         self._runs = re.compile(rf"{_BASE64_CLASS}{{{shortest},}}={{0,6}}", re.ASCII)
         self._regexes: list[tuple[re.Pattern[str], dict[str, int]]] | None = None
+        # the identifying values' alone (`_identifying_first`), made at the first run whose
+        # first core is an opaque value's
+        self._identifying: list[tuple[re.Pattern[str], dict[str, int]]] | None = None
         self._separated: re.Pattern[str] | None = None
         self._base85: re.Pattern[str] | None = None
         self._memo: dict[str, list[tuple[int, int, int]]] = {}
@@ -2055,18 +2066,44 @@ class _Base64Cores:
         everything = [*self.cores, *self.hexes, *self.separated, *self.base85]
         self._shortest = min(map(len, everything), default=0)
 
-    def _first(self, texts: tuple[str, str], start: int = 0, end: int = sys.maxsize) -> int | None:
+    def _first(
+        self,
+        texts: tuple[str, str],
+        start: int = 0,
+        end: int = sys.maxsize,
+        regexes: list[tuple[re.Pattern[str], dict[str, int]]] | None = None,
+    ) -> int | None:
         """The index of the known value of the first core between `start` and `end` (the
         longest there, then the first known value's): a base64 core in `texts[0]`, a hex one
-        in `texts[1]`, the same text in lower case; None where there is none."""
-        assert self._regexes is not None
+        in `texts[1]`, the same text in lower case; None where there is none. Of every
+        core, or of those of `regexes` (`_identifying_first`)."""
+        regexes = self._regexes if regexes is None else regexes
+        assert regexes is not None
         best: tuple[int, int, int] | None = None
-        for (regex, cores), text in zip(self._regexes, texts, strict=True):
+        for (regex, cores), text in zip(regexes, texts, strict=True):
             if (match := regex.search(text, start, end)) is not None:
                 key = (match.start(), match.start() - match.end(), cores[match.group()])
                 if best is None or key < best:
                     best = key
         return None if best is None else best[2]
+
+    def _identifying_first(
+        self, index: int, texts: tuple[str, str], start: int = 0, end: int = sys.maxsize
+    ) -> int:
+        """`index`, the known value of the first core between `start` and `end`; but where
+        it is an opaque value's, that of the first identifying value's core there, if any."""
+        if index not in self._opaque:
+            return index
+        if self._identifying is None:
+            self._identifying = []
+            for found in (self.cores, self.hexes):
+                mine = {core: i for core, i in found.items() if i not in self._opaque}
+                # (no identifying value: a pattern that matches nothing)
+                self._identifying.append(
+                    (re.compile(_trie_pattern(list(mine)) if mine else "(?!)"), mine)
+                )
+        identifying = self._first(texts, start, end, self._identifying)
+        return index if identifying is None else identifying
 
     def hits(self, text: str, low: str) -> Iterator[tuple[int, int, int]]:
         """`_hits` of `text` (`low`: the same in lower case, one character for one), string
@@ -2165,14 +2202,14 @@ class _Base64Cores:
                     if best is None or key < best:
                         best = key
                 if best is not None:
-                    yield start, end, best[2]
+                    yield start, end, self._identifying_first(best[2], (text, low), start, end)
         if lines:
             # Each run of lines is read once (`_BASE64_LINES`), then once more joined.
             for run in _BASE64_LINES.regex.finditer(text):
                 joined = run.group().replace("\r\n", "").replace("\n", "")
                 texts = (joined, joined.lower())
                 if (index := self._first(texts)) is not None:
-                    yield run.start(), run.end(), index
+                    yield run.start(), run.end(), self._identifying_first(index, texts)
 
 
 # The strings whose hits `_Base64Cores.hits` keeps: up to this long (a longer one is seldom
@@ -2520,15 +2557,9 @@ class Detector:
             ]
             if group:
                 self._regexes.append(_KnownRegex(group))
-        # And apart in base64 and the rest: a run of base64 names the value whose core starts
-        # first in it, and an opaque value's must not hide an identifying one further on
-        # (`TERM=xterm...\nHOME=/home/alice` encoded whole).
-        opaques = {k.value for k in self.known if k.kind is KnownKind.OPAQUE}
-        values = {k.value for k in self.known}
-        self._base64 = [
-            _Base64Cores(self.known if encoded else (), skip=frozenset(rotated | left_out))
-            for left_out in (opaques, values - opaques)
-        ]
+        # (In base64 and the rest, an opaque value's core never names a run that holds an
+        # identifying value's: `_Base64Cores`.)
+        self._base64 = _Base64Cores(self.known if encoded else (), skip=frozenset(rotated))
         self._encoded = encoded
         self._inflating = False  # scanning a text inflated from compressed data
 
@@ -2537,14 +2568,11 @@ class Detector:
         yield from self._known_matches(places, text)
         if self._regexes and not text.isascii() and _FULLWIDTH.search(text) is not None:
             yield from self._known_matches(_Places(text.translate(_FROM_FULLWIDTH)), text)
-        for cores in self._base64:
-            for start, end, index in cores.hits(text, places.low):
-                known = self.known[index]
-                excerpt = _mask(text[start:end])
-                identifying = known.kind is not KnownKind.OPAQUE
-                yield _Found(
-                    known.category, start, end, excerpt, known.placeholder, identifying, True
-                )
+        for start, end, index in self._base64.hits(text, places.low):
+            known = self.known[index]
+            excerpt = _mask(text[start:end])
+            identifying = known.kind is not KnownKind.OPAQUE
+            yield _Found(known.category, start, end, excerpt, known.placeholder, identifying, True)
         if not self._encoded:
             return
         if self.known and not self._inflating:

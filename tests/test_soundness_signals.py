@@ -435,6 +435,24 @@ def test_a_server_that_worked_longer_than_its_request_took(tmp_path: Path) -> No
     _invalid(_llama_records(longer), tmp_path, "consistency", "longer than the whole request")
 
 
+@pytest.mark.parametrize("ms", [1e308, -5.0, 10**13])
+def test_server_timings_that_are_no_milliseconds(tmp_path: Path, ms: float) -> None:
+    """helper-66: 1e308 or -5 ms were read as no timings at all, and checked nothing."""
+
+    def absurd(name: str, record: Any) -> None:
+        if name.endswith("/002.json"):
+            record["response"]["timings"]["prompt_ms"] = ms
+
+    _invalid(_llama_records(absurd), tmp_path, "consistency", "not a number of milliseconds")
+
+
+def test_a_duration_past_any_request_is_a_schema_error(tmp_path: Path) -> None:
+    """helper-66: 10**400 seconds overflowed a float inside the consistency check."""
+    files = _edited(dict(SEED_FILES), RECORDS[1], lambda r: r.update(elapsed_s=10**400))
+    result = _invalid(files, tmp_path, "schema", "")
+    assert not [f for f in result.findings if "internal error" in f.message]
+
+
 def test_two_requests_in_flight_inside_the_clock_leeway(tmp_path: Path) -> None:
     """The second request starts 2 ms after the first, which the server says took 3.8 ms:
     within the 50 ms the clocks are allowed, but not within the server's own timings."""
@@ -1356,3 +1374,46 @@ def test_a_token_list_that_spells_the_stop_string_the_server_cut_is_no_finding(
     )
     result = verify_path(write(_resum(files), tmp_path / "b"))
     assert not [f.message for f in result.findings if f.is_error and f.check == "output-hash"]
+
+
+@pytest.mark.parametrize(
+    ("field", "empty"),
+    [("tool_calls", []), ("tool_calls", None), ("reasoning_content", ""), ("reasoning", "")],
+)
+def test_an_empty_field_on_the_warm_replies_alone_is_no_split(
+    tmp_path: Path, field: str, empty: object
+) -> None:
+    """helper-66: every reply says the cold text, with its counts and counters; the warm ones
+    also carry an empty `tool_calls` (or reasoning) that the cold ones leave out. The hash
+    tells them apart, and the bundle was judged cache-state-dependent."""
+    from verifier.canonical import output_hash
+
+    files = dict(SEED_FILES)
+    records = [json.loads(files[n]) for n in files if n.startswith(layout.RECORDS_DIR + "/")]
+    cold = next(r for r in records if r["claimed_arm"] == "cold")["response"]["choices"][0]
+
+    def emptied(record: Any) -> None:
+        message = record["response"]["choices"][0]["message"]
+        message["content"] = cold["message"]["content"]
+        if record["claimed_arm"] == "warm":
+            message[field] = empty
+        record["output_hash"] = output_hash(record["response"])
+
+    result = _invalid(_records(files, emptied), tmp_path, "consistency", f"message.{field}")
+    assert any("2 ways" in f.message for f in result.findings if f.is_error)
+
+
+@pytest.mark.parametrize(("field", "empty"), [("tool_calls", []), ("tool_calls", None)])
+def test_an_empty_field_written_in_every_reply_is_no_finding(
+    tmp_path: Path, field: str, empty: object
+) -> None:
+    """vLLM sends `tool_calls: []` in every answer, SGLang null: one way in each answer."""
+    from verifier.canonical import output_hash
+
+    def emptied(record: Any) -> None:
+        record["response"]["choices"][0]["message"][field] = empty
+        record["output_hash"] = output_hash(record["response"])
+
+    result = verify_path(write(_resum(_records(dict(SEED_FILES), emptied)), tmp_path / "b"))
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
+    assert not [f for f in result.findings if f.is_error]

@@ -134,6 +134,8 @@ def validate(data, custom_formats={}, name_prefix=None):
             if isinstance(data__elapseds, (int, float, Decimal)) and not isinstance(data__elapseds, bool):
                 if data__elapseds < 0:
                     raise JsonSchemaValueException("invalid")
+                if data__elapseds > 1000000:
+                    raise JsonSchemaValueException("invalid")
         if data_keys:
             raise JsonSchemaValueException("invalid")
     return data

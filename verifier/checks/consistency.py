@@ -5,10 +5,12 @@ runs conditions that differ by undeclared flags, or copies records fails here.""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import PurePosixPath
+from typing import Any
 
 from verifier import layout
 from verifier.checks.context import BundleContext, occurrences
@@ -45,6 +47,7 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
     yield from _one_server_at_a_time(experiment)
     yield from _answers_in_time(ctx)
     yield from _one_build(ctx, experiment)
+    yield from _empty_fields_alike(ctx, experiment)
 
 
 def _the_named_server(
@@ -403,6 +406,59 @@ def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
             return
 
 
+# The parts of a reply that the output hash reads besides its content, and how one build
+# writes them where they hold nothing: left out, null, or empty ([] or "").
+_HASHED_BESIDE_CONTENT = ("tool_calls", "reasoning_content", "reasoning")
+
+
+def _empty_shape(message: dict[str, Any], name: str) -> str | None:
+    """How `message` writes its field `name` where it holds nothing; None where it holds
+    something (a call, some reasoning) or is not JSON's null or an empty string or list."""
+    if name not in message:
+        return "left out"
+    value = message[name]
+    if value is None:
+        return "null"
+    if value == [] or value == "":
+        return json.dumps(value)
+    return None
+
+
+def _empty_fields_alike(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
+    """One server build writes a reply's empty tool calls or reasoning one way: vLLM sends
+    `tool_calls: []` in every answer, SGLang null, llama.cpp and mlxcel leave it out. The
+    output hash tells `[]` from none (EVIDENCE.md), so a warm answer given an empty list
+    the cold ones lack would be a split made of nothing: within a condition (one build,
+    one set of arguments), every answer's empty field is written the same way."""
+    by_condition: dict[str, dict[str, dict[str, list[Record]]]] = {}
+    for record in ctx.records:
+        if record.http_status != 200:
+            continue
+        message = record.response_value("/choices/0/message")
+        if not isinstance(message, dict):
+            continue
+        fields = by_condition.setdefault(record.condition, {})
+        for name in _HASHED_BESIDE_CONTENT:
+            shape = _empty_shape(message, name)
+            if shape is not None:
+                fields.setdefault(name, {}).setdefault(shape, []).append(record)
+    for condition in experiment.conditions:
+        for name, shapes in by_condition.get(condition.id, {}).items():
+            if len(shapes) < 2:
+                continue
+            # the most answers' way first; the finding points at an answer of the fewest
+            ranked = sorted(shapes.items(), key=lambda item: -len(item[1]))
+            (usual, _), (odd, records) = ranked[0], ranked[-1]
+            counts = ", ".join(f"{len(found)} {shape}" for shape, found in ranked)
+            yield _error(
+                f"the answers of condition {condition.id} write an empty message.{name} "
+                f"in {len(shapes)} ways ({counts}): one server build writes it one way, and "
+                "the output hash tells them apart",
+                file=records[0].file, pointer=f"/response/choices/0/message/{name}",
+                expected=usual, actual=odd,
+            )  # fmt: skip
+
+
 def _binary_mapped(experiment: Experiment) -> Iterator[Finding]:
     """The server binary the process maps recorded (`runtime_libraries`: the executable is
     mapped too, under its file name) is the declared `binary_sha256`: a bundle that names
@@ -490,18 +546,30 @@ def _answers_in_time(ctx: BundleContext) -> Iterator[Finding]:
         )  # fmt: skip
 
 
-def _server_seconds(record: Record) -> float | None:
+_TIMINGS_MS = ("/timings/prompt_ms", "/timings/predicted_ms")
+_MOST_MS = 1e12  # (NaN and the infinite are not numbers of time either)
+
+
+def _server_seconds(record: Record) -> tuple[float | None, list[str]]:
     """The seconds the server says it spent reading the prompt and writing the reply
-    (llama.cpp's `timings`: prompt_ms + predicted_ms), where it says so."""
-    total = 0.0
-    for pointer in ("/timings/prompt_ms", "/timings/predicted_ms"):
+    (llama.cpp's `timings`: prompt_ms + predicted_ms), where it says so; and the pointers
+    of those that are numbers but no number of milliseconds (below 0, or 1e12 or more:
+    1e308 would make a request that ran a moment last for ages)."""
+    response = record.response
+    if not isinstance(response, dict) or not isinstance(response.get("timings"), dict):
+        return None, []  # (most servers': no timings)
+    total: float | None = 0.0
+    out: list[str] = []
+    for pointer in _TIMINGS_MS:
         value = record.response_value(pointer)
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        if not 0 <= value < 1e12:  # (NaN and the infinite are not numbers of time)
-            return None
-        total += value
-    return total / 1000
+            total = None
+        elif not 0 <= value < _MOST_MS:
+            out.append(pointer)
+            total = None
+        elif total is not None:
+            total += value
+    return (None if total is None else total / 1000), out
 
 
 def _before(stop: datetime, start: datetime, lasted: float) -> bool:
@@ -649,7 +717,14 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
                     "for its answer cannot be checked",
                     file=record.file, pointer="/elapsed_s", actual=str(raw_elapsed),
                 )  # fmt: skip
-            worked = _server_seconds(record)
+            worked, out_of_time = _server_seconds(record)
+            for pointer in out_of_time:
+                yield _error(
+                    "the server's timings say it spent "
+                    f"{record.response_value(pointer)!r} ms on this request: not a number of "
+                    f"milliseconds in 0..{_MOST_MS:.0e}",
+                    file=record.file, pointer=f"/response{pointer}",
+                )  # fmt: skip
             if worked is not None and elapsed > 0 and worked > elapsed * (1 + _CLOCK_DRIFT):
                 yield _error(
                     f"the server says it worked {worked:.6g} s on this request (timings), "

@@ -110,6 +110,7 @@ _ODD_RULES = ProfileRules(
         lookups=("stats:lookups", "metric:mlxcel_prompt_cache_hits_total"),
         inserts=("stats:inserts", "metric:absent_total"),
         paths=("metric:mlxcel_paged_decode_launches_total",),
+        misses=("metric:mlxcel_prompt_cache_misses_total",),
     ),
     reset_proof=ResetProof.STATS_ENTRIES,
     cache_off_args=("--no-prompt-cache",),
@@ -363,7 +364,7 @@ def test_the_signal_tuples_are_their_fields() -> None:
     signals = _ODD_RULES.signals
     assert signals.hit_evidence == signals.hits + signals.reuse
     assert signals.store_access == signals.hits + signals.reuse + signals.lookups + signals.inserts
-    assert signals.all == signals.store_access + signals.paths
+    assert signals.all == signals.store_access + signals.paths + signals.misses
     assert signals == copy.deepcopy(signals) and hash(signals) == hash(copy.deepcopy(signals))
 
 

@@ -1417,3 +1417,65 @@ def test_an_empty_field_written_in_every_reply_is_no_finding(
     result = verify_path(write(_resum(_records(dict(SEED_FILES), emptied)), tmp_path / "b"))
     assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
     assert not [f for f in result.findings if f.is_error]
+
+
+_MISSES = "mlxcel_prompt_cache_misses_total"
+
+
+def test_a_warm_request_whose_server_also_counted_a_miss_is_not_proven(tmp_path: Path) -> None:
+    """helper-66: each warm request's miss counter moved beside its hit counters (a cold
+    request's telemetry with hits written over it), and the bundle was judged
+    cache-state-dependent. The scheduler counts a lookup a hit or a miss, never both."""
+    files = dict(SEED_FILES)
+    shift: dict[tuple[str, int], int] = {}
+    for name in RECORDS:  # later snapshots moved on too, so no counter moves between requests
+
+        def missed(record: Any) -> None:
+            key = (record["condition"], record["server_instance"])
+            record["telemetry"]["before"]["metrics"][_MISSES] += shift.get(key, 0)
+            shift[key] = shift.get(key, 0) + (record["claimed_arm"] == "warm")
+            record["telemetry"]["after"]["metrics"][_MISSES] += shift[key]
+
+        files = _edited(files, name, missed)
+    result = verify_path(write(_resum(files), tmp_path / "b"))
+    assert result.verdict is Verdict.INVALID  # the telemetry disagrees with itself: an error
+    assert [f for f in result.findings if f.is_error and "a miss counted" in f.message]
+    assert result.classification is not None
+    warm = [p for p in result.classification.proofs if p.record.claimed_arm == "warm"]
+    assert warm and not any(p.proven for p in warm)
+    assert all(f"{_MISSES} moved: the server counted a miss" in p.reason for p in warm)
+
+
+def test_a_warm_request_without_its_miss_counter_is_not_proven(tmp_path: Path) -> None:
+    """A signal the profile defines but the record lacks proves nothing either way."""
+
+    def dropped(record: Any) -> None:
+        if record["claimed_arm"] == "warm":
+            del record["telemetry"]["after"]["metrics"][_MISSES]
+
+    result = verify_path(write(_resum(_records(dict(SEED_FILES), dropped)), tmp_path / "b"))
+    assert result.verdict is not Verdict.CACHE_STATE_DEPENDENT
+    assert result.classification is not None
+    warm = [p for p in result.classification.proofs if p.record.claimed_arm == "warm"]
+    assert warm and not any(p.proven for p in warm)
+
+
+def test_a_copy_of_the_rules_from_before_miss_counters_is_the_same_rules(tmp_path: Path) -> None:
+    """Bundles of the earlier release carry the mlxcel v1 rules without `misses`: that copy
+    is no other rules (they are judged by this tool's, misses included); a copy that names
+    other miss counters is."""
+
+    def without(document: Any) -> None:
+        del document["profile_rules"]["signals"]["misses"]
+
+    files = _edited(dict(SEED_FILES), layout.EXPERIMENT, without)
+    result = verify_path(write(_resum(files), tmp_path / "b"))
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
+    assert not [f for f in result.findings if f.severity != "info"]
+
+    def other(document: Any) -> None:
+        document["profile_rules"]["signals"]["misses"] = []
+
+    _invalid(
+        _edited(dict(SEED_FILES), layout.EXPERIMENT, other), tmp_path / "o", "profile", "differ"
+    )

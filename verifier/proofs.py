@@ -647,6 +647,15 @@ def _prove_warm(
         return verdict(False, f"{_names(needed.unread)} not recorded: the hit is not proven")
     if needed.still:
         return verdict(False, f"{_names(needed.still)} did not move: the hit is not proven")
+    missed = _Readings.of(signals.misses, across)
+    if missed.unread:
+        return verdict(False, f"{_names(missed.unread)} not recorded: no miss ruled out")
+    if missed.moved:
+        return verdict(
+            False,
+            f"{_names(missed.moved)} moved: the server counted a miss, and the hit is not proven",
+            f"a miss counted ({_names(missed.moved)}) beside the hit",
+        )
     shown = (
         f"; advanced: {_names(needed.moved)}"
         if needed.moved

@@ -486,6 +486,16 @@ def validate____defs___schema__common__defs_profile_rules(data, custom_formats={
                         data__signals__paths_len = len(data__signals__paths)
                         for data__signals__paths_x, data__signals__paths_item in enumerate(data__signals__paths):
                             validate____defs___schema__common__defs_counter_ref(data__signals__paths_item, custom_formats, None)
+                if "misses" in data__signals_keys:
+                    data__signals_keys.remove("misses")
+                    data__signals__misses = data__signals["misses"]
+                    if not isinstance(data__signals__misses, (list, tuple)):
+                        raise JsonSchemaValueException("invalid")
+                    data__signals__misses_is_list = isinstance(data__signals__misses, (list, tuple))
+                    if data__signals__misses_is_list:
+                        data__signals__misses_len = len(data__signals__misses)
+                        for data__signals__misses_x, data__signals__misses_item in enumerate(data__signals__misses):
+                            validate____defs___schema__common__defs_counter_ref(data__signals__misses_item, custom_formats, None)
                 if data__signals_keys:
                     raise JsonSchemaValueException("invalid")
         if "reset_proof" in data_keys:

@@ -58,6 +58,8 @@ RULES = ProfileRules(
         lookups=("stats:lookups",),
         inserts=("stats:inserts",),
         paths=("metric:mlxcel_paged_decode_launches_total",),
+        # The scheduler counts each lookup a hit or a miss (SERVERS.md): never both.
+        misses=("metric:mlxcel_prompt_cache_misses_total",),
     ),
     # /v1/cache/reset says cleared:true even when nothing was there: the stats prove it.
     reset_proof=ResetProof.STATS_ENTRIES,

@@ -44,6 +44,9 @@ class CacheSignals:
     - `inserts`: advance when the store is written: an opt-out or cache-off request
       needs them still.
     - `paths`: decode-path counters, reported per output class, never a proof.
+    - `misses`: advance when a lookup finds nothing: a warm request needs them still (a
+      hit and a miss in one request disagree: a cold request's telemetry with hits
+      written over it). Other arms are not judged by them.
     """
 
     hits: tuple[str, ...] = ()
@@ -51,6 +54,7 @@ class CacheSignals:
     lookups: tuple[str, ...] = ()
     inserts: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
+    misses: tuple[str, ...] = ()
 
     # Read for every record: worked out once (cached_property on a frozen dataclass keeps
     # the value in the instance's __dict__, outside the fields that equality compares).
@@ -66,7 +70,7 @@ class CacheSignals:
 
     @functools.cached_property
     def all(self) -> tuple[str, ...]:
-        return self.store_access + self.paths
+        return self.store_access + self.paths + self.misses
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ class ProfileRules:
                 "lookups": list(self.signals.lookups),
                 "inserts": list(self.signals.inserts),
                 "paths": list(self.signals.paths),
+                "misses": list(self.signals.misses),
             },
             "reset_proof": str(self.reset_proof),
             "cache_off_args": list(self.cache_off_args),
@@ -206,7 +211,7 @@ class ProfileRules:
         )
 
 
-_SIGNAL_FIELDS = ("hits", "reuse", "lookups", "inserts", "paths")
+_SIGNAL_FIELDS = ("hits", "reuse", "lookups", "inserts", "paths", "misses")
 
 
 def _refs(value: object, where: str) -> tuple[str, ...]:

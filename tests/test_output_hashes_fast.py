@@ -102,6 +102,8 @@ def test_runs_of_outputs_get_the_same_findings(
     documents: dict[str, Any] = {}
     for index, (message, right, failed) in enumerate(drawn):
         document = copy.deepcopy(template)
+        # (calls are read out of a reply only where its request offers tools: it does here)
+        document["request_body"]["tools"] = [{"type": "function", "function": {"name": "f"}}]
         response = document["response"]
         response["choices"][0]["message"] = message
         try:

@@ -1311,12 +1311,17 @@ def test_a_token_list_a_server_sends_in_another_form_is_no_finding(
         choice = record["response"]["choices"][0]
         choice["message"]["content"] = reply
         choice["logprobs"] = {"content": listed(reply)}
-        if any("<tool_call>" in t["token"] for t in choice["logprobs"]["content"]):
+        if calls:
             call = {"name": "weather", "arguments": "{}"}
             choice["message"]["tool_calls"] = [{"id": "c0", "type": "function", "function": call}]
+            record["request_body"]["tools"] = _TOOLS  # (a server reads calls only then)
         record["output_hash"] = output_hash(record["response"])
 
-    result = verify_path(write(_resum(_records(dict(SEED_FILES), sent)), tmp_path / "b"))
+    calls = any("<tool_call>" in t["token"] for t in listed(reply))
+    files = dict(SEED_FILES)
+    if calls:
+        files = _edited(files, layout.EXPERIMENT, lambda e: e["request_body"].update(tools=_TOOLS))
+    result = verify_path(write(_resum(_records(files, sent)), tmp_path / "b"))
     assert not [f.message for f in result.findings if f.is_error]
 
 
@@ -1378,7 +1383,7 @@ def test_a_token_list_that_spells_the_stop_string_the_server_cut_is_no_finding(
 
 @pytest.mark.parametrize(
     ("field", "empty"),
-    [("tool_calls", []), ("tool_calls", None), ("reasoning_content", ""), ("reasoning", "")],
+    [("tool_calls", []), ("reasoning_content", ""), ("reasoning", ""), ("content", None)],
 )
 def test_an_empty_field_on_the_warm_replies_alone_is_no_split(
     tmp_path: Path, field: str, empty: object
@@ -1394,13 +1399,51 @@ def test_an_empty_field_on_the_warm_replies_alone_is_no_split(
 
     def emptied(record: Any) -> None:
         message = record["response"]["choices"][0]["message"]
-        message["content"] = cold["message"]["content"]
+        message["content"] = "" if field == "content" else cold["message"]["content"]
         if record["claimed_arm"] == "warm":
             message[field] = empty
         record["output_hash"] = output_hash(record["response"])
 
-    result = _invalid(_records(files, emptied), tmp_path, "consistency", f"message.{field}")
-    assert any("2 ways" in f.message for f in result.findings if f.is_error)
+    _invalid(_records(files, emptied), tmp_path, "consistency", "made of nothing")
+
+
+def test_an_empty_field_the_hash_reads_as_none_splits_nothing(tmp_path: Path) -> None:
+    """`tool_calls: null` and no `tool_calls` hash alike: no split, and no finding."""
+    from verifier.canonical import output_hash
+
+    files = dict(SEED_FILES)
+    records = [json.loads(files[n]) for n in files if n.startswith(layout.RECORDS_DIR + "/")]
+    cold = next(r for r in records if r["claimed_arm"] == "cold")["response"]["choices"][0]
+
+    def emptied(record: Any) -> None:
+        message = record["response"]["choices"][0]["message"]
+        message["content"] = cold["message"]["content"]
+        if record["claimed_arm"] == "warm":
+            message["tool_calls"] = None
+        record["output_hash"] = output_hash(record["response"])
+
+    result = verify_path(write(_resum(_records(files, emptied)), tmp_path / "b"))
+    # (inconclusive: the seed's replies are cut at the cap, and now all agree)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert not [f for f in result.findings if f.is_error]
+
+
+def test_an_empty_part_written_two_ways_beside_other_text_is_no_finding(tmp_path: Path) -> None:
+    """helper-67: SGLang writes `tool_calls: []` where it found a call's marker and no call
+    (a reply cut after `<tool_call>`), null elsewhere: that reply's text differs anyway."""
+    from verifier.canonical import output_hash
+
+    def marked(record: Any) -> None:
+        message = record["response"]["choices"][0]["message"]
+        message["tool_calls"] = None
+        if record["claimed_arm"] == "warm":
+            message["content"] += " <tool_call>"
+            message["tool_calls"] = []
+        record["output_hash"] = output_hash(record["response"])
+
+    result = verify_path(write(_resum(_records(dict(SEED_FILES), marked)), tmp_path / "b"))
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
+    assert not [f for f in result.findings if f.is_error]
 
 
 @pytest.mark.parametrize(("field", "empty"), [("tool_calls", []), ("tool_calls", None)])
@@ -1479,3 +1522,76 @@ def test_a_copy_of_the_rules_from_before_miss_counters_is_the_same_rules(tmp_pat
     _invalid(
         _edited(dict(SEED_FILES), layout.EXPERIMENT, other), tmp_path / "o", "profile", "differ"
     )
+
+
+_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+
+
+def _called(warm_edit: Callable[[dict[str, Any], dict[str, Any]], None]) -> Files:
+    """The seed, its request offering a tool and every reply the same call to it; each warm
+    reply's message and call then edited by `warm_edit`."""
+    from verifier.canonical import output_hash
+
+    def offered(body: dict[str, Any]) -> None:
+        body["tools"] = _TOOLS
+
+    files = _edited(dict(SEED_FILES), layout.EXPERIMENT, lambda e: offered(e["request_body"]))
+
+    def called(record: Any) -> None:
+        offered(record["request_body"])
+        call = {"id": "c", "type": "function", "function": {"name": "get_weather"}}
+        call["function"]["arguments"] = '{"city":"Paris"}'
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        if record["claimed_arm"] == "warm":
+            warm_edit(message, call)
+        choice = record["response"]["choices"][0]
+        choice.update(message=message, finish_reason="tool_calls")
+        choice.pop("logprobs", None)
+        record["output_hash"] = output_hash(record["response"])
+
+    return _records(files, called)
+
+
+def test_replies_that_are_one_tool_call_to_a_request_offering_it(tmp_path: Path) -> None:
+    result = verify_path(write(_resum(_called(lambda m, c: None)), tmp_path / "b"))
+    assert not [f for f in result.findings if f.is_error]
+    assert result.verdict is not Verdict.CACHE_STATE_DEPENDENT
+
+
+@pytest.mark.parametrize(
+    ("edit", "check", "words"),
+    [
+        (lambda m, c: c.pop("type"), "output-hash", "no function call with a name"),
+        (lambda m, c: c.update(type=None), "output-hash", "no function call with a name"),
+        (lambda m, c: c.update(function={}), "output-hash", "no function call with a name"),
+        (lambda m, c: c["function"].update(name=""), "output-hash", "no function call"),
+        (lambda m, c: m.update(content=""), "consistency", "made of nothing"),
+        (lambda m, c: m.pop("content"), "output-hash", ""),  # (absent is null: no split)
+    ],
+)
+def test_tool_calls_split_by_how_they_are_written(
+    tmp_path: Path, edit: Callable[[dict[str, Any], dict[str, Any]], None], check: str, words: str
+) -> None:
+    """helper-67: with every reply the same call, a warm call without its `type`, or one
+    that holds nothing (`{"function": {}}`, hashed as nulls), or a warm `content: ""` beside
+    null, each gave cache-state-dependent."""
+    result = verify_path(write(_resum(_called(edit)), tmp_path / "b"))
+    if not words:
+        assert result.verdict is not Verdict.CACHE_STATE_DEPENDENT
+        return
+    assert result.verdict is Verdict.INVALID
+    assert [f for f in result.findings if f.check == check and f.is_error and words in f.message]
+
+
+def test_tool_calls_to_a_request_that_offers_no_tools(tmp_path: Path) -> None:
+    """A server reads calls out of a reply only where its request offers tools: a warm
+    reply given a call the cold ones lack had made a split of its own."""
+    from verifier.canonical import output_hash
+
+    def called(record: Any) -> None:
+        if record["claimed_arm"] == "warm":
+            call = {"type": "function", "function": {"name": "x", "arguments": "{}"}}
+            record["response"]["choices"][0]["message"]["tool_calls"] = [call]
+            record["output_hash"] = output_hash(record["response"])
+
+    _invalid(_records(dict(SEED_FILES), called), tmp_path, "output-hash", "offers no tools")

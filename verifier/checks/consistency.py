@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from verifier import layout
+from verifier.canonical import OutputHashError, canonical_output
 from verifier.checks.context import BundleContext, occurrences
 from verifier.model import Finding, Severity, json_pointer
 from verifier.profiles import KNOWN_RULES, PROFILES
@@ -406,14 +407,15 @@ def _one_build(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
             return
 
 
-# The parts of a reply that the output hash reads besides its content, and how one build
-# writes them where they hold nothing: left out, null, or empty ([] or "").
-_HASHED_BESIDE_CONTENT = ("tool_calls", "reasoning_content", "reasoning")
+# The parts of a reply that the output hash reads, each of which a server may write, where
+# it holds nothing, as left out, null, or empty ([] or "").
+_HASHED_PARTS = ("content", "tool_calls", "reasoning_content", "reasoning")
 
 
 def _empty_shape(message: dict[str, Any], name: str) -> str | None:
     """How `message` writes its field `name` where it holds nothing; None where it holds
-    something (a call, some reasoning) or is not JSON's null or an empty string or list."""
+    something (text, a call, some reasoning) or is not JSON's null or an empty string or
+    list."""
     if name not in message:
         return "left out"
     value = message[name]
@@ -424,39 +426,64 @@ def _empty_shape(message: dict[str, Any], name: str) -> str | None:
     return None
 
 
+def _unwritten(output: dict[str, Any]) -> str:
+    """A canonical output (`canonical_output`) with each part that holds nothing as null,
+    as JSON: the same for two outputs that differ only in how they write nothing."""
+    return json.dumps(
+        {name: value if value not in ("", []) else None for name, value in output.items()},
+        sort_keys=True,
+    )
+
+
 def _empty_fields_alike(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
-    """One server build writes a reply's empty tool calls or reasoning one way: vLLM sends
-    `tool_calls: []` in every answer, SGLang null, llama.cpp and mlxcel leave it out. The
-    output hash tells `[]` from none (EVIDENCE.md), so a warm answer given an empty list
-    the cold ones lack would be a split made of nothing: within a condition (one build,
-    one set of arguments), every answer's empty field is written the same way."""
-    by_condition: dict[str, dict[str, dict[str, list[Record]]]] = {}
+    """A split made of nothing: two answers of one condition whose outputs differ only in
+    how a part that holds nothing is written (`tool_calls: []` against none, `content: ""`
+    against null, an empty reasoning against none). The output hash tells these apart
+    (EVIDENCE.md), and one server build writes the same reply the same way: vLLM sends
+    `tool_calls: []` in every answer, SGLang null (and `[]` where it found a call's marker
+    but no call: a reply cut there, which no reply that stopped is taken for), llama.cpp
+    and mlxcel leave it out.
+    The outputs are compared only in a condition whose answers write some empty part in
+    two ways (nearly none: each part read once per answer)."""
+    shapes: dict[str, set[tuple[str, str]]] = {}
     for record in ctx.records:
-        if record.http_status != 200:
+        if record.http_status != 200 or record.output_hash is None:
             continue
         message = record.response_value("/choices/0/message")
         if not isinstance(message, dict):
             continue
-        fields = by_condition.setdefault(record.condition, {})
-        for name in _HASHED_BESIDE_CONTENT:
+        seen = shapes.setdefault(record.condition, set())
+        for name in _HASHED_PARTS:
             shape = _empty_shape(message, name)
             if shape is not None:
-                fields.setdefault(name, {}).setdefault(shape, []).append(record)
+                seen.add((name, shape))
     for condition in experiment.conditions:
-        for name, shapes in by_condition.get(condition.id, {}).items():
-            if len(shapes) < 2:
+        seen = shapes.get(condition.id, set())
+        if len(seen) == len({name for name, _ in seen}):
+            continue  # each empty part written one way
+        first: dict[str, Record] = {}  # output with nothing written alike -> its first answer
+        for record in ctx.records:
+            if record.condition != condition.id or record.http_status != 200:
                 continue
-            # the most answers' way first; the finding points at an answer of the fewest
-            ranked = sorted(shapes.items(), key=lambda item: -len(item[1]))
-            (usual, _), (odd, records) = ranked[0], ranked[-1]
-            counts = ", ".join(f"{len(found)} {shape}" for shape, found in ranked)
-            yield _error(
-                f"the answers of condition {condition.id} write an empty message.{name} "
-                f"in {len(shapes)} ways ({counts}): one server build writes it one way, and "
-                "the output hash tells them apart",
-                file=records[0].file, pointer=f"/response/choices/0/message/{name}",
-                expected=usual, actual=odd,
-            )  # fmt: skip
+            if record.output_hash is None:
+                continue
+            try:
+                output = canonical_output(record.response)
+            except OutputHashError:
+                continue  # (the output-hash check's finding)
+            # the same reply, ended the same way: SGLang's `[]` beside null comes of a reply
+            # cut after a call's marker (which its parser took out), the other stopped there
+            key = json.dumps([_unwritten(output), record.finish_reason])
+            other = first.setdefault(key, record)
+            if other.output_hash != record.output_hash:
+                yield _error(
+                    f"this answer's output differs from {other.file}'s only in how a part "
+                    "that holds nothing is written (left out, null, [] or \"\"): one "
+                    "server build writes the same reply the same way, and the output hash "
+                    "tells them apart, so the split would be made of nothing",
+                    file=record.file, pointer="/response/choices/0/message",
+                )  # fmt: skip
+                break
 
 
 def _binary_mapped(experiment: Experiment) -> Iterator[Finding]:

@@ -87,6 +87,43 @@ def check_output_hashes(ctx: BundleContext) -> Iterator[Finding]:
 _UNHASHED = ("function_call", "refusal", "audio")
 
 
+def _calls_made(path: str, body: object, calls: list[Any]) -> Iterator[Finding]:
+    """A reply's tool calls are what servers write: each a function call with a name and
+    its arguments as the string the model wrote (a call that holds nothing, `{"function":
+    {}}`, hashes as one, and would split replies made of nothing); and only to a request
+    that offers tools: llama.cpp, vLLM and SGLang read calls out of a reply only then."""
+    offered = body.get("tools") if isinstance(body, dict) else None
+    if not (isinstance(offered, list) and offered):
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            "the reply holds tool calls, yet its request offers no tools: a server reads "
+            "calls out of a reply only where the request offers them",
+            file=path,
+            pointer="/response/choices/0/message/tool_calls",
+        )
+    for at, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not (
+            isinstance(call, dict)
+            and call.get("type") == "function"
+            and isinstance(function, dict)
+            and isinstance(function.get("name"), str)
+            and function["name"]
+            and isinstance(function.get("arguments"), str)
+        ):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                "a tool call that is no function call with a name and its arguments as a "
+                'string (`{"type": "function", "function": {"name": ..., "arguments": ...}}`'
+                ", as every server writes one)",
+                file=path,
+                pointer=f"/response/choices/0/message/tool_calls/{at}",
+            )
+            return
+
+
 def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> Iterator[Finding]:
     """The protocol asks one reply of each request, and the output hash reads the first
     choice alone: a body that asks more (`n`, `best_of`, llama.cpp's `n_cmpl`; vLLM's beam
@@ -127,6 +164,9 @@ def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> I
                 file=path,
                 pointer=f"/response/choices/0/message/{field}",
             )
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    if isinstance(calls, list) and calls:
+        yield from _calls_made(path, body, calls)
     index = first.get("index") if isinstance(first, dict) else None
     if index is not None and not (type(index) is int and index == 0):
         yield Finding(

@@ -1381,12 +1381,13 @@ def test_a_token_list_that_spells_the_stop_string_the_server_cut_is_no_finding(
     assert not [f.message for f in result.findings if f.is_error and f.check == "output-hash"]
 
 
+@pytest.mark.parametrize("finish", [None, "tool_calls", "function_call"])
 @pytest.mark.parametrize(
     ("field", "empty"),
     [("tool_calls", []), ("reasoning_content", ""), ("reasoning", ""), ("content", None)],
 )
 def test_an_empty_field_on_the_warm_replies_alone_is_no_split(
-    tmp_path: Path, field: str, empty: object
+    tmp_path: Path, field: str, empty: object, finish: str | None
 ) -> None:
     """helper-66: every reply says the cold text, with its counts and counters; the warm ones
     also carry an empty `tool_calls` (or reasoning) that the cold ones leave out. The hash
@@ -1400,8 +1401,11 @@ def test_an_empty_field_on_the_warm_replies_alone_is_no_split(
     def emptied(record: Any) -> None:
         message = record["response"]["choices"][0]["message"]
         message["content"] = "" if field == "content" else cold["message"]["content"]
+        record["response"]["choices"][0]["finish_reason"] = "stop"
         if record["claimed_arm"] == "warm":
             message[field] = empty
+            # helper-68: a finish set apart too (not in the hash), that says it ended
+            record["response"]["choices"][0]["finish_reason"] = finish or "stop"
         record["output_hash"] = output_hash(record["response"])
 
     _invalid(_records(files, emptied), tmp_path, "consistency", "made of nothing")
@@ -1426,6 +1430,38 @@ def test_an_empty_field_the_hash_reads_as_none_splits_nothing(tmp_path: Path) ->
     # (inconclusive: the seed's replies are cut at the cap, and now all agree)
     assert result.verdict is Verdict.INCONCLUSIVE
     assert not [f for f in result.findings if f.is_error]
+
+
+def test_an_empty_list_on_a_reply_cut_short_is_left_to_the_classification(
+    tmp_path: Path,
+) -> None:
+    """helper-67: SGLang writes `tool_calls: []` on a reply cut right after a call's marker
+    (which its parser takes out of the text), null on the others: a reply cut short is the
+    start of another, judged as such (inconclusive here), not a split made of nothing."""
+    from verifier.canonical import output_hash
+
+    files = dict(SEED_FILES)
+    records = [json.loads(files[n]) for n in files if n.startswith(layout.RECORDS_DIR + "/")]
+    cold = next(r for r in records if r["claimed_arm"] == "cold")["response"]["choices"][0]
+    first_warm = min(n for n in RECORDS if json.loads(files[n])["claimed_arm"] == "warm")
+
+    def marked(name: str) -> Callable[[Any], None]:
+        def edit(record: Any) -> None:
+            choice = record["response"]["choices"][0]
+            choice["message"].update(content=cold["message"]["content"], tool_calls=None)
+            choice["finish_reason"] = "stop"
+            if name == first_warm:
+                choice["message"]["tool_calls"] = []
+                choice["finish_reason"] = "length"
+            record["output_hash"] = output_hash(record["response"])
+
+        return edit
+
+    for name in RECORDS:
+        files = _edited(files, name, marked(name))
+    result = verify_path(write(_resum(files), tmp_path / "b"))
+    assert not [f for f in result.findings if f.is_error]
+    assert result.verdict is not Verdict.CACHE_STATE_DEPENDENT
 
 
 def test_an_empty_part_written_two_ways_beside_other_text_is_no_finding(tmp_path: Path) -> None:
@@ -1542,10 +1578,12 @@ def _called(warm_edit: Callable[[dict[str, Any], dict[str, Any]], None]) -> File
         call = {"id": "c", "type": "function", "function": {"name": "get_weather"}}
         call["function"]["arguments"] = '{"city":"Paris"}'
         message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        finish = "tool_calls"
         if record["claimed_arm"] == "warm":
             warm_edit(message, call)
+            finish = message.pop("finish", finish)
         choice = record["response"]["choices"][0]
-        choice.update(message=message, finish_reason="tool_calls")
+        choice.update(message=message, finish_reason=finish)
         choice.pop("logprobs", None)
         record["output_hash"] = output_hash(record["response"])
 
@@ -1566,6 +1604,8 @@ def test_replies_that_are_one_tool_call_to_a_request_offering_it(tmp_path: Path)
         (lambda m, c: c.update(function={}), "output-hash", "no function call with a name"),
         (lambda m, c: c["function"].update(name=""), "output-hash", "no function call"),
         (lambda m, c: m.update(content=""), "consistency", "made of nothing"),
+        # helper-68: a finish that is not in the hash, set apart on the warm replies
+        (lambda m, c: m.update(content="", finish="stop"), "consistency", "made of nothing"),
         (lambda m, c: m.pop("content"), "output-hash", ""),  # (absent is null: no split)
     ],
 )

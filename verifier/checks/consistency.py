@@ -19,6 +19,7 @@ from verifier.model import Finding, Severity, json_pointer
 from verifier.profiles import KNOWN_RULES, PROFILES
 from verifier.profiles.base import ServerProfile
 from verifier.profiles.rules import ProfileRules
+from verifier.proofs import unfinished
 from verifier.records import Condition, Experiment, Record, ServerDeclaration
 
 CHECK = "consistency"
@@ -441,10 +442,13 @@ def _empty_fields_alike(ctx: BundleContext, experiment: Experiment) -> Iterator[
     against null, an empty reasoning against none). The output hash tells these apart
     (EVIDENCE.md), and one server build writes the same reply the same way: vLLM sends
     `tool_calls: []` in every answer, SGLang null (and `[]` where it found a call's marker
-    but no call: a reply cut there, which no reply that stopped is taken for), llama.cpp
-    and mlxcel leave it out.
-    The outputs are compared only in a condition whose answers write some empty part in
-    two ways (nearly none: each part read once per answer)."""
+    but no call: a reply cut there), llama.cpp and mlxcel leave it out. Replies that do not
+    say they ended by themselves (`proofs.FINISHED`) are left to the classification, which
+    reads a reply cut short as the start of another; finish_reason is not in the hash, so
+    it does not set two replies that ended apart (a warm `finish_reason: "tool_calls"`
+    beside the cold ones' `stop` would make any split of nothing pass). The outputs are
+    compared only in a condition whose answers write some empty part in two ways (nearly
+    none: each part read once per answer)."""
     shapes: dict[str, set[tuple[str, str]]] = {}
     for record in ctx.records:
         if record.http_status != 200 or record.output_hash is None:
@@ -465,16 +469,13 @@ def _empty_fields_alike(ctx: BundleContext, experiment: Experiment) -> Iterator[
         for record in ctx.records:
             if record.condition != condition.id or record.http_status != 200:
                 continue
-            if record.output_hash is None:
-                continue
+            if record.output_hash is None or unfinished(record):
+                continue  # (a reply cut short is the start of another: classify's to judge)
             try:
                 output = canonical_output(record.response)
             except OutputHashError:
                 continue  # (the output-hash check's finding)
-            # the same reply, ended the same way: SGLang's `[]` beside null comes of a reply
-            # cut after a call's marker (which its parser took out), the other stopped there
-            key = json.dumps([_unwritten(output), record.finish_reason])
-            other = first.setdefault(key, record)
+            other = first.setdefault(_unwritten(output), record)
             if other.output_hash != record.output_hash:
                 yield _error(
                     f"this answer's output differs from {other.file}'s only in how a part "

@@ -49,10 +49,12 @@ class _Cache:
     hits: int = 0
     lookups: int = 0
     inserts: int = 0
+    misses: int = 0  # the scheduler's: a lookup that found nothing
 
     def serve(self, arm: str) -> None:
         if arm == "cold":
             self.lookups, self.inserts, self.entries = self.lookups + 1, self.inserts + 1, 1
+            self.misses += 1
         elif arm == "warm":
             self.hits, self.lookups = self.hits + 1, self.lookups + 1
 
@@ -64,6 +66,7 @@ def _snapshot(entries: int, hits: int, reused: int, cache: _Cache | None = None)
     cache = cache or _Cache(entries=entries, hits=hits, lookups=hits)
     metrics = {
         "mlxcel_prompt_cache_hits_total": float(hits),
+        "mlxcel_prompt_cache_misses_total": float(cache.misses),
         "mlxcel_prompt_cache_prefix_tokens_reused_total": float(reused),
         GATHER: float(hits * 100),
         "llamacpp:prompt_tokens_cached_total": float(reused),  # mlxcel writes it (SERVERS.md)

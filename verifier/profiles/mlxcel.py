@@ -58,7 +58,8 @@ RULES = ProfileRules(
         lookups=("stats:lookups",),
         inserts=("stats:inserts",),
         paths=("metric:mlxcel_paged_decode_launches_total",),
-        # The scheduler counts each lookup a hit or a miss (SERVERS.md): never both.
+        # The scheduler's misses (SERVERS.md): the seed capture's cold requests move it by
+        # one, its warm ones never; a warm request that moves it shows a miss, not a hit.
         misses=("metric:mlxcel_prompt_cache_misses_total",),
     ),
     # /v1/cache/reset says cleared:true even when nothing was there: the stats prove it.

@@ -450,12 +450,15 @@ def _empty_fields_alike(ctx: BundleContext, experiment: Experiment) -> Iterator[
     compared only in a condition whose answers write some empty part in two ways (nearly
     none: each part read once per answer)."""
     shapes: dict[str, set[tuple[str, str]]] = {}
+    answers: dict[str, list[Record]] = {}  # each condition's answers that ended by themselves
     for record in ctx.records:
         if record.http_status != 200 or record.output_hash is None:
             continue
         message = record.response_value("/choices/0/message")
         if not isinstance(message, dict):
             continue
+        if not unfinished(record):  # (a reply cut short is the start of another: classify's)
+            answers.setdefault(record.condition, []).append(record)
         seen = shapes.setdefault(record.condition, set())
         for name in _HASHED_PARTS:
             shape = _empty_shape(message, name)
@@ -466,11 +469,7 @@ def _empty_fields_alike(ctx: BundleContext, experiment: Experiment) -> Iterator[
         if len(seen) == len({name for name, _ in seen}):
             continue  # each empty part written one way
         first: dict[str, Record] = {}  # output with nothing written alike -> its first answer
-        for record in ctx.records:
-            if record.condition != condition.id or record.http_status != 200:
-                continue
-            if record.output_hash is None or unfinished(record):
-                continue  # (a reply cut short is the start of another: classify's to judge)
+        for record in answers.get(condition.id, ()):
             try:
                 output = canonical_output(record.response)
             except OutputHashError:

@@ -463,14 +463,8 @@ def choose_rules(experiment: Experiment | None, options: VerifyOptions) -> Rules
             "(pass --profile FILE to judge it by rules you choose)",
         )
     copy = experiment.profile_rules
-    mine = versioned.to_json()
-    signals = copy.get("signals") if isinstance(copy, dict) else None
-    if isinstance(signals, dict) and "misses" not in signals:
-        # A copy written before the rules had miss counters (this tool's rules then had
-        # none): that copy of these rules. The rules applied are this tool's whatever it says.
-        mine["signals"] = {k: v for k, v in mine["signals"].items() if k != "misses"}
     # Compared as JSON, where 0 is not false and 1 is not 1.0 (Python's == says they are).
-    differs = copy is not None and json_key(copy) != json_key(mine)
+    differs = copy is not None and json_key(copy) != json_key(versioned.copied_as(copy))
     return RulesChoice(
         versioned, f"judged by this tool's {versioned.key} rules", copy_differs=differs
     )

@@ -112,6 +112,17 @@ class ProfileRules:
     def key(self) -> str:
         return f"{self.name} v{self.version}"
 
+    def copied_as(self, copy: object) -> dict[str, Any]:
+        """`to_json`, as a bundle written before a signal was added (`_ADDED_SIGNALS`)
+        carries it: without the added signals its copy lacks. The copy of rules that had
+        none is a copy of these rules; a bundle is judged by this tool's either way."""
+        mine = self.to_json()
+        signals = copy.get("signals") if isinstance(copy, dict) else None
+        if isinstance(signals, dict):
+            lacking = [name for name in _ADDED_SIGNALS if name not in signals]
+            mine["signals"] = {k: v for k, v in mine["signals"].items() if k not in lacking}
+        return mine
+
     def to_json(self) -> dict[str, Any]:
         """The rules as the document a bundle carries (experiment.json `profile_rules`)."""
         return {
@@ -212,6 +223,8 @@ class ProfileRules:
 
 
 _SIGNAL_FIELDS = ("hits", "reuse", "lookups", "inserts", "paths", "misses")
+# Signals added since bundles first carried their rules: a copy without one is older.
+_ADDED_SIGNALS = ("misses",)
 
 
 def _refs(value: object, where: str) -> tuple[str, ...]:

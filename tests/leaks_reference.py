@@ -297,7 +297,8 @@ def _known_pattern(known: Known) -> str:
             rf"|(?:{leaks._HOST_LINE}){v}(?=[ \t]{{0,16}}(?:[\r\n\x00-\x02]|\Z))"
             rf"|(?:{leaks._LOG_TIME}){v}{leaks._LOG_SOURCE}|(?:{leaks._RFC5424_TIME}){v}(?= \S)"
             rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)|:/)"
-            rf"|(?<=\[){v}(?=\]:\d{{1,5}}(?!\w|\.\d))|(?<=\\\\){v}(?=\\[^\\\s\x00-\x02]){labels})"
+            rf"|(?<=\[){v}(?=\]:\d{{1,5}}(?!\w|\.\d))|(?<=\\\\){v}(?=\\[^\\\s\x00-\x02])"
+            rf"|(?<=//)(?<![\w.:/~-]//){v}(?=/[^/\s\x00-\x02])|{leaks._host_shown(v)}{labels})"
         )
     if known.kind is KnownKind.STRING:  # everywhere, its inner white space any gap
         words = known.value.strip().split()
@@ -431,15 +432,17 @@ def _base64_hits(
             for hexed in hexes:
                 occurrences += _occurrences(_ascii_lower(text), hexed, index)
             continue
+        big = value.value.encode("utf-16-be", "surrogatepass")
         cores = (
-            _cores(utf8) | _cores(utf16) | _b32_cores(utf8) | _b32_cores(utf8, base64.b32hexencode)
-        )
+            _cores(utf8) | _cores(utf16) | _cores(big) | _b32_cores(utf8)
+            | _b32_cores(utf8, base64.b32hexencode)
+        )  # fmt: skip
         if b"/" in utf8:  # as JSON may escape it
             cores |= _cores(utf8.replace(b"/", b"\\/"))
         # base64 of base64, in the standard alphabet at both levels (its cores hold no - or _)
         for core in {c for c in _cores(utf8) if not set(c) & set("-_")}:
             cores |= {c for c in _cores(core.encode()) if not set(c) & set("-_")}
-        hexes = {utf8.hex(), utf16.hex()}
+        hexes = {utf8.hex(), utf16.hex(), big.hex()}
         eligible.append((index, cores, hexes))
         for core in cores:
             occurrences += _occurrences(text, core, index)
@@ -562,6 +565,41 @@ def _decompressed(raw: bytes, most: int) -> tuple[bytes, int, bool]:
     return out, max(len(out), cost), True
 
 
+def _plain_dump_runs(text: str) -> list[tuple[int, int, list[bytes]]]:
+    """Each run of hex dump lines (`leaks._dump_line`, tried at every line's start), joined
+    by line breaks alone, all of `xxd -p`'s lines (two or more) or none: its span, and its
+    bytes in order and, where a group is wider than a byte, each group reversed."""
+    runs: list[tuple[int, int, list[bytes]]] = []
+    lines: list[tuple[int, int, list[str], bool]] = []
+
+    def close() -> None:
+        if lines and not (all(plain for *_, plain in lines) and len(lines) < 2):
+            digits = [group for _, _, groups, _ in lines for group in groups]
+            streams = [bytes.fromhex("".join(digits))]
+            if any(len(group) > 2 for group in digits):
+                streams.append(b"".join(bytes.fromhex(group)[::-1] for group in digits))
+            runs.append((lines[0][0], lines[-1][1], streams))
+        lines.clear()
+
+    start = 0
+    for index in range(len(text) + 1):
+        if index < len(text) and text[index] not in "\n\x00\x01\x02":
+            continue
+        parsed = leaks._dump_line(text, start)
+        if parsed is None:
+            close()
+        else:
+            groups, plain, end = parsed
+            if lines and lines[-1][3] is not plain:
+                close()
+            lines.append((start, end, groups, plain))
+            if index == len(text) or text[index] != "\n":
+                close()
+        start = index + 1
+    close()
+    return runs
+
+
 class Detector:
     """The generic detectors plus the values one raw capture knows to be private."""
 
@@ -582,7 +620,7 @@ class Detector:
             for value in spelled:
                 values.setdefault(value, Known(value, k.category, k.placeholder, k.kind))
             # written backwards, spaced out: a secret's literal
-            for value in leaks.spelled_out(k.value) if scrambles else ():
+            for value in leaks.spelled_out(k.value) if scrambles or address else ():
                 values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
         # a value's ROT13 or reversal (what only it spells) is looked for as it is, not
         # encoded again
@@ -604,6 +642,17 @@ class Detector:
             )
             if joined:
                 self._regexes.append(re.compile(joined))
+        # the values read across line breaks: secrets, environment values, addresses
+        wrapped = (KnownKind.SECRET, KnownKind.OPAQUE, KnownKind.ADDRESS)
+        self._wrap_regexes = []
+        for opaque in (False, True):
+            joined = "|".join(
+                f"(?P<k{i}>{_known_pattern(k)})"
+                for i, k in enumerate(self.known)
+                if k.kind in wrapped and (k.kind is KnownKind.OPAQUE) is opaque
+            )
+            if joined:
+                self._wrap_regexes.append(re.compile(joined))
 
     def _known_hits(self, text: str) -> Iterator[_Found]:
         yield from self._known_matches(text, text)
@@ -692,9 +741,63 @@ class Detector:
                 )
             elif not whole:  # past the bytes read: not read, so it goes
                 yield unread
+        # hex dumps: each run of dump lines, its bytes read as text (UTF-8, and Latin-1 where
+        # that differs), read as compressed data is
+        left = 1 << 20
+        for start, end, streams in _plain_dump_runs(text) if "\n" in text else ():
+            if left <= 0:
+                excerpt = _mask(text[start:end])
+                yield _Found(TOKEN, start, end, excerpt, "<hex dump not read>", True, True)
+                continue
+            left -= len(streams[0])
+            found = []
+            for data in streams:
+                readable = leaks._dump_text(data)  # (shared: not a fast path)
+                found += self._inside(readable) if readable else []
+            if found:
+                first = min(found, key=lambda h: (not h.identifying, h.category, h.placeholder))
+                yield dataclasses.replace(
+                    first, start=start, end=end, excerpt=_mask(text[start:end])
+                )
+        # a value cut by line breaks: the text without its breaks (and the spaces after
+        # each, and a `\` before one), each hit that holds a break
+        if "\n" in text:
+            kept: list[int] = []  # where each character of the joined text is in `text`
+            position = 0
+            for cut in re.finditer(r"\\?\r?\n[ \t]*", text):
+                kept += range(position, cut.start())
+                position = cut.end()
+            kept += range(position, len(text))
+            joined = "".join(text[i] for i in kept)
+            for hit in self._known_matches(joined, joined, self._wrap_regexes):
+                if hit.end <= hit.start:
+                    continue  # (an empty value's: no break inside)
+                first, last = kept[hit.start], kept[hit.end - 1]
+                if last - first != hit.end - 1 - hit.start:
+                    yield dataclasses.replace(
+                        hit, start=first, end=last + 1, excerpt=_mask(text[first : last + 1])
+                    )
 
-    def _known_matches(self, text: str, original: str) -> Iterator[_Found]:
-        for match in (m for regex in self._regexes for m in regex.finditer(text)):
+    def _inside(self, text: str) -> list[_Found]:
+        """The known values' hits in a text read out of another, and in its decoded views."""
+        self._inflating = True
+        try:
+            found = list(self._known_hits(text))
+            view = _Decoded.of(text)
+            depth = 0
+            while view is not None and depth < 2:
+                found += self._known_hits(view.text)
+                view = _Decoded.of(view.text, view)
+                depth += 1
+        finally:
+            self._inflating = False
+        return found
+
+    def _known_matches(
+        self, text: str, original: str, regexes: list[re.Pattern[str]] | None = None
+    ) -> Iterator[_Found]:
+        every = self._regexes if regexes is None else regexes
+        for match in (m for regex in every for m in regex.finditer(text)):
             assert match.lastgroup is not None
             known = self.known[int(match.lastgroup[1:])]
             # A match the distinctive-token alternative also gives is an account wherever
@@ -710,13 +813,19 @@ class Detector:
                 continue
             if known.kind is KnownKind.ADDRESS and leaks.after_version_word(text, match.start()):
                 continue
+            # a plain name found only as a tool prints it identifies nobody (shared rule)
+            shown = (
+                known.kind in (KnownKind.USER, KnownKind.HOST)
+                and not _distinctive(known.value)
+                and leaks.only_shown(known.value, known.kind is KnownKind.USER, text, match.start())
+            )
             yield _Found(
                 known.category,
                 match.start(),
                 match.end(),
                 _mask(original[match.start() : match.end()]),
                 known.placeholder,
-                known.kind is not KnownKind.OPAQUE,
+                known.kind is not KnownKind.OPAQUE and not shown,
                 known.kind not in (KnownKind.USER, KnownKind.HOST),
             )
 

@@ -692,6 +692,27 @@ def test_generated_documents_give_the_same_hits(document: Any) -> None:
         "chown -R al:al chown --recursive al.al sudo -H -u al doas\x02-u\x02al of user al",
         "Failed password for invalid user al from x invalid user al sudo:\tal : session opened",
         "for user root(uid=0) by al(uid=1000) by al (uid= Postponed publickey for al from",
+        # hex dumps of `/home/alice` and `s3cr3t-Value.x`, in the layouts of their tools
+        "00000000: 2f68 6f6d 652f 616c  /home/al\n00000008: 6963 650a            ice.\n",
+        "00000000  2f 68 6f 6d 65 2f 61 6c  69 63 65 0a 73 33 63 72  |/home/alice.s3cr|\n"
+        "00000010  33 74 2d 56 61 6c 75 65  2e 78                    |3t-Value.x|\n0000001a",
+        "0000000 682f 6d6f 2f65 6c61 6369 0a65\n0000014\n",
+        "2f686f6d652f616c69\n6365 x\n2f686f6d652f616c69\n63650a7333\n",
+        "\x0000000000: 3334 2e31 322e 352e  34.12.5.\n00000008: 36 gpu-box-01 cafe babe\n",
+        "0x0000:  4500 003c 1c46 4000  E..<.F@.\n0x0008:  2f00 6800 6f00 6d00\n"
+        "0x0010:  6500 2f00 6100 6c00 6900 6300 6500\n",
+        "2024 1000 tokens\n1000 2000 3000 4000\n  ab cd  ef 01 23 45 67 89  ab\n* \n",
+        # values cut by line breaks, a shell's continuation, indentation
+        "key s3cr3t-Va\nlue.x and /home/al\n   ice/x 34.12\\\n  .5.6 opaque-env-\r\nvalue",
+        "gpu-box-\n01 al\nice x\n\nopaque-env-value\n34.12.5.6\n\n",
+        # what tools print around a plain user's or host's name
+        "-rw-r--r-- 1 al al 1024 Jan  5 x\ndrwxr-xr-x.  12 al staff 4 Jan\nal  4821 97.3  1.2 x",
+        "4821 al  20   0 12 x\nal       pts/0  x\nal:x:1000:1000:: Uid: ( 1000/   al)",
+        'for user "al" role "al" does not exist crontab for al Session 3 of user al.',
+        "Linux mlxcel 6.8.0-45 connect to host mlxcel port 22 Failed to connect to mlxcel port 8",
+        "Could not resolve host: mlxcel Permanently added 'mlxcel,10.0.0.5' PING mlxcel (10.",
+        "srun: error: mlxcel: task 0 Via: 1.1 mlxcel //mlxcel/share a//mlxcel/x //mlxcel/",
+        "server-34.12.5.6.log worker_34.12.5.6 x6.5.21.43 lora-34.12.5.6.safetensors 1-34.12.5.6",
     ],
 )
 def test_chosen_texts_give_the_same_hits(text: str) -> None:

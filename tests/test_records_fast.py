@@ -251,3 +251,20 @@ def test_a_document_without_a_field_fails_as_the_constructor_fails(
             return type(exc), exc.args
 
     assert outcome(Record.from_json) == outcome(_constructed)
+
+
+@given(
+    st.none()
+    | st.dictionaries(_NAMES | st.sampled_from(["a~b", "a/b", "0"]), _NUMBERS | st.none())
+    | st.lists(_NUMBERS, max_size=3),
+    st.sampled_from(["", "/", "/a", "/ab", "/a~0b", "/a~1b", "/a/b", "a", "/0", "//", "/b"]),
+)
+def test_a_stat_is_what_the_pointer_resolves_to(stats: Any, pointer: str) -> None:
+    # `Snapshot.stat` reads a member of the stats straight from the dict: as resolve_pointer
+    from verifier.jsonio import resolve_pointer
+
+    try:
+        expected = None if stats is None else resolve_pointer(stats, pointer)
+    except KeyError:
+        expected = None
+    assert Snapshot(stats, None).stat(pointer) == expected

@@ -50,10 +50,11 @@ What is private, by kind:
   or the next argument of a command line;
 - private key blocks (one with no END line: to the end of its string).
 
-Export also finds the values it knows in base64 (wrapped in lines or not, of their UTF-8 or
-UTF-16LE bytes, of a path with JSON's escaped slashes, and base64 of that base64), in base32
-(both alphabets) and in hex (of UTF-8 or UTF-16LE, in any case; a pair a byte with
-separators, quoted-printable, C's `0x2f, 0x68`), as decimal bytes, in base85
+Export also finds the values it knows in base64 (wrapped in lines or not, of their UTF-8,
+UTF-16LE or UTF-16BE bytes, of a path with JSON's escaped slashes, and base64 of that
+base64), in base32 (both alphabets) and in hex (of UTF-8, UTF-16LE or UTF-16BE, in any case;
+a pair a byte with separators, quoted-printable, C's `0x2f, 0x68`; in hex dumps as their
+tools lay them out: `_dump_hits`), cut by line breaks (`_wrapped_hits`), as decimal bytes, in base85
 (`base85_cores`), in UTF-16LE read as Latin-1 (`_spread_hits`), in gzip, zlib, bzip2 or xz
 data in base64 (`_compressed_hits`); in their other spellings (NFC and NFD, a host's IDNA
 form, ROT13, reversed, spaced out, an address as one number or in dotted octal or hex:
@@ -72,6 +73,7 @@ import bisect
 import codecs
 import contextlib
 import enum
+import functools
 import ipaddress
 import itertools
 import re
@@ -1443,7 +1445,11 @@ def _known_address(address: str) -> str:
     a PTR name spells it, `6.5.12.34.in-addr.arpa`: a match would start at the last octet,
     and a short one, `1.0`, is a place in every numeric text, where the scan then tries
     every pattern at every character: 13 s a 200 KB text with 28 such addresses.) Before a
-    port as tcpdump writes it (`192.168.40.23.51234 > ...`) too.
+    port as tcpdump writes it (`192.168.40.23.51234 > ...`) too. Unlike the generic
+    detector, glued after a word by a dash or an underscore (`server-192.168.40.23`,
+    `worker_192.168.40.23`) and before a file's extension (`192.168.40.23.log`): a version
+    of the capture's own address is no version anyone writes (`lora-1.0.0.2`, after a digit,
+    is not read this way).
     After a version word it is a version (`after_version_word`), as there."""
     first, *rest = address.split(".")
     dotted = _is_dotted_quad(address)
@@ -1452,7 +1458,8 @@ def _known_address(address: str) -> str:
     octets = r"\.".join([head, *padded])
     joined = "[-_]".join([head, *padded])
     return (
-        rf"{_IPV4_BEFORE}{octets}(?:{_IPV4_AFTER}|(?=\.[0-9]{{1,5}}{_IPV4_AFTER}))"
+        rf"(?:{_IPV4_BEFORE}|(?<=[A-Za-z][-_])){octets}"
+        rf"(?:{_IPV4_AFTER}|(?=\.[0-9]{{1,5}}{_IPV4_AFTER})|(?=\.[A-Za-z]{{1,8}}(?![\w.-])))"
         rf"|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
     )
 
@@ -1522,11 +1529,17 @@ def _after_any(prefixes: Iterable[str]) -> str:
 # key by SEP as it joins a value to the next key (not after `user`, `login`, `owner` or
 # `account`, which are values too: a chat message's `"role": "user"` before `"content"`);
 # and after FTP's `USER ` command.
-_USER_KEYS = ("user", "username", "logname", "login", "owner", "user_name", "user-name", "account")
-_LIST_KEYS = ("username", "logname", "user_name", "user-name")
+_USER_KEYS = (
+    "user", "username", "logname", "login", "owner", "user_name", "user-name", "account",
+    "acct", "whoami", "users", "user.name",
+)  # fmt: skip
+_LIST_KEYS = ("username", "logname", "user_name", "user-name", "users")
 # after `key: ` in prose too (`Username: jdoe`), but not `account: ` ("your NVIDIA account:
 # NVIDIA Developer Program" names no account), nor `user: `, below (a chat's speaker)
-_USER_LINE_KEYS = ("username", "logname", "login", "owner", "user_name", "user-name")
+_USER_LINE_KEYS = (
+    "username", "logname", "login", "owner", "user_name", "user-name", "x-forwarded-user",
+    "remote-user", "x-remote-user",
+)  # fmt: skip
 _USER_FLAGS = ("--user", "--username", "--user-name", "--login", "--owner")
 # What system logs write around a user's name, as written, each before and after it: PAM's
 # `session opened for user NAME`, sshd's `Accepted publickey for NAME from`, `Invalid user
@@ -1558,15 +1571,97 @@ _USER_LOGGED = (
 )
 
 
-def _user_logged(v: str) -> str:
-    """The alternatives of a plain user name's pattern (`v`) that `_USER_LOGGED` reads (as
-    written: case matters)."""
+def _user_logged(v: str, *, shown: bool = True) -> str:
+    """The alternatives of a plain user name's pattern (`v`) that `_USER_LOGGED` and, with
+    `shown`, `_user_shown` read (as written: case matters)."""
     logged = [
         f"(?<={re.escape(before)}){v}(?={re.escape(after)})" if after
         else f"(?<={re.escape(before)}){v}(?![\\w-]|\\.\\w)"
         for before, after in _USER_LOGGED
     ]  # fmt: skip
-    return "(?-i:" + "|".join(logged) + ")"
+    # (`(?=v)` first: a place without the name is refused at once, not by each lookbehind)
+    return f"(?-i:(?={v})(?:" + "|".join([*logged, *([_user_shown(v)] if shown else [])]) + "))"
+
+
+# A line's start: the text's, or after a line break or a document's joiner.
+_LINE_START = r"(?<![^\n\x00-\x02])"
+# `ls -l`'s mode (a file's type, then nine permissions, perhaps an ACL's or a context's
+# mark) and link count before the owner, as aligned: 1 to 3 spaces, 1 to 4 digits.
+_LS_MODE = r"[-dlcbpsD][-r][-w][-xsS][-r][-w][-xsS][-r][-w][-xtT]"
+_LS_OWNER = "|".join(
+    rf"(?<={_LS_MODE}{mark}{' ' * spaces}[0-9]{{{digits}}} )"
+    for mark in ("", "[.+@]")
+    for spaces in (1, 2, 3)
+    for digits in (1, 2, 3, 4)
+)
+_STAT_OWNER = "|".join(rf"(?<=[0-9]/{' ' * spaces})" for spaces in range(9))
+_SESSION_OF = "|".join(rf"(?<=[Ss]ession [0-9]{{{n}}} of [Uu]ser )" for n in range(1, 7))
+
+
+def _user_shown(v: str) -> str:
+    """Where tools print a user's name, as written: `ls -l`'s owner (`-rw-r--r-- 1 NAME
+    staff 1024`), `ps aux`'s first column (`NAME  4821 97.3  1.2 ...`), `top`'s user after
+    the process id (`4821 NAME  20   0 ...`), `who` (`NAME  pts/0`), a passwd line
+    (`NAME:x:1000:1000:`), stat's `Uid: ( 1000/  NAME)`, PostgreSQL's `for user "NAME"`
+    and `role "NAME" does not exist`, cron's `crontab for NAME`, systemd-logind's
+    `session 3 of user NAME`. Each with the columns around it, so that a reply's prose
+    (`for user data`) is not read as an account."""
+    return "|".join(
+        [
+            rf"(?:{_LS_OWNER}){v} {{1,16}}{v}(?= {{1,16}}[0-9])",
+            rf"(?:{_LS_OWNER}){v}(?= {{1,16}}\S{{1,64}} {{1,16}}[0-9])",
+            rf"{_LINE_START}{v}(?= {{1,16}}[0-9]{{1,7}} {{1,16}}[0-9]{{1,3}}\.[0-9] "
+            rf"{{1,16}}[0-9]{{1,3}}\.[0-9] )",
+            rf"(?<=[0-9] ){v}(?= {{1,16}}(?:rt|-?[0-9]{{1,3}}) {{1,16}}-?[0-9]{{1,3}} "
+            rf"{{1,16}}[0-9])",
+            rf"{_LINE_START}{v}(?= {{1,32}}(?:pts/|tty|console\b|:[0-9]))",
+            rf"{_LINE_START}{v}(?=:[^:\n\x00-\x02]{{0,256}}:[0-9]{{1,10}}:[0-9]{{1,10}}:)",
+            rf"(?:{_STAT_OWNER}){v}(?=\))",
+            rf'(?<=for user "){v}(?=")|(?<=role "){v}(?=" does not exist)',
+            rf"(?<=crontab for ){v}(?![\w-]|\.\w)",
+            rf"(?:{_SESSION_OF}){v}(?![\w-]|\.\w)",
+        ]
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _shown_patterns(value: str, user: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A plain user's or host's name where tools print it (`_user_shown`, `_host_shown`),
+    and everywhere else its pattern finds it."""
+    v = re.escape(value)
+    shown = f"(?-i:(?={v})(?:{_user_shown(v)}))" if user else _host_shown(v)
+    kind = KnownKind.USER if user else KnownKind.HOST
+    other = _known_pattern(Known(value, "", "", kind), shown=False)
+    return re.compile(shown), re.compile(other)
+
+
+def only_shown(value: str, user: bool, text: str, at: int) -> bool:
+    """Whether the plain name `value` at `at` is found only as a tool prints it (`ls -l`'s
+    owner, `uname -a`'s host): a name that evidence may hold, since a model's reply prints
+    those lines with ordinary names (`node`, `pi`, `server`), so its hit is not
+    identifying: removed from free text, kept in evidence."""
+    shown, other = _shown_patterns(value, user)
+    return shown.match(text, at) is not None and other.match(text, at) is None
+
+
+def _host_shown(v: str) -> str:
+    """Where tools print a machine's name, as written: `uname -a` (`Linux NAME 6.8.0-45`),
+    ssh's and curl's `connect to host NAME port 22`, `Failed to connect to NAME port 80`,
+    `Could not resolve host: NAME`, ssh's `Permanently added 'NAME'`, `PING NAME (`,
+    Slurm's `srun: error: NAME: task 0`, HTTP's `Via: 1.1 NAME`."""
+    return (
+        f"(?-i:(?={v})(?:"
+        + "|".join(
+            [
+                rf"(?<=Linux ){v}(?= [0-9]{{1,4}}\.[0-9]{{1,4}}\.[0-9])",
+                rf"(?<=connect to host ){v}(?= port )|(?<=Failed to connect to ){v}(?= port )",
+                rf"(?<=Could not resolve host: ){v}(?![\w-]|\.\w)",
+                rf"(?<=Permanently added '){v}(?=[',])|(?<=PING ){v}(?= \()",
+                rf"(?<=srun: error: ){v}(?=: )|(?<=Via: 1\.[01] ){v}(?![\w-]|\.\w)",
+            ]
+        )
+        + "))"
+    )
 
 
 _USER_ASSIGNED = (
@@ -1602,7 +1697,8 @@ _ID_NAMED = "|".join(rf"(?<=[=,][0-9]{{{digits}}}\()" for digits in range(1, 11)
 # after `host: ` in prose (`Host: falcon is a bird`) the word names nothing.
 _HOST_KEYS = (
     "host", "hostname", "host_name", "host-name", "node", "nodename", "node_name", "machine",
-    "computer_name", "master_addr",
+    "computer_name", "master_addr", "nodelist", "slurm_nodelist", "slurmd_nodename",
+    "server_name", "fqdn",
 )  # fmt: skip
 # And a command line's flag that names the machine to listen on or reach, and its value, as
 # two arguments, in its text or after `=` (`llama-server --host falcon`, torchrun's
@@ -1658,6 +1754,9 @@ _GLUED_SECRET = 12
 # `/buildbox:80`, `a:buildbox:80`) nor before a decimal (`cache:0.5`); in brackets before a
 # port (`[buildbox]:29500`); a Windows share's machine (`\\buildbox\models`).
 _HOST_BEFORE_PORT = r"(?<![\w./:-])"
+# A Windows share written with the other slash (`//buildbox/models`, as Python and MSYS2
+# accept it): `//` at the start of a path, not inside a URL or after another path's name.
+_SLASHED_SHARE = r"(?<=//)(?<![\w.:/~-]//)"
 # A plain host name as the first label of its full name, which goes with it: before a
 # private suffix (`NAME.lan`, `NAME.cluster.local`) or two labels or more that end in
 # letters (`NAME.acme-corp.io`); before one other label it is taken for code or a file
@@ -1691,7 +1790,7 @@ def string_head(value: str) -> str:
     return words[0] if len(words) > 1 and value == value.strip() else value
 
 
-def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
+def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool = True) -> str:
     """The pattern of a known value. Each alternative matches the value itself, after
     lookbehinds of fixed width and before lookaheads that read a bounded number of
     characters (but `_AFTER_USER`'s, which `_KnownRegex` bounds, and a host's domain
@@ -1714,7 +1813,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
             rf"|{_QUOTED_ACCOUNT[0]}{v}{_QUOTED_ACCOUNT[1]}"
             rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\))"
-            rf"|{_user_logged(v)})"
+            rf"|{_user_logged(v, shown=shown)})"
         )
     if known.kind is KnownKind.HOST:
         # A distinctive host name also where it is a label of a longer name (`det0.NAME`,
@@ -1732,7 +1831,8 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None) -> str:
             rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|(?:{_HOST_LINE}){v}{_LINE_END}"
             rf"|(?:{_LOG_TIME}){v}{_LOG_SOURCE}|(?:{_RFC5424_TIME}){v}(?= \S)"
             rf"|{_HOST_BEFORE_PORT}{v}(?:{_PORT}|(?=:/))|(?<=\[){v}{_BRACKETED_PORT}"
-            rf"|(?<=\\\\){v}(?=\\[^\\\s\x00-\x02]){labels})"
+            rf"|(?<=\\\\){v}(?=\\[^\\\s\x00-\x02])|{_SLASHED_SHARE}{v}(?=/[^/\s\x00-\x02])"
+            rf"{'|' + _host_shown(v) if shown else ''}{labels})"
         )
     if known.kind is KnownKind.STRING:
         # inside any longer word too (`falconbox`, `myfalcon`): a code name glued into a
@@ -1952,6 +2052,11 @@ def _encodings(value: str) -> tuple[bytes, bytes]:
     return value.encode("utf-8", "surrogatepass"), value.encode("utf-16-le", "surrogatepass")
 
 
+def _big_endian(value: str) -> bytes:
+    """A value's UTF-16BE bytes (Java's and the network's order), for its base64 and hex."""
+    return value.encode("utf-16-be", "surrogatepass")
+
+
 def _trie_pattern(words: Sequence[str], depth: int = 0) -> str:
     """One pattern of the words (not empty), as a trie: tried at a place, it reads at most
     the longest word (each branch's first characters differ: one is followed) and matches
@@ -1978,8 +2083,9 @@ def _trie_pattern(words: Sequence[str], depth: int = 0) -> str:
 
 class _Base64Cores:
     """The cores of the known values looked for in base64 (of their UTF-8 and UTF-16LE
-    bytes) and in base32 (of their UTF-8 bytes), and their hex (of the UTF-8 and UTF-16LE
-    bytes, in any case), each with the index of the first known value it is a core of, and
+    bytes, and but an environment value's, UTF-16BE) and in base32 (of their UTF-8 bytes),
+    and their hex (of the UTF-8 and UTF-16LE bytes, and UTF-16BE's likewise, in any case),
+    each with the index of the first known value it is a core of, and
     where they are in a text.
 
     In time linear in the text, whatever the number of cores: one trie of them (compiled at
@@ -2023,9 +2129,11 @@ class _Base64Cores:
                 # (base32's alphabet is base64's upper-case letters and 2-7); and a path as
                 # JSON may escape it (`\/home\/alice`), base64 of a JSON document
                 escaped = utf8.replace(b"/", b"\\/") if b"/" in utf8 else b""
+                big = _big_endian(value.value)
                 for core in (
                     *base64_cores(utf8),
                     *base64_cores(utf16),
+                    *base64_cores(big),
                     *base32_cores(utf8),
                     *base32_cores(utf8, hex_alphabet=True),
                     *(base64_cores(escaped) if escaped else ()),
@@ -2041,6 +2149,7 @@ class _Base64Cores:
                     self.cores.setdefault(core, index)
                 self.hexes.setdefault(utf8.hex(), index)
                 self.hexes.setdefault(utf16.hex(), index)
+                self.hexes.setdefault(big.hex(), index)
                 for spelled in separated_bytes(utf8, decimal=spells_apart(value.value)):
                     self.separated.setdefault(spelled, index)
                 for core in base85_cores(utf8):
@@ -2373,7 +2482,7 @@ def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
                 name=kind in (KnownKind.USER, KnownKind.HOST),
             )
         ]
-        if scrambles:
+        if scrambles or (scrambled and kind is KnownKind.ADDRESS):  # (no ROT13 of digits)
             forms += [(value, KnownKind.SECRET) for value in spelled_out(k.value)]
         for value, form_kind in forms:
             if value not in values:
@@ -2485,6 +2594,141 @@ def _salvaged(data: bytes, most: int) -> bytes:
     return bytes(out)
 
 
+_WRAPPED_KINDS = frozenset({KnownKind.SECRET, KnownKind.OPAQUE, KnownKind.ADDRESS})
+# A line break inside a value, with the spaces that indent the line after it, or a shell's
+# `\` before it (`_wrapped_hits`).
+_BREAK = _Lazy(r"(?:\\\r?\n|\r\n|\n)[ \t]*")  # (`\\?\r?\n`, each branch led by a character)
+
+
+# Hex dumps as their tools lay them out, line after line (`xxd`, `xxd -p`, `hexdump -C`,
+# `hexdump`, `od -A x -t x1z`, `od -x`, `tcpdump -X`): an offset or none, then the bytes in
+# groups of 2, 4 or 8 hex digits, then perhaps the bytes again as characters. A value
+# across two lines is in neither line's hex nor its characters: export reads the bytes of
+# consecutive lines as one text (`_dump_runs`) and looks for the values it knows there, as
+# in compressed data: the whole run goes where it holds one.
+#
+# Where such a run can start (a line's start, or a string's in a document's text): an
+# offset or a first group, a gap, and a pair of digits; or a line of 16 digits or more and
+# a line break before 16 more (`xxd -p`'s, which alone make no run: a digest is one).
+_DUMP_HINT = _Lazy(
+    r"[\n\x00-\x02][ \t]*(?:(?:0x)?[0-9A-Fa-f]{2,16}:?[ \t]+[0-9A-Fa-f]{2}"
+    r"|[0-9A-Fa-f]{16,}[ \t\r]*\n[ \t]*[0-9A-Fa-f]{16})"
+)
+_DUMP_LINE = _Lazy(
+    r"[ \t]*(?:(?P<prefix>0x)?(?P<offset>[0-9A-Fa-f]{2,16})(?P<colon>:)?(?P<gap>[ \t]+)"
+    r"(?=[0-9A-Fa-f]))?"
+    r"(?P<groups>[0-9A-Fa-f]+(?:(?: {1,2}|\t)[0-9A-Fa-f]+)*)[^\n\x00-\x02]*"
+)
+_DUMP_GROUP = _Lazy(r"( {1,2}|\t)?([0-9A-Fa-f]+)")
+# The widths of a dump's groups of digits: a byte, two or four.
+_DUMP_WIDTHS = (2, 4, 8)
+
+
+def _dump_line(text: str, at: int) -> tuple[list[str], bool, int] | None:
+    """The groups of hex digits of the dump line that starts at `at`, in order, whether the
+    line is `xxd -p`'s (digits alone), and where the line ends; None where no dump line
+    starts there.
+
+    The first field is an offset where it ends with `:`, starts with `0x`, is followed by
+    more than one space, or is not as wide as the group after it (`00000010  2f 68`);
+    else it is the first group (`2f68 6f6d`). Then every group as wide as the first, one
+    space apart, two only after the eighth of a byte each (`hexdump -C`'s middle), and
+    one narrower group last (`xxd`'s odd byte); what follows them is not read (the
+    characters' column)."""
+    match = _DUMP_LINE.match(text, at)
+    if match is None:
+        return None
+    fields = _DUMP_GROUP.regex.findall(match["groups"])
+    offset = match["offset"]
+    if offset is not None and not (
+        match["colon"] or match["prefix"] or match["gap"] != " " or len(offset) != len(fields[0][1])
+    ):
+        fields.insert(0, ("", offset))
+    width = len(fields[0][1])
+    if offset is None and len(fields) == 1:  # `xxd -p`: even digits, the line's all
+        whole = width >= 16 and width % 2 == 0 and not match.group().strip(" \t\r")[width:]
+        return ([fields[0][1]], True, match.end()) if whole else None
+    if width not in _DUMP_WIDTHS:
+        return None
+    groups: list[str] = []
+    for index, (gap, digits) in enumerate(fields):
+        if gap == "  " and not (width == 2 and index == 8):
+            break
+        if len(digits) != width:
+            if len(digits) < width and len(digits) % 2 == 0:
+                groups.append(digits)
+            break
+        groups.append(digits)
+    if offset is None and len(groups) < 2:
+        return None
+    return groups, False, match.end()
+
+
+# In place of a hex dump past what one text's dumps may give: not read, so not published.
+DUMP_PLACEHOLDER = "<hex dump not read>"
+# The readable runs of a dump's bytes, as `strings` finds them (4 characters or more): of
+# UTF-8 (its sequences past ASCII too, so `ödön` is one), of UTF-16LE and of UTF-16BE
+# (ASCII and Latin-1 letters). A value is text: what lies between the runs is read by nothing, and a
+# binary buffer's bytes, read as text, would cost the known values' search far more.
+_DUMP_UTF8 = re.compile(
+    rb"(?:[\t\x20-\x7e]|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}"
+    rb"|[\xf0-\xf4][\x80-\xbf]{3}){4,}"
+)
+_DUMP_UTF16LE = re.compile(rb"(?:[\t\x20-\x7e\xa0-\xff]\x00){4,}")
+_DUMP_UTF16BE = re.compile(rb"(?:\x00[\t\x20-\x7e\xa0-\xff]){4,}")
+
+
+def _dump_text(data: bytes) -> str:
+    """The readable runs of a dump's bytes (`_DUMP_UTF8` and the rest), one a line."""
+    runs = [run.decode("utf-8", "replace") for run in _DUMP_UTF8.findall(data)]
+    if b"\x00" in data:
+        runs += [run.decode("utf-16-le") for run in _DUMP_UTF16LE.findall(data)]
+        runs += [run.decode("utf-16-be") for run in _DUMP_UTF16BE.findall(data)]
+    return "\n".join(runs)
+
+
+def _dump_runs(text: str) -> list[tuple[int, int, list[bytes]]]:
+    """Each run of consecutive hex dump lines (`_dump_line`), all `xxd -p`'s (two or more)
+    or none:
+    its span, from its first line's start to its last line's end, and its bytes in the
+    dump's order and, where a group holds more than a byte, with each group's bytes the
+    other way round (`hexdump` and `od -x` write a group as a little-endian number)."""
+    runs: list[tuple[int, int, list[bytes]]] = []
+    starts = [0] if text[:1] not in "\n\x00\x01\x02" else []
+    position = 0
+    hint = _DUMP_HINT.regex.search
+    while True:
+        if starts:
+            at = starts.pop()
+        else:
+            found = hint(text, position)
+            if found is None:
+                return runs
+            at = found.start() + 1
+        lines: list[list[str]] = []
+        kind = None  # whether the run's lines are `xxd -p`'s: the first line's kind, all through
+        end = next_line = at
+        while (line := _dump_line(text, next_line)) is not None:
+            groups, alone, line_end = line
+            if kind is None:
+                kind = alone
+            elif alone is not kind:
+                break
+            lines.append(groups)
+            end = line_end
+            if text[end : end + 1] != "\n":
+                break
+            next_line = end + 1
+        position = max(end, at + 1)
+        if not lines or (kind and len(lines) < 2):
+            continue
+        digits = [group for line in lines for group in line]
+        streams = [bytes.fromhex("".join(digits))]
+        if any(len(group) > 2 for group in digits):
+            streams.append(b"".join(bytes.fromhex(group)[::-1] for group in digits))
+        runs.append((at, end, streams))
+
+
 # The compressed bytes fed at a time to read what a damaged stream holds before its fault.
 _SALVAGE_STEP = 16
 # An xz stream may ask for this much memory at most (`xz -9` asks for 65 MiB).
@@ -2557,6 +2801,21 @@ class Detector:
             ]
             if group:
                 self._regexes.append(_KnownRegex(group))
+        # The values read across line breaks (`_wrapped_hits`): a secret, an environment
+        # value, an address, which a terminal wraps as it wraps any long word. (Not a name,
+        # a path or a string named private: `/srv/` and `app.py` on two lines are no
+        # `/srv/app`, nor `size` and `table` a `zeta`.)
+        self._wrap_regexes = [
+            _KnownRegex(wrapped)
+            for opaque in (False, True)
+            if (
+                wrapped := [
+                    (i, k)
+                    for i, k in enumerate(self.known)
+                    if k.kind in _WRAPPED_KINDS and (k.kind is KnownKind.OPAQUE) is opaque
+                ]
+            )
+        ]
         # (In base64 and the rest, an opaque value's core never names a run that holds an
         # identifying value's: `_Base64Cores`.)
         self._base64 = _Base64Cores(self.known if encoded else (), skip=frozenset(rotated))
@@ -2577,6 +2836,9 @@ class Detector:
             return
         if self.known and not self._inflating:
             yield from self._compressed_hits(text)
+            if "\n" in text:  # (a dump is lines)
+                yield from self._dump_hits(text)
+                yield from self._wrapped_hits(text)
         if self._regexes and "\x00" in text:
             yield from self._spread_hits(text)
 
@@ -2638,6 +2900,60 @@ class Detector:
             elif not whole:  # what it holds past the bytes read was not read: it goes
                 yield _Found(TOKEN, start, end, excerpt, UNREAD_PLACEHOLDER, True, True)
 
+    def _wrapped_hits(self, text: str) -> Iterator[_Found]:
+        """A secret, environment value or address that line breaks cut (a terminal's or an
+        editor's wrap, a shell's `\\` before a break): the text read again with each break
+        and the spaces after it left out (`_BREAK`), and each hit there that holds a break,
+        from its first character to its last at the text's offsets. (Not a value cut by a
+        space, or by a hyphen before a break: prose cuts words so.)"""
+        if not self._wrap_regexes:
+            return
+        joined = _BREAK.regex.sub("", text)
+        if len(joined) == len(text):
+            return
+        cuts: list[int] = []  # where each break was, at the joined text's offsets
+        gone: list[int] = []  # the characters left out up to and with each break
+        for hit in self._known_matches(_Places(joined), joined, self._wrap_regexes):
+            if not cuts:
+                total = 0
+                for found in _BREAK.regex.finditer(text):
+                    cuts.append(found.start() - total)
+                    total += found.end() - found.start()
+                    gone.append(total)
+            after = bisect.bisect_right(cuts, hit.start)  # the first break past its start
+            if after == len(cuts) or cuts[after] >= hit.end:
+                continue  # no break inside: the text holds it as it is
+            last = bisect.bisect_right(cuts, hit.end - 1)
+            start, end = (
+                hit.start + gone[after - 1] if after else hit.start,
+                hit.end + gone[last - 1],
+            )
+            yield replace(hit, start=start, end=end, excerpt=_mask(text[start:end]))
+
+    def _dump_hits(self, text: str) -> Iterator[_Found]:
+        """Each run of hex dump lines (`_dump_runs`) whose bytes' readable runs
+        (`_dump_text`) hold a known value, in them or in their decoded views: the whole run,
+        as the known value's hit inside names it. Only the known values: bytes of any kind
+        spell what a generic detector finds. The runs of one text give _MOST_INFLATED bytes
+        in all, as compressed data does; a run past them goes unread, as a token would."""
+        left = _MOST_INFLATED
+        for start, end, streams in _dump_runs(text):
+            if left <= 0:
+                yield _Found(
+                    TOKEN, start, end, _mask(text[start:end]), DUMP_PLACEHOLDER, True, True
+                )
+                continue
+            left -= len(streams[0])
+            found = [
+                hit
+                for data in streams
+                if (readable := _dump_text(data))
+                and (hit := self._first_inside(readable)) is not None
+            ]
+            if found:
+                first = min(found, key=lambda h: (not h.identifying, h.category, h.placeholder))
+                yield replace(first, start=start, end=end, excerpt=_mask(text[start:end]))
+
     def _first_inside(self, text: str) -> _Found | None:
         """The known value's hit that names a text read out of another (compressed data): in
         the text or its decoded views, the identifying ones first, then by category and
@@ -2657,11 +2973,13 @@ class Detector:
             found, key=lambda h: (not h.identifying, h.category, h.placeholder), default=None
         )
 
-    def _known_matches(self, places: _Places, text: str) -> Iterator[_Found]:
-        """The matches of the known values' patterns in `places.text`: `text`, or a view of
-        it with the same offsets."""
+    def _known_matches(
+        self, places: _Places, text: str, regexes: Sequence[_KnownRegex] | None = None
+    ) -> Iterator[_Found]:
+        """The matches of the known values' patterns (`regexes`, all by default) in
+        `places.text`: `text`, or a view of it with the same offsets."""
         names_an_account = _AccountNames(places.text)
-        for regex in self._regexes:
+        for regex in self._regexes if regexes is None else regexes:
             for match in regex.finditer(places):
                 assert match.lastgroup is not None
                 known = self.known[int(match.lastgroup[1:])]
@@ -2677,13 +2995,22 @@ class Detector:
                     places.text, match.start()
                 ):
                     continue
+                identifying = known.kind is not KnownKind.OPAQUE
+                if (
+                    known.kind in (KnownKind.USER, KnownKind.HOST)
+                    and not is_distinctive(known.value)
+                    and only_shown(
+                        known.value, known.kind is KnownKind.USER, places.text, match.start()
+                    )
+                ):
+                    identifying = False
                 yield _Found(
                     known.category,
                     match.start(),
                     match.end(),
                     _mask(text[match.start() : match.end()]),
                     known.placeholder,
-                    known.kind is not KnownKind.OPAQUE,
+                    identifying,
                     known.kind not in (KnownKind.USER, KnownKind.HOST),
                 )
 
@@ -3576,6 +3903,12 @@ def scan_documents(
 def scan_bytes(data: bytes, most: int | None = None) -> list[LeakHit]:
     """scan_text over UTF-8 (invalid bytes replaced); offsets count characters, not bytes."""
     return scan_text(data.decode("utf-8", errors="replace"), most)
+
+
+def is_tokenish(value: str) -> bool:
+    """Whether a value has a token's shape rather than a word's: digits, mixed case, symbols
+    or 16 characters (`S3cretPassw0rd`, not `postgres`)."""
+    return _tokenish(value)
 
 
 def is_secret_name(name: str, *, flag: bool = False) -> bool:

@@ -19,7 +19,7 @@ from verifier.model import Finding, Severity, json_pointer
 from verifier.profiles import KNOWN_RULES, PROFILES
 from verifier.profiles.base import ServerProfile
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import unfinished
+from verifier.proofs import completion_count, unfinished
 from verifier.records import Condition, Experiment, Record, ServerDeclaration
 
 CHECK = "consistency"
@@ -50,6 +50,7 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
     yield from _answers_in_time(ctx)
     yield from _one_build(ctx, experiment)
     yield from _empty_fields_alike(ctx, experiment)
+    yield from _empty_think_alike(ctx)
 
 
 def _the_named_server(
@@ -486,6 +487,72 @@ def _empty_fields_alike(ctx: BundleContext, experiment: Experiment) -> Iterator[
                 break
 
 
+# A reasoning block that holds nothing, at the start of a reply's content, as a server whose
+# reasoning parser is off leaves it there (Qwen3's `<think>\n\n</think>\n\n` with thinking
+# off); a server whose parser is on takes it out (`classify._unparsed` reads the same tags).
+_EMPTY_THINK = re.compile(r"\s*<think>\s*</think>\s*")
+
+
+def _empty_think_alike(ctx: BundleContext) -> Iterator[Finding]:
+    """A split made of nothing, written in the content: two answers of one condition that
+    ended by themselves (`proofs.FINISHED`), whose outputs differ only by an empty reasoning
+    block at the start of the content, there in one and not in the other, and that count
+    the same completion tokens. The block is tokens the model
+    generated: a reply that generated it and one that did not count differently, so the same
+    count says one generation, written two ways, and one server build writes the same reply
+    the same way (its parser takes the block out of every answer or of none). Where the
+    counts differ (or one is not recorded as a count) the replies may be two generations,
+    and are left to the classification; so are two blocks written with other white space
+    (`<think>\n\n</think>` and `<think>\n</think>`: `\n` and `\n\n` are one token each in
+    Qwen's vocabulary, so one count holds two token sequences). Only a condition where some
+    answer's content starts with such a block is compared (nearly none)."""
+    marked: set[str] = set()
+    answers: list[Record] = []
+    for record in ctx.records:
+        if record.http_status != 200 or record.output_hash is None or unfinished(record):
+            continue
+        answers.append(record)
+        content = record.content
+        # (anchored, and it fails at the first character that is neither white space nor
+        # the block's: a reply without one costs a character or a few)
+        if content is not None and _EMPTY_THINK.match(content):
+            marked.add(record.condition)
+    if not marked:
+        return
+    # Per condition, what each answer's output is without its empty block, with its count ->
+    # each output hash met there, its first answer, and whether that one had the block.
+    seen: dict[tuple[str, str, int], dict[str, tuple[Record, bool]]] = {}
+    found: set[str] = set()  # conditions with a finding: one is enough
+    for record in answers:
+        if record.condition not in marked or record.condition in found:
+            continue
+        count = completion_count(record)
+        if count is None:
+            continue
+        try:
+            output = canonical_output(record.response)
+        except OutputHashError:
+            continue  # (the output-hash check's finding)
+        content = output["content"] or ""
+        block = _EMPTY_THINK.match(content)
+        rest = content[block.end() :] if block is not None else content.lstrip()
+        key = (record.condition, _unwritten({**output, "content": rest}), count)
+        hashes = seen.setdefault(key, {})
+        for other, other_block in hashes.values():
+            if other.output_hash != record.output_hash and (block is not None) != other_block:
+                found.add(record.condition)
+                yield _error(
+                    f"this answer's output differs from {other.file}'s only by an empty "
+                    "reasoning block (<think></think>) at the start of its content, and both "
+                    f"count {count} completion tokens: one generation written two ways (a "
+                    "server's reasoning parser takes the block out of every answer or of "
+                    "none), so the split would be made of nothing",
+                    file=record.file, pointer="/response/choices/0/message/content",
+                )  # fmt: skip
+                break
+        hashes.setdefault(record.output_hash or "", (record, block is not None))
+
+
 def _binary_mapped(experiment: Experiment) -> Iterator[Finding]:
     """The server binary the process maps recorded (`runtime_libraries`: the executable is
     mapped too, under its file name) is the declared `binary_sha256`: a bundle that names
@@ -580,8 +647,12 @@ _MOST_MS = 1e12  # (NaN and the infinite are not numbers of time either)
 def _server_seconds(record: Record) -> tuple[float | None, list[str]]:
     """The seconds the server says it spent reading the prompt and writing the reply
     (llama.cpp's `timings`: prompt_ms + predicted_ms), where it says so; and the pointers
-    of those that are numbers but no number of milliseconds (below 0, or 1e12 or more:
-    1e308 would make a request that ran a moment last for ages)."""
+    of those that are there but no number of milliseconds: not a number ("19.4", true), or
+    below 0, or 1e12 or more (1e308 would make a request that ran a moment last for ages).
+    A timing that is there and not read would skip the bounds it enters (the work against
+    the request's duration, and the request's end), so it is an error, never a timing
+    left unsaid. One that is not there (or null) says nothing: `telemetry._lacking_in_some`
+    holds every answer of a build to carry it where the others do."""
     response = record.response
     if not isinstance(response, dict) or not isinstance(response.get("timings"), dict):
         return None, []  # (most servers': no timings)
@@ -589,9 +660,13 @@ def _server_seconds(record: Record) -> tuple[float | None, list[str]]:
     out: list[str] = []
     for pointer in _TIMINGS_MS:
         value = record.response_value(pointer)
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if value is None:
             total = None
-        elif not 0 <= value < _MOST_MS:
+        elif (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0 <= value < _MOST_MS  # (NaN fails it too)
+        ):
             out.append(pointer)
             total = None
         elif total is not None:
@@ -748,8 +823,9 @@ def _one_request_per_record(ctx: BundleContext, experiment: Experiment) -> Itera
             for pointer in out_of_time:
                 yield _error(
                     "the server's timings say it spent "
-                    f"{record.response_value(pointer)!r} ms on this request: not a number of "
-                    f"milliseconds in 0..{_MOST_MS:.0e}",
+                    f"{repr(record.response_value(pointer))[:40]} ms on this request "
+                    f"({pointer[1:].replace('/', '.')}): not a number of milliseconds in "
+                    f"0..{_MOST_MS:.0e}, so its work cannot be read against the request's time",
                     file=record.file, pointer=f"/response{pointer}",
                 )  # fmt: skip
             if worked is not None and elapsed > 0 and worked > elapsed * (1 + _CLOCK_DRIFT):

@@ -246,10 +246,11 @@ def _answered_cached(proof: RequestProof, rules: ProfileRules | None) -> int | N
 
 def _lacking_in_some(ctx: BundleContext) -> Iterator[Finding]:
     """What one server build writes in every answer is in every answer: its timings' counts
-    (llama.cpp's `timings.prompt_n`, `cache_n`, `predicted_n`) and `usage.total_tokens`. An
-    answer without one that the others carry had it taken out, where a rule would have read
-    it against the rest. Once a field. (Each answer's two objects read once, as
-    `response_value` would find the fields: a field that is null is not there.)"""
+    and times (llama.cpp's `timings.prompt_n`, `cache_n`, `predicted_n`, `prompt_ms`,
+    `predicted_ms`) and `usage.total_tokens`. An answer without one that the others carry
+    had it taken out, where a rule would have read it against the rest. Once a field.
+    (Each answer's two objects read once, as `response_value` would find the fields: a
+    field that is null is not there.)"""
     lacking: dict[tuple[str, str], list[Record]] = {field: [] for field in _WRITTEN_BY_EVERY_ANSWER}
     answers = 0
     for record in ctx.records:
@@ -282,6 +283,10 @@ _WRITTEN_BY_EVERY_ANSWER = (
     ("timings", "prompt_n"),
     ("timings", "cache_n"),
     ("timings", "predicted_n"),
+    # The times of the work (`consistency._server_seconds`): an answer without them would
+    # skip the bound that the server worked no longer than its request took.
+    ("timings", "prompt_ms"),
+    ("timings", "predicted_ms"),
     ("usage", "total_tokens"),
 )
 
@@ -473,27 +478,59 @@ def _cache_state_in_every_answer(ctx: BundleContext) -> Iterator[Finding]:
 
 
 def _stats_state_in_every_answer(ctx: BundleContext) -> Iterator[Finding]:
-    """Where the profile reads the cache state in the stats (mlxcel's `enabled`), one server
-    build writes it in every stats answer or in none: a snapshot whose stats leave it out
-    (or null), while the others carry it, had it taken out, where it would have said the
-    cache was off (`proofs._not_said_on` reads a field that is not there as saying nothing)."""
+    """Where the profile reads the cache's state in the stats, one server build writes each
+    field of it in every stats answer or in none: a snapshot whose stats leave one out (or
+    null), while the others carry it, had it taken out where it would have told against the
+    request. The cache state (mlxcel's `enabled`) would have said the cache was off
+    (`proofs._not_said_on` reads a field that is not there as saying nothing); the count of
+    entries (mlxcel's `entries`) would have said the cache held nothing before tokens were
+    served from it (`proofs._cache_state_disagrees` reads only a count of 0 so). The count
+    must also be a count where it is there: "0" or 0.5 is read as no count by those rules,
+    and would pass for a field left out."""
     rules = ctx.rules
-    pointer = rules.cache_enabled_pointer if rules is not None else None
-    if pointer is None:
+    if rules is None:
         return
-    some = _said_in_some_only(
-        ctx.records, lambda s: None if s.cache_stats is None else s.stat(pointer) is not None
-    )
-    if some is not None:
-        record, side, silent, read = some
-        yield Finding(
-            CHECK,
-            Severity.ERROR,
-            f"{silent} of {read} stats snapshots lack {pointer} (or hold null), which the others "
-            "carry: one server build writes it in every stats answer or in none",
-            file=record.file,
-            pointer=f"/telemetry/{side}/cache_stats",
-        )
+    for pointer in (rules.cache_enabled_pointer, rules.cache_entries_pointer):
+        if pointer is None:
+            continue
+        some = _said_in_some_only(ctx.records, _stats_hold(pointer))
+        if some is not None:
+            record, side, silent, read = some
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"{silent} of {read} stats snapshots lack {pointer} (or hold null), which the "
+                "others carry: one server build writes it in every stats answer or in none",
+                file=record.file,
+                pointer=f"/telemetry/{side}/cache_stats",
+            )
+    if rules.cache_entries_pointer is not None:
+        yield from _entries_counted(ctx.records, rules.cache_entries_pointer)
+
+
+def _stats_hold(pointer: str) -> Callable[[Snapshot], bool | None]:
+    """Whether a snapshot's stats hold `pointer` (not null); None where no stats were read."""
+    return lambda s: None if s.cache_stats is None else s.stat(pointer) is not None
+
+
+def _entries_counted(records: Iterable[Record], pointer: str) -> Iterator[Finding]:
+    """The stats' count of cached entries, where a snapshot holds it (not null), is a whole
+    number in 0..2^53 (EVIDENCE.md, "Numbers are bounded"). Once a record: one edit is one
+    finding, not two."""
+    for record in records:
+        for side, snapshot in (("before", record.before), ("after", record.after)):
+            value = snapshot.stat(pointer)
+            if value is not None and as_count(value) is None:
+                yield Finding(
+                    CHECK,
+                    Severity.ERROR,
+                    f"the stats' {pointer} is {repr(value)[:40]}, not a whole number in "
+                    "0..2^53: the count of the cache's entries must be a count to be read "
+                    "against the request",
+                    file=record.file,
+                    pointer=f"/telemetry/{side}/cache_stats{pointer}",
+                )
+                break
 
 
 def _said_in_some_only(

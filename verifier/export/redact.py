@@ -643,6 +643,10 @@ def _ssh_addresses(env: Mapping[str, str]) -> list[str]:
     return found
 
 
+# What separates the URLs of one environment value (`a://x,b://y`, `a://x b://y`).
+_URL_SPLIT = re.compile(r"[\s,;]+")
+
+
 def _url_credentials(url: str) -> tuple[str | None, list[str]]:
     """The user a URL names (`http://svc:pw@host/`) and its secrets: the password, and the
     value of each query parameter of a secret's name (`?api_key=...`)."""
@@ -914,6 +918,22 @@ def collect_private_values(
     urls = [run.server_url, *other_urls]
     urls += [e.request_url for ex in raw.exchanges.values() for e in ex]
     credentials = [_url_credentials(url) for url in dict.fromkeys(filter(None, urls))]
+    # An environment value that holds a URL (`DATABASE_URL=postgres://svc:PASSWORD@db/x`):
+    # its user and secrets as a request URL's, each found alone too (a log line that retries
+    # with the password); a secret only where it has a token's shape (`postgres:postgres@`
+    # is a default, which evidence may well say).
+    env_urls = (
+        part
+        for server in servers
+        for value in server.env.values()
+        if "://" in value
+        for part in _URL_SPLIT.split(value)
+        if "://" in part
+    )
+    credentials += [
+        (user, [secret for secret in secrets if leaks.is_tokenish(secret)])
+        for user, secrets in map(_url_credentials, dict.fromkeys(env_urls))
+    ]
     for server in servers:
         for variable in _USER_VARIABLES:
             c.name(server.env.get(variable), "user-name", "<user>", KnownKind.USER)

@@ -723,17 +723,7 @@ class Detector:
                 continue
             inflated = data.decode("utf-8", "replace")
             # the known values in what it holds, and in its decoded views
-            self._inflating = True
-            try:
-                found = list(self._known_hits(inflated))
-                view = _Decoded.of(inflated)
-                depth = 0
-                while view is not None and depth < 2:
-                    found += self._known_hits(view.text)
-                    view = _Decoded.of(view.text, view)
-                    depth += 1
-            finally:
-                self._inflating = False
+            found = self._inside(inflated)
             if found:
                 first = min(found, key=lambda h: (not h.identifying, h.category, h.placeholder))
                 yield dataclasses.replace(

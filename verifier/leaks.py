@@ -1445,11 +1445,10 @@ def _known_address(address: str) -> str:
     a PTR name spells it, `6.5.12.34.in-addr.arpa`: a match would start at the last octet,
     and a short one, `1.0`, is a place in every numeric text, where the scan then tries
     every pattern at every character: 13 s a 200 KB text with 28 such addresses.) Before a
-    port as tcpdump writes it (`192.168.40.23.51234 > ...`) too. Unlike the generic
-    detector, glued after a word by a dash or an underscore (`server-192.168.40.23`,
-    `worker_192.168.40.23`) and before a file's extension (`192.168.40.23.log`): a version
-    of the capture's own address is no version anyone writes (`lora-1.0.0.2`, after a digit,
-    is not read this way).
+    port as tcpdump writes it (`192.168.40.23.51234 > ...`) too. A private one, unlike the
+    generic detector, also glued after a word by a dash or an underscore
+    (`server-192.168.40.23`, `worker_192.168.40.23`) and before a file's extension
+    (`192.168.40.23.log`): no version is written so (a public one is: `lora-34.12.5.6.bin`).
     After a version word it is a version (`after_version_word`), as there."""
     first, *rest = address.split(".")
     dotted = _is_dotted_quad(address)
@@ -1457,9 +1456,11 @@ def _known_address(address: str) -> str:
     head = _padded(first) if dotted else re.escape(first)
     octets = r"\.".join([head, *padded])
     joined = "[-_]".join([head, *padded])
+    glued = dotted and ipaddress.IPv4Address(address).is_private
+    before = rf"(?:{_IPV4_BEFORE}|(?<=[A-Za-z][-_]))" if glued else _IPV4_BEFORE
+    extension = r"|(?=\.[A-Za-z]{1,8}(?![\w.-]))" if glued else ""
     return (
-        rf"(?:{_IPV4_BEFORE}|(?<=[A-Za-z][-_])){octets}"
-        rf"(?:{_IPV4_AFTER}|(?=\.[0-9]{{1,5}}{_IPV4_AFTER})|(?=\.[A-Za-z]{{1,8}}(?![\w.-])))"
+        rf"{before}{octets}(?:{_IPV4_AFTER}|(?=\.[0-9]{{1,5}}{_IPV4_AFTER}){extension})"
         rf"|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
     )
 
@@ -1531,7 +1532,7 @@ def _after_any(prefixes: Iterable[str]) -> str:
 # and after FTP's `USER ` command.
 _USER_KEYS = (
     "user", "username", "logname", "login", "owner", "user_name", "user-name", "account",
-    "acct", "whoami", "users", "user.name",
+    "acct", "whoami", "user.name",
 )  # fmt: skip
 _LIST_KEYS = ("username", "logname", "user_name", "user-name", "users")
 # after `key: ` in prose too (`Username: jdoe`), but not `account: ` ("your NVIDIA account:
@@ -1677,6 +1678,8 @@ _USER_ASSIGNED = (
                 for q in "\"'"
                 for sep in (":", ": ", ":[", ": [", ": [ ")
             ),
+            # a list of users (`{"users": ["jdoe"]}`), not `USERS=jdoe` (a count, a group)
+            *(q + "users" + q + sep + q for q in "\"'" for sep in (":[", ": [", ": [ ")),
             *(key + sep for key in _USER_LINE_KEYS for sep in (":", ": ", ': "', ": '")),
         ]
     )

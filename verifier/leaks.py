@@ -2811,7 +2811,8 @@ class Detector:
         self._wrap_regexes = [
             _KnownRegex(wrapped)
             for opaque in (False, True)
-            if (
+            if encoded  # (`encoded=False` looks for no value cut by a break: `_known_hits`)
+            and (
                 wrapped := [
                     (i, k)
                     for i, k in enumerate(self.known)

@@ -70,12 +70,14 @@ def _ascii(chunk: bytes) -> str:
     return "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
 
 
-def _xxd(data: bytes) -> str:
+def _xxd(data: bytes, offset: str = "{:08x}: ") -> str:
+    """`xxd`'s lines (groups of two bytes, then the characters); with `offset`, another
+    tool's same layout (`tcpdump -X`'s)."""
     lines = []
     for at in range(0, len(data), 16):
         chunk = data[at : at + 16]
         groups = " ".join(chunk[i : i + 2].hex() for i in range(0, len(chunk), 2))
-        lines.append(f"{at:08x}: {groups:<39}  {_ascii(chunk)}")
+        lines.append(f"{offset.format(at)}{groups:<39}  {_ascii(chunk)}")
     return "\n".join(lines) + "\n"
 
 
@@ -107,12 +109,7 @@ def _xxd_p(data: bytes) -> str:
 
 
 def _tcpdump_x(data: bytes) -> str:
-    lines = []
-    for at in range(0, len(data), 16):
-        chunk = data[at : at + 16]
-        groups = " ".join(chunk[i : i + 2].hex() for i in range(0, len(chunk), 2))
-        lines.append(f"\t0x{at:04x}:  {groups:<39}  {_ascii(chunk)}")
-    return "\n".join(lines) + "\n"
+    return _xxd(data, "\t0x{:04x}:  ")
 
 
 LAYOUTS: dict[str, Callable[[bytes], str]] = {

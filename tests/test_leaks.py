@@ -442,6 +442,38 @@ def test_a_signature_or_password_under_a_short_name_is_found(text: str, secret: 
 
 
 @pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zm9vYmFyYmF6cXV4Zm9v"
+         "YmFyYmF6cXV4Zm9vYmFy+/==;EndpointSuffix=core.windows.net",
+         "Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFy+/=="),
+        ("Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=RootManage;"
+         "SharedAccessKey=AbCdEf0123456789AbCdEf0123456789AbCdEf01234=",
+         "AbCdEf0123456789AbCdEf0123456789AbCdEf01234="),
+        ('{"accountKey": "Zm9vYmFyYmF6cXV4Zm9v"}', "Zm9vYmFyYmF6cXV4Zm9v"),
+    ],
+)  # fmt: skip
+def test_an_azure_connection_strings_key_is_found(text: str, secret: str) -> None:
+    """Azure's connection strings name their key in camel case (`AccountKey=`,
+    `SharedAccessKey=`), which no `*_KEY` rule reads; the key's name beside it
+    (`SharedAccessKeyName=`) and other camel-case keys (`primaryKey`, `sortKey`) name no
+    secret."""
+    at = text.index(secret)
+    hits = [h for h in scan_text(text) if h.category == "token"]
+    assert len(hits) == 1
+    assert hits[0].start <= at and at + len(secret) <= hits[0].end
+    assert secret not in hits[0].excerpt
+    for spared in (
+        "primaryKey=user_id",
+        '{"sortKey": "created_at"}',
+        "cacheKey=prefix-abc",
+        "AccountKey=<your-key>",
+        "SharedAccessKeyName=RootManageSharedAccessKey",
+    ):
+        assert [h for h in scan_text(spared) if h.category == "token"] == [], spared
+
+
+@pytest.mark.parametrize(
     "text",
     ["PWD=/path/to/home/work", "pwd: ./build", '{"signature": "unsigned"}',
      "signature: verified", "design=Tr0ub4dor3xyz", "bypass=Tr0ub4dor3xyz", "pass=ok",

@@ -45,7 +45,8 @@ What is private, by kind:
 - tokens: the known prefixes (`hf_`, `sk-`, `ghp_`, `AKIA`, `sk_live_`, `npm_`,
   `pypi-AgE`, `gsk_`, `xai-`, `nvapi-`, `ya29.`...), JSON Web Tokens
   (`eyJ...`.`eyJ...`.`...`), AWS secret access keys, and any value after a key-like name
-  (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `Authorization:`, `Bearer`, `Cookie:`),
+  (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, Azure's `AccountKey`, `Authorization:`,
+  `Bearer`, `Cookie:`),
   whatever its alphabet; the value of a secret flag, as `--flag=value`, `--flag value`
   or the next argument of a command line;
 - private key blocks (one with no END line: to the end of its string).
@@ -428,8 +429,10 @@ _WEAK_SECRET_NAMES = (  # a regular expression, not a password
 )
 _WEAK_SECRET_NAME = _Lazy(_WEAK_SECRET_NAMES, re.ASCII)
 # A name is key-like when it names a secret: `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`...
+# (and Azure's `AccountKey` and `SharedAccessKey` of a connection string)
 _SECRET_NAME = _Lazy(
-    r"(?i:(?:^|[_.-])(?:api)?key$|^apikey$|token(?!s|iz)|secret|passw(?:or)?d|passphrase"
+    r"(?i:(?:^|[_.-])(?:api)?key$|^(?:api|account|sharedaccess)key$|token(?!s|iz)|secret"
+    r"|passw(?:or)?d|passphrase"
     r"|credential|auth(?!or)(?:[_-]?(?:key|token|header))?$)"
     rf"|{_WEAK_SECRET_NAMES}",
     re.ASCII,

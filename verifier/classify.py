@@ -189,20 +189,53 @@ def _differences(left: Record | None, right: Record | None) -> tuple[FirstDiffer
     return tuple(d for d in found if d is not None)
 
 
-def _cut_from(short: Record, full: Record) -> bool:
+class _Reply:
+    """What `_cut_from` reads of one reply, worked out once: a condition's replies are compared
+    pair by pair, and each of these is a pass over the reply's text."""
+
+    __slots__ = (
+        "calls",
+        "content",
+        "content_cut",
+        "content_stripped",
+        "reasoning",
+        "reasoning_stripped",
+        "record",
+        "size",
+        "tool_calls",
+        "unparsed",
+        "unparsed_cut",
+    )  # fmt: skip
+
+    def __init__(self, record: Record) -> None:
+        self.record = record
+        self.reasoning = record.reasoning or ""
+        self.content = record.content or ""
+        self.calls = _calls(record)
+        self.tool_calls = _tool_calls(record)
+        self.unparsed = _unparsed(record)
+        self.unparsed_cut = _unparsed(record, cut=True)
+        self.content_cut = self.content.rstrip("\ufffd").strip()
+        self.reasoning_stripped = self.reasoning.strip()
+        self.content_stripped = self.content.strip()
+        self.size = len(self.reasoning) + len(self.content) + len(self.tool_calls or "")
+
+
+def _cut_from(short: Record | _Reply, full: Record | _Reply) -> bool:
     """Whether `short`'s output could be `full`'s cut short: generated in the order reasoning,
     content, tool calls, each of its parts is the other's where a later one has begun, and
     the last it has is the start of the other's (but a character cut in two, which a server
     writes as U+FFFD). Where their tool calls differ with the text the same, it could be."""
-    parts = [
-        (short.reasoning or "", full.reasoning or ""),
-        (short.content or "", full.content or ""),
-    ]
-    calls = _tool_calls(short), _tool_calls(full)
-    mine = _unparsed(short, cut=True)
+    if not isinstance(short, _Reply):
+        short = _Reply(short)
+    if not isinstance(full, _Reply):
+        full = _Reply(full)
+    parts = [(short.reasoning, full.reasoning), (short.content, full.content)]
+    calls = short.tool_calls, full.tool_calls
+    mine = short.unparsed_cut
     if calls[1] is not None and calls[0] is None and (at := mine.find("<tool_call>")) >= 0:
         mine = mine[:at].rstrip()  # a call the other's parser took out, begun and cut here
-    if _unparsed(full).startswith(mine) or _marked_start(short, full):
+    if full.unparsed.startswith(mine) or _marked_start(short, full):
         return True
     for index, (mine, theirs) in enumerate(parts):
         if mine != theirs:
@@ -216,7 +249,7 @@ def _cut_from(short: Record, full: Record) -> bool:
 _MARKER = 64
 
 
-def _marked_start(short: Record, full: Record) -> bool:
+def _marked_start(short: _Reply, full: _Reply) -> bool:
     """Whether `short` could be `full` cut short where `full`'s parser took out what `short`'s
     left in its content, in a syntax the tool does not know by name (another model family's
     reasoning or tool-call markers; `_unparsed` knows `<think>` and `<tool_call>`): where the
@@ -225,23 +258,33 @@ def _marked_start(short: Record, full: Record) -> bool:
     `_content_then_call` reads; else, where their reasonings are one, it is what
     `_content_then_call` reads itself. Read leniently: outputs that differ in a way these
     cannot tell apart are taken as one cut short (fail closed), never the reverse."""
-    text = (short.content or "").rstrip("\ufffd").strip()
-    reasoning = (full.reasoning or "").strip()
-    content = (full.content or "").strip()
-    theirs, mine = _calls(full) or [], _calls(short) or []
+    text = short.content_cut
+    reasoning = full.reasoning_stripped
+    content = full.content_stripped
+    theirs, mine = full.calls or [], short.calls or []
     if not reasoning or short.reasoning:  # (its own reasoning: the other's, or they differ)
-        return (short.reasoning or "").strip() == reasoning and _content_then_call(
+        return short.reasoning_stripped == reasoning and _content_then_call(
             text, content, theirs, mine
         )
-    for at in range(min(len(text), _MARKER) + 1):
-        piece = text[at:].lstrip()
-        if piece.startswith(reasoning):
-            after = piece[len(reasoning) :]
+    # `text[at:].lstrip()` for each `at`, read where it starts (`pos`), not copied: the
+    # text may be long, and the pairs of replies many.
+    pos, size, head = 0, len(text), reasoning[:_LEAST_REASONING]
+    for at in range(min(size, _MARKER) + 1):
+        pos = max(pos, at)
+        while pos < size and text[pos].isspace():  # (as lstrip: str.isspace's characters)
+            pos += 1
+        if text.startswith(reasoning, pos):
+            after = text[pos + len(reasoning) :]
             return any(
                 _content_then_call(after[gap:].strip(), content, theirs, mine)
                 for gap in range(min(len(after), _MARKER) + 1)
             )
-        if len(piece) >= _LEAST_REASONING and reasoning.startswith(piece):
+        rest = size - pos
+        if (
+            _LEAST_REASONING <= rest <= len(reasoning)
+            and text.startswith(head, pos)
+            and text.startswith(reasoning[:rest], pos)
+        ):
             return True
     return False
 
@@ -316,6 +359,14 @@ def _unparsed(record: Record, *, cut: bool = False) -> str:
 _CUT_AT_CAP = FINISHED | {"length"}
 
 
+# The most a condition's comparison of capped replies reads (`_cut_short`): a pair of
+# outputs counts one, and one more for each 256 characters the two hold where their texts
+# are compared (`_cut_from` reads a text up to 65 times, at each place a marker may end).
+# Past it the replies are not compared: 1,000 replies each of its own output, capped alike,
+# took 33 s pair by pair (helper-74); within it, some 2 s at most.
+MOST_CUT_WORK = 1_000_000
+
+
 def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> str | None:
     """Why outputs that differ prove no difference: a reply that may have been cut short
     (capped) and is not cut where the others could be. Replies cut at one cap are cut at one
@@ -323,7 +374,8 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
     reply that did not finish by the cap (`abort`, `error`, no finish_reason), that counts
     no tokens or fewer than a reply of another output, that is the start of another output
     (`_cut_from`), or that holds less text than one that ended by itself, may agree with
-    it as far as it goes, which proves nothing past it."""
+    it as far as it goes, which proves nothing past it. Where telling that would read more
+    than MOST_CUT_WORK, it is not told, and the outputs prove no difference either."""
     by_label: dict[str, list[RequestProof]] = {}
     for proof in comparable:
         by_label.setdefault(labels[proof.record.output_hash or ""], []).append(proof)
@@ -335,37 +387,67 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
     for label, proofs in by_label.items():
         counts = [completion_count(p.record) for p in proofs]
         longest[label] = None if None in counts else max(c for c in counts if c is not None)
-    # (replies of one output hold one text: what their texts say is asked once a pair)
-    start_of: dict[tuple[str, str], bool] = {}
-    length = {label: _text_length(proofs[0].record) for label, proofs in by_label.items()}
+    # Capped replies of one output, one count and one way of finishing are told the same of
+    # every other output: the first of them stands for all (the same first reason).
+    firsts: dict[tuple[str, int | None, bool], RequestProof] = {}
     for label, proofs in by_label.items():
-        for proof in (p for p in proofs if p.capped):
-            record, used = proof.record, completion_count(proof.record)
-            for other, most in longest.items():
-                if other == label:
-                    continue
+        for proof in proofs:
+            if proof.capped:
+                key = (
+                    label,
+                    completion_count(proof.record),
+                    proof.record.finish_reason in _CUT_AT_CAP,
+                )
+                firsts.setdefault(key, proof)
+    # (replies of one output hold one text: what their texts say is asked once a pair)
+    replies = {label: _Reply(proofs[0].record) for label, proofs in by_label.items()}
+    start_of: dict[tuple[str, str], bool] = {}
+    work = 0
+    for (label, used, _), proof in firsts.items():
+        record = proof.record
+        for other, most in longest.items():
+            if other == label:
+                continue
+            work += 1
+            if work > MOST_CUT_WORK:
+                return _too_many_to_cut(by_label, firsts)
+            why = None
+            if record.finish_reason not in _CUT_AT_CAP:
+                why = "it did not finish by the cap"
+            elif used is None or most is None:
+                why = "it, or a reply that gave the other, counts no tokens"
+            elif used < most:
+                why = f"it counts {used} tokens, a reply that gave {other} {most}"
+            else:
                 if (label, other) not in start_of:
-                    start_of[label, other] = _cut_from(record, by_label[other][0].record)
-                why = None
-                if record.finish_reason not in _CUT_AT_CAP:
-                    why = "it did not finish by the cap"
-                elif used is None or most is None:
-                    why = "it, or a reply that gave the other, counts no tokens"
-                elif used < most:
-                    why = f"it counts {used} tokens, a reply that gave {other} {most}"
-                elif start_of[label, other]:
+                    mine, theirs = replies[label], replies[other]
+                    work += (mine.size + theirs.size) // 256
+                    start_of[label, other] = _cut_from(mine, theirs)
+                if start_of[label, other]:
                     why = f"it is the start of {other}"
-                elif other in ended and length[label] < length[other]:
+                elif other in ended and replies[label].size < replies[other].size:
                     # (what a token holds is not known here: less text than a reply that
                     # ended by itself may be less of the same reply, its counts edited where
                     # nothing binds them; two replies cut at one cap differ where they differ)
                     why = f"it holds less text than {other}, which ended by itself"
-                if why is not None:
-                    return (
-                        f"{label} may have been cut short ({record.file}: {why}): the replies "
-                        f"agree as far as it goes, which proves nothing past it"
-                    )
+            if why is not None:
+                return (
+                    f"{label} may have been cut short ({record.file}: {why}): the replies "
+                    f"agree as far as it goes, which proves nothing past it"
+                )
     return None
+
+
+def _too_many_to_cut(
+    by_label: dict[str, list[RequestProof]],
+    firsts: dict[tuple[str, int | None, bool], RequestProof],
+) -> str:
+    capped = len({label for label, _, _ in firsts})
+    return (
+        f"{len(by_label)} outputs, {capped} of them given by replies at the cap: more than "
+        f"the tool compares (MOST_CUT_WORK, {MOST_CUT_WORK}) to tell whether one is another "
+        "cut short, so the replies may agree as far as each goes, which proves nothing past it"
+    )
 
 
 def _text_length(record: Record) -> int:

@@ -50,7 +50,14 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
     yield from _answers_in_time(ctx)
     yield from _one_build(ctx, experiment)
     yield from _empty_fields_alike(ctx, experiment)
-    yield from _empty_think_alike(ctx)
+    # (the answers that ended by themselves, which the next two compare)
+    finished = [
+        r
+        for r in ctx.records
+        if r.http_status == 200 and r.output_hash is not None and not unfinished(r)
+    ]
+    yield from _empty_think_alike(finished)
+    yield from _parsed_alike(finished)
 
 
 def _the_named_server(
@@ -493,7 +500,7 @@ def _empty_fields_alike(ctx: BundleContext, experiment: Experiment) -> Iterator[
 _EMPTY_THINK = re.compile(r"\s*<think>\s*</think>\s*")
 
 
-def _empty_think_alike(ctx: BundleContext) -> Iterator[Finding]:
+def _empty_think_alike(finished: list[Record]) -> Iterator[Finding]:
     """A split made of nothing, written in the content: two answers of one condition that
     ended by themselves (`proofs.FINISHED`), whose outputs differ only by an empty reasoning
     block at the start of the content, there in one and not in the other, and that count
@@ -507,11 +514,8 @@ def _empty_think_alike(ctx: BundleContext) -> Iterator[Finding]:
     Qwen's vocabulary, so one count holds two token sequences). Only a condition where some
     answer's content starts with such a block is compared (nearly none)."""
     marked: set[str] = set()
-    answers: list[Record] = []
-    for record in ctx.records:
-        if record.http_status != 200 or record.output_hash is None or unfinished(record):
-            continue
-        answers.append(record)
+    answers = finished
+    for record in answers:
         content = record.content
         # (anchored, and it fails at the first character that is neither white space nor
         # the block's: a reply without one costs a character or a few)
@@ -551,6 +555,130 @@ def _empty_think_alike(ctx: BundleContext) -> Iterator[Finding]:
                 )  # fmt: skip
                 break
         hashes.setdefault(record.output_hash or "", (record, block is not None))
+
+
+# What a server whose parsers are off leaves in a reply's content, and one whose parsers
+# are on takes out of it: a reasoning block at its start (`<think>...</think>`) and a tool
+# call's raw text (Hermes' and Qwen's `<tool_call>{"name": ..., "arguments": ...}</tool_call>`).
+_THINK_BLOCK = re.compile(r"\s*<think>(.*?)</think>\s*", re.S)
+_RAW_CALL = re.compile(r"\s*<tool_call>(.*?)</tool_call>\s*", re.S)
+_WHERE = ("its reasoning is", "its tool calls are")
+
+
+def _parsed_alike(finished: list[Record]) -> Iterator[Finding]:
+    """A split made of nothing, written by a parser: two answers of one condition that ended
+    by themselves (`proofs.FINISHED`) and count the same completion tokens, whose outputs
+    are one once a reasoning block or a tool call's raw text is read out of the content
+    (`_as_generated`), where one answer has it in its content and the other in its
+    reasoning or tool-call fields. A parser is a function of the text: one server build
+    with one setting takes the block or the call out of every answer that holds it, or of
+    none, so the same count says one generation written two ways (`_empty_think_alike` is
+    this rule for a block that holds nothing). Only a condition where some answer's content
+    holds `<think>` or `<tool_call>` is compared (nearly none)."""
+    marked: set[str] = set()
+    answers = finished
+    for record in answers:
+        content = record.content
+        # (a `<` first: one pass of memchr over a reply that holds none, as nearly all)
+        if content and "<" in content and ("<think>" in content or "<tool_call>" in content):
+            marked.add(record.condition)
+    if not marked:
+        return
+    seen: dict[tuple[Any, ...], list[tuple[Record, tuple[str, str]]]] = {}
+    found: set[str] = set()  # conditions with a finding: one is enough
+    for record in answers:
+        if record.condition not in marked or record.condition in found:
+            continue
+        count = completion_count(record)
+        if count is None:
+            continue
+        try:
+            generated = _as_generated(canonical_output(record.response))
+        except OutputHashError:
+            continue  # (the output-hash check's finding)
+        if generated is None:
+            continue
+        text, forms = generated
+        key = (record.condition, count, *text)
+        for other, other_forms in seen.get(key, ()):
+            moved = " and ".join(
+                where
+                for where, mine, theirs in zip(_WHERE, forms, other_forms, strict=True)
+                if mine != theirs and "content" in (mine, theirs)
+            )
+            if other.output_hash != record.output_hash and moved:
+                found.add(record.condition)
+                yield _error(
+                    f"this answer's output differs from {other.file}'s only in where "
+                    f"{moved} written (in the content in one, in a field of its own in the "
+                    f"other), and both count {count} completion tokens: one "
+                    "generation written two ways (a server's parser takes them out of every "
+                    "answer or of none), so the split would be made of nothing",
+                    file=record.file, pointer="/response/choices/0/message",
+                )  # fmt: skip
+                break
+        else:
+            seen.setdefault(key, []).append((record, forms))
+
+
+def _as_generated(
+    output: dict[str, Any],
+) -> tuple[tuple[str, str, tuple[tuple[Any, str], ...]], tuple[str, str]] | None:
+    """A canonical output as its model generated it, whatever parsers took out of its
+    content: (its reasoning, its content, its tool calls as (name, arguments) with the
+    arguments as canonical JSON), and where each of its reasoning and its calls is written
+    ("content", "field" or "none"). The white space a parser trims is not compared (around
+    a block and a call, at the start of the content; all around it where a call was taken
+    out). None where one is written both ways (a reasoning field and a block, calls and raw
+    text) or a raw call is no call."""
+    content: str = output["content"] or ""
+    reasoning: str = (output["reasoning_content"] or "").strip()
+    calls: list[dict[str, Any]] = output["tool_calls"] or []
+    think = "field" if reasoning else "none"
+    block = _THINK_BLOCK.match(content)
+    if block is not None and block.group(1).strip():  # (an empty one: _empty_think_alike's)
+        if reasoning:
+            return None
+        reasoning, content, think = block.group(1).strip(), content[block.end() :], "content"
+    raw = [_raw_call(m.group(1)) for m in _RAW_CALL.finditer(content)]
+    if raw and (calls or None in raw):
+        return None
+    read = tuple(c for c in raw if c is not None) or tuple(map(_parsed_call, calls))
+    call = "content" if raw else "field" if calls else "none"
+    if raw:
+        content = _RAW_CALL.sub("", content)
+    content = content.strip() if read else content.lstrip()
+    return (reasoning, content, read), (think, call)
+
+
+def _raw_call(text: str) -> tuple[Any, str] | None:
+    """A raw call's (name, arguments), as `_parsed_call` reads a parsed one; None for text
+    that is no call."""
+    try:
+        call = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return None
+    return call["name"], _arguments(call.get("arguments"))
+
+
+def _parsed_call(call: dict[str, Any]) -> tuple[Any, str]:
+    function = call.get("function") or {}
+    return function.get("name"), _arguments(function.get("arguments"))
+
+
+def _arguments(arguments: Any) -> str:
+    """A call's arguments as canonical JSON, whether sent as an object or as its text."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return json.dumps(arguments)
+    try:
+        return json.dumps(arguments, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return repr(arguments)
 
 
 def _binary_mapped(experiment: Experiment) -> Iterator[Finding]:

@@ -298,7 +298,8 @@ def _known_pattern(known: Known) -> str:
             rf"|(?:{leaks._LOG_TIME}){v}{leaks._LOG_SOURCE}|(?:{leaks._RFC5424_TIME}){v}(?= \S)"
             rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)|:/)"
             rf"|(?<=\[){v}(?=\]:\d{{1,5}}(?!\w|\.\d))|(?<=\\\\){v}(?=\\[^\\\s\x00-\x02])"
-            rf"|(?<=//)(?<![\w.:/~-]//){v}(?=/[^/\s\x00-\x02])|{leaks._host_shown(v)}{labels})"
+            rf"|(?<=//)(?<![\w.:/~-]//){v}(?=/[^/\s\x00-\x02])|{leaks._hosts_alias(v)}"
+            rf"|{leaks._host_shown(v)}{labels})"
         )
     if known.kind is KnownKind.STRING:  # everywhere, its inner white space any gap
         words = known.value.strip().split()
@@ -459,7 +460,7 @@ def _base64_hits(
     yield from _runs_holding(text, r"[!-~]+", in_base85)
     yield from _line_runs_holding(
         text,
-        r"[!-~]+(?:\r?\n[!-~]+)*",
+        r"[!-~]+(?:\r?\n[ \t]*[!-~]+)*",
         lambda joined: [
             (joined.find(core), -len(core), index)
             for index, value in enumerate(known)
@@ -472,7 +473,7 @@ def _base64_hits(
     # Base64 wrapped in lines (MIME, PEM): each run of lines, its line breaks taken out.
     yield from _line_runs_holding(
         text,
-        r"[A-Za-z0-9+/_-]+(?:\r?\n[A-Za-z0-9+/_-]+)*={0,6}",
+        r"[A-Za-z0-9+/_-]+(?:\r?\n[ \t]*[A-Za-z0-9+/_-]+)*={0,6}",
         lambda joined: (
             [
                 (joined.find(core), -len(core), index)
@@ -509,7 +510,7 @@ def _line_runs_holding(
     for run in re.finditer(pattern, text):
         if "\n" not in run.group():
             continue
-        inside = found_in(run.group().replace("\r\n", "").replace("\n", ""))
+        inside = found_in(re.sub(r"\r?\n[ \t]*", "", run.group()))
         if inside:
             yield run.start(), run.end(), min(inside)[2]
 
@@ -693,8 +694,8 @@ class Detector:
                 text,
             )
         ] + [
-            (m.start(), m.end(), m.group().replace("\r\n", "").replace("\n", ""))
-            for m in re.finditer(r"[A-Za-z0-9+/_-]+(?:\r?\n[A-Za-z0-9+/_-]+)*={0,6}", text)
+            (m.start(), m.end(), re.sub(r"\r?\n[ \t]*", "", m.group()))
+            for m in re.finditer(r"[A-Za-z0-9+/_-]+(?:\r?\n[ \t]*[A-Za-z0-9+/_-]+)*={0,6}", text)
             if "\n" in m.group() and re.match("H4sI|e[AFJN]|Qlpo[MNO]|[/_]Td6WFo", m.group())
         ]
         left = 1 << 20

@@ -1598,22 +1598,29 @@ _LS_OWNER = "|".join(
     for spaces in (1, 2, 3)
     for digits in (1, 2, 3, 4)
 )
+# `ls -l`'s time of a file: `Dec  5 12:00`, `Dec  5  2025`, or `--time-style=long-iso`'s.
+_LS_TIME = (
+    r"(?:[A-Z][a-z]{2} {1,2}[0-9]{1,2} {1,2}(?:[0-9]{2}:[0-9]{2}|[0-9]{4})"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2})"
+)
 _STAT_OWNER = "|".join(rf"(?<=[0-9]/{' ' * spaces})" for spaces in range(9))
 _SESSION_OF = "|".join(rf"(?<=[Ss]ession [0-9]{{{n}}} of [Uu]ser )" for n in range(1, 7))
 
 
 def _user_shown(v: str) -> str:
     """Where tools print a user's name, as written: `ls -l`'s owner (`-rw-r--r-- 1 NAME
-    staff 1024`), `ps aux`'s first column (`NAME  4821 97.3  1.2 ...`), `top`'s user after
-    the process id (`4821 NAME  20   0 ...`), `who` (`NAME  pts/0`), a passwd line
-    (`NAME:x:1000:1000:`), stat's `Uid: ( 1000/  NAME)`, PostgreSQL's `for user "NAME"`
-    and `role "NAME" does not exist`, cron's `crontab for NAME`, systemd-logind's
-    `session 3 of user NAME`. Each with the columns around it, so that a reply's prose
-    (`for user data`) is not read as an account."""
+    staff 1024`) and group (`root NAME 1024 Dec  5 12:00`), `ps aux`'s first column
+    (`NAME  4821 97.3  1.2 ...`), `top`'s user after the process id (`4821 NAME  20   0
+    ...`), `who` (`NAME  pts/0`), a passwd line (`NAME:x:1000:1000:`), stat's `Uid: (
+    1000/  NAME)`, PostgreSQL's `for user "NAME"` and `role "NAME" does not exist`, cron's
+    `crontab for NAME`, systemd-logind's `session 3 of user NAME`. Each with the columns
+    around it, so that a reply's prose (`for user data`) is not read as an account."""
     return "|".join(
         [
             rf"(?:{_LS_OWNER}){v} {{1,16}}{v}(?= {{1,16}}[0-9])",
             rf"(?:{_LS_OWNER}){v}(?= {{1,16}}\S{{1,64}} {{1,16}}[0-9])",
+            # the group, after another owner: read by the size and the time after it
+            rf"(?<= ){v}(?= {{1,16}}[0-9]{{1,15}} {_LS_TIME} )",
             rf"{_LINE_START}{v}(?= {{1,16}}[0-9]{{1,7}} {{1,16}}[0-9]{{1,3}}\.[0-9] "
             rf"{{1,16}}[0-9]{{1,3}}\.[0-9] )",
             rf"(?<=[0-9] ){v}(?= {{1,16}}(?:rt|-?[0-9]{{1,3}}) {{1,16}}-?[0-9]{{1,3}} "
@@ -1649,7 +1656,8 @@ def only_shown(value: str, user: bool, text: str, at: int) -> bool:
 
 
 def _host_shown(v: str) -> str:
-    """Where tools print a machine's name, as written: `uname -a` (`Linux NAME 6.8.0-45`),
+    """Where tools print a machine's name, as written: `uname -a` (`Linux NAME 6.8.0-45`,
+    macOS's `Darwin NAME 23.4.0`),
     ssh's and curl's `connect to host NAME port 22`, `Failed to connect to NAME port 80`,
     `Could not resolve host: NAME`, ssh's `Permanently added 'NAME'`, `PING NAME (`,
     Slurm's `srun: error: NAME: task 0`, HTTP's `Via: 1.1 NAME`."""
@@ -1657,7 +1665,10 @@ def _host_shown(v: str) -> str:
         f"(?-i:(?={v})(?:"
         + "|".join(
             [
-                rf"(?<=Linux ){v}(?= [0-9]{{1,4}}\.[0-9]{{1,4}}\.[0-9])",
+                *(
+                    rf"(?<={system} ){v}(?= [0-9]{{1,4}}\.[0-9]{{1,4}}\.[0-9])"
+                    for system in ("Linux", "Darwin")
+                ),
                 rf"(?<=connect to host ){v}(?= port )|(?<=Failed to connect to ){v}(?= port )",
                 rf"(?<=Could not resolve host: ){v}(?![\w-]|\.\w)",
                 rf"(?<=Permanently added '){v}(?=[',])|(?<=PING ){v}(?= \()",
@@ -1838,7 +1849,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
             rf"|(?:{_LOG_TIME}){v}{_LOG_SOURCE}|(?:{_RFC5424_TIME}){v}(?= \S)"
             rf"|{_HOST_BEFORE_PORT}{v}(?:{_PORT}|(?=:/))|(?<=\[){v}{_BRACKETED_PORT}"
             rf"|(?<=\\\\){v}(?=\\[^\\\s\x00-\x02])|{_SLASHED_SHARE}{v}(?=/[^/\s\x00-\x02])"
-            rf"{'|' + _host_shown(v) if shown else ''}{labels})"
+            rf"|{_hosts_alias(v)}{'|' + _host_shown(v) if shown else ''}{labels})"
         )
     if known.kind is KnownKind.STRING:
         # inside any longer word too (`falconbox`, `myfalcon`): a code name glued into a
@@ -1848,6 +1859,17 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
     if known.kind is KnownKind.SECRET and len(known.value) >= _GLUED_SECRET:
         return v
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
+
+
+def _hosts_alias(v: str) -> str:
+    """The name at the end of /etc/hosts' loopback line as Debian writes it, after the full
+    name it starts (`127.0.1.1\tNAME.localdomain\tNAME`), to the line's end."""
+    return "|".join(
+        rf"(?<={re.escape(loopback)}{sep}{v}\.{suffix}{sep}){v}{_LINE_END}"
+        for loopback in ("127.0.0.1", "127.0.1.1")
+        for sep in ("\t", " ")
+        for suffix in ("localdomain", "lan", "local", "home", "internal")
+    )
 
 
 _ACCOUNT_BREAK = _Lazy(r"[/@\s]")
@@ -1946,13 +1968,17 @@ class _KnownRegex:
 # A shorter value's cores are of 6 characters or less, found in base64 by chance.
 _BASE64_MIN_BYTES = 6
 _BASE64_CLASS = "[A-Za-z0-9+/_-]"  # both alphabets: standard (+/) and URL-safe (-_)
-# A run of base64 characters over line breaks (`\n` or `\r\n`, each between two of them).
+# A run of base64 characters over line breaks (`\n` or `\r\n`, each between two of them,
+# the next line perhaps indented: a YAML block's `data: |`, a log's continued lines).
 # (Only runs of two lines or more, each from where a run starts: inside one, the lookbehind
 # fails at once, and its characters are taken without backtracking, so each is read twice
 # at most.)
 _BASE64_LINES = _Lazy(
-    rf"(?<!{_BASE64_CLASS}){_BASE64_CLASS}++(?:\r?\n{_BASE64_CLASS}++)+={{0,6}}", re.ASCII
+    rf"(?<!{_BASE64_CLASS}){_BASE64_CLASS}++(?:\r?\n[ \t]*+{_BASE64_CLASS}++)+={{0,6}}",
+    re.ASCII,
 )
+# What joins such lines: a line break and the indentation after it.
+_LINE_JOIN = re.compile(r"\r?\n[ \t]*")
 _BASE64_TEXT = "".join(sorted(set(_LETTERS + "+/_-")))
 _URL_SAFE = str.maketrans("+/", "-_")
 # Branches nested deeper than this in the cores' trie are written as one alternation (the
@@ -2012,8 +2038,8 @@ _Z85 = str.maketrans(
 # together): a hit is the whole run around a core.
 _PRINTABLE_RUN = re.compile("[!-~]*")
 # ... or lines of them (a line break between two such characters, `\n` or `\r\n`)
-_PRINTABLE_BREAK = re.compile(r"\n(?:(?<=[!-~]\n)|(?<=[!-~]\r\n))(?=[!-~])")
-_PRINTABLE_LINES = re.compile(r"[!-~]+(?:\r?\n[!-~]+)*")
+_PRINTABLE_BREAK = re.compile(r"\n(?:(?<=[!-~]\n)|(?<=[!-~]\r\n))(?=[ \t]*[!-~])")
+_PRINTABLE_LINES = re.compile(r"[!-~]+(?:\r?\n[ \t]*[!-~]+)*")
 
 
 def separated_bytes(value: bytes, *, decimal: bool = True) -> list[str]:
@@ -2285,7 +2311,7 @@ class _Base64Cores:
                         start -= 1
                     run = _PRINTABLE_LINES.match(text, start)
                     position = run.end() if run is not None else line_break.end()
-                    joined = text[start:position].replace("\r\n", "").replace("\n", "")
+                    joined = _LINE_JOIN.sub("", text[start:position])
                     if (match := find(joined)) is not None:
                         yield start, position, self.base85[match.group()]
         if not self.cores:  # (only a user name's spellings: no run can hold one)
@@ -2321,7 +2347,7 @@ class _Base64Cores:
         if lines:
             # Each run of lines is read once (`_BASE64_LINES`), then once more joined.
             for run in _BASE64_LINES.regex.finditer(text):
-                joined = run.group().replace("\r\n", "").replace("\n", "")
+                joined = _LINE_JOIN.sub("", run.group())
                 texts = (joined, joined.lower())
                 if (index := self._first(texts)) is not None:
                     yield run.start(), run.end(), self._identifying_first(index, texts)
@@ -2410,7 +2436,8 @@ def spellings(
     past ASCII, composed and decomposed (NFC, NFD: `jöns` as `jo\u0308ns`), and a host name
     also in its IDNA form (`xn--bro-lab-07-9db` for `büro-lab-07`, label by label); with
     `rot13`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`); an IPv4 address as one number, in
-    decimal and in hex, and with its octets in octal (as they are, or of 4 digits) or in hex,
+    decimal and in hex (padded to 8 digits or not: `0xa2c0509`), and with its octets in octal
+    (as they are, or of 4 digits) or in hex,
     as URLs and `inet_aton` read them (`3232245783`, `0xC0A82817`, `0300.0250.050.027`,
     `0300.0250.0050.0027`, `0xc0.0xa8.0x28.0x17`); with `name`, a distinctive user or host
     name with its dashes written as underscores, or its underscores as dashes."""
@@ -2421,18 +2448,23 @@ def spellings(
             return []
         number = int.from_bytes(packed, "big")
         octal = ".".join(f"0{octet:o}" if octet else "0" for octet in packed)
-        return [
+        return list(dict.fromkeys([
             str(number),
             f"0x{number:08x}",
             f"0x{number:08X}",
             f"0X{number:08X}",
+            # without the padding, as Python's hex() and printf's %#x write it (an address
+            # whose first octet is under 16: 0xa2c0509 for 10.44.5.9)
+            f"0x{number:x}",
+            f"0x{number:X}",
+            f"0X{number:X}",
             octal,
             ".".join(f"{octet:04o}" for octet in packed),
             ".".join(f"0x{octet:x}" for octet in packed),
             ".".join(f"0x{octet:02x}" for octet in packed),
             ".".join(f"0x{octet:02X}" for octet in packed),
             ".".join(f"0X{octet:02X}" for octet in packed),
-        ]
+        ]))  # fmt: skip
     found = []
     if name and is_distinctive(value):  # `gb10_lab_07` for `gb10-lab-07`, and the reverse
         found += [value.replace(a, b) for a, b in (("-", "_"), ("_", "-")) if a in value]
@@ -2888,7 +2920,7 @@ class Detector:
             if "\n" in text:
                 for run in _BASE64_LINES.regex.finditer(text):
                     if run.group().startswith(_COMPRESSED_STARTS):
-                        joined = run.group().replace("\r\n", "").replace("\n", "")
+                        joined = _LINE_JOIN.sub("", run.group())
                         runs.append((run.start(), run.end(), joined))
         left = _MOST_INFLATED
         for start, end, data in sorted(runs):

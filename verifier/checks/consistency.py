@@ -527,16 +527,7 @@ def _empty_think_alike(finished: list[Record]) -> Iterator[Finding]:
     # each output hash met there, its first answer, and whether that one had the block.
     seen: dict[tuple[str, str, int], dict[str, tuple[Record, bool]]] = {}
     found: set[str] = set()  # conditions with a finding: one is enough
-    for record in answers:
-        if record.condition not in marked or record.condition in found:
-            continue
-        count = completion_count(record)
-        if count is None:
-            continue
-        try:
-            output = canonical_output(record.response)
-        except OutputHashError:
-            continue  # (the output-hash check's finding)
+    for record, count, output in _counted_outputs(answers, marked, found):
         content = output["content"] or ""
         block = _EMPTY_THINK.match(content)
         rest = content[block.end() :] if block is not None else content.lstrip()
@@ -555,6 +546,25 @@ def _empty_think_alike(finished: list[Record]) -> Iterator[Finding]:
                 )  # fmt: skip
                 break
         hashes.setdefault(record.output_hash or "", (record, block is not None))
+
+
+def _counted_outputs(
+    answers: list[Record], marked: set[str], found: set[str]
+) -> Iterator[tuple[Record, int, dict[str, Any]]]:
+    """Each answer of a `marked` condition, while that condition is not in `found` (read as
+    the caller adds to it), with its completion count and its canonical output; an answer
+    without either is left out (the output-hash check's finding, or no count to compare)."""
+    for record in answers:
+        if record.condition not in marked or record.condition in found:
+            continue
+        count = completion_count(record)
+        if count is None:
+            continue
+        try:
+            output = canonical_output(record.response)
+        except OutputHashError:
+            continue
+        yield record, count, output
 
 
 # What a server whose parsers are off leaves in a reply's content, and one whose parsers
@@ -586,16 +596,8 @@ def _parsed_alike(finished: list[Record]) -> Iterator[Finding]:
         return
     seen: dict[tuple[Any, ...], list[tuple[Record, tuple[str, str]]]] = {}
     found: set[str] = set()  # conditions with a finding: one is enough
-    for record in answers:
-        if record.condition not in marked or record.condition in found:
-            continue
-        count = completion_count(record)
-        if count is None:
-            continue
-        try:
-            generated = _as_generated(canonical_output(record.response))
-        except OutputHashError:
-            continue  # (the output-hash check's finding)
+    for record, count, output in _counted_outputs(answers, marked, found):
+        generated = _as_generated(output)
         if generated is None:
             continue
         text, forms = generated

@@ -5,6 +5,10 @@
   took 33 s, 4,012 took 9.4 minutes (a bundle of 1.15 MB, within every reading limit).
   Each reply's texts are now worked out once, replies alike are asked once, and past
   `classify.MOST_CUT_WORK` the outputs prove nothing (inconclusive, with the reason).
+- (helper-76, on these fixes: the bound was each condition's and counted a pair that runs
+  `_marked_start`'s loops as one, so six conditions built so took 53 s; it is now the
+  bundle's, five more a compared pair. The rule below read runs of white space again from
+  each of their places, and a raw call nested past the parser's depth raised.)
 - F2: one reply written two ways: its reasoning in `reasoning_content` in some answers and
   left in the content as `<think>...</think>` in others (or a tool call parsed in some and
   left as `<tool_call>` text in others), every count the same, turned the stable bundle
@@ -16,7 +20,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +75,26 @@ def test_past_the_bound_capped_outputs_prove_nothing(monkeypatch: pytest.MonkeyP
     assert result.verdict is Verdict.INCONCLUSIVE
     (reason,) = [r for r in result.reasons if "more than the tool compares" in r]
     assert reason.startswith("301 outputs, 300 of them given by replies at the cap")
+
+
+def test_the_bound_is_the_bundles_not_each_conditions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two conditions, each within the bound alone: together past it, the second proves
+    nothing."""
+    first, second = _capped(40), _capped(40, seed=1)
+    second = [replace(r, condition="d") for r in second]
+    proofs = prove_all(first + second, RULES, {}, attached=True)
+    conditions = [condition(), condition("d")]
+    context = ProtocolContext(max_tokens=64)
+    alone = classify.classify(conditions[:1], proofs[:42], RULES, context).conditions[0]
+    assert alone.verdict is Verdict.NONDETERMINISTIC
+    work = classify.CutWork()  # what one condition reads
+    comparable = [p for p in proofs[:42] if p.comparable]
+    assert classify._cut_short(comparable, _labels(comparable, ["c"]), work) is None
+    monkeypatch.setattr(classify, "MOST_CUT_WORK", work.spent + work.spent // 2)
+    results = classify.classify(conditions, proofs, RULES, context).conditions
+    assert results[0].verdict is Verdict.NONDETERMINISTIC, results[0].reasons
+    assert results[1].verdict is Verdict.INCONCLUSIVE
+    assert any("more than the tool compares in one bundle" in r for r in results[1].reasons)
 
 
 def test_a_start_among_many_capped_outputs_is_still_found() -> None:
@@ -291,6 +317,86 @@ def test_a_part_moved_with_other_counts_is_two_generations(tmp_path: Path) -> No
     result = _verify(_seed_moved(warm_count=740), tmp_path)
     assert not _errors(result)
     assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
+
+
+def _think_opened_by_the_template(record: Any, message: dict[str, Any]) -> None:
+    """Qwen3's and DeepSeek-R1's templates open `<think>` in the prompt: a parser that is
+    off leaves the reasoning and its end alone in the content."""
+    if record["claimed_arm"] == "warm":
+        message["content"] = f"{_R}\n</think>\n\n" + message["content"]
+    else:
+        message["reasoning_content"] = _R
+
+
+def test_a_block_opened_by_the_template_on_one_side_only_is_a_split_made_of_nothing(
+    tmp_path: Path,
+) -> None:
+    files = _written(_archive_files(_STABLE), _think_opened_by_the_template)
+    result = _invalid(files, tmp_path, "consistency", "where its reasoning is written")
+    _only(result, "one generation written two ways")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '<tool_call>\n{"name": "lookup"}\n</tool_call>',  # no arguments
+        '<tool_call>\n{"name": "lookup", "arguments": "{\\"q\\": 1}"}\n</tool_call>',  # text
+    ],
+    ids=["no-arguments", "arguments-as-text"],
+)
+def test_a_raw_call_whose_arguments_are_no_object_is_not_compared(tmp_path: Path, raw: str) -> None:
+    """What a parser makes of arguments left out or written as text is not known: such a
+    call is two generations as far as this rule knows, left to the classification."""
+
+    def write(record: Any, message: dict[str, Any]) -> None:
+        _call_in_warm(record, message)
+        if record["claimed_arm"] == "warm":
+            message["content"] = raw
+
+    files = _written(_offering_tools(_archive_files(_STABLE)), write)
+    result = _verify(files, tmp_path)
+    assert not [m for m in _errors(result) if "written two ways" in m], _errors(result)
+
+
+def test_a_raw_call_nested_past_the_parsers_depth_is_not_compared(tmp_path: Path) -> None:
+    """helper-76: arguments 5,000 deep inside the content's text (the document's own depth
+    is unchanged) raised RecursionError: the check failed (an internal error)."""
+    deep = "[" * 5000 + "]" * 5000
+
+    def write(record: Any, message: dict[str, Any]) -> None:
+        if record["claimed_arm"] == "warm" and record["sequence"] == 2:
+            message["content"] = f'<tool_call>{{"name": "f", "arguments": {deep}}}</tool_call>'
+
+    result = _verify(_written(_archive_files(_STABLE), write), tmp_path)
+    assert not [m for m in _errors(result) if "internal error" in m], _errors(result)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        " " * 50_000 + "<tool_call>",
+        "<tool_call>" * 5_000,
+        "\n" * 30_000 + '<tool_call>{"name": "f", "arguments": {}}</tool_call>' + " " * 30_000,
+        "a <tool_call>x</tool_call> b <tool_call> c",
+    ],
+    ids=["spaces", "unclosed", "around", "mixed"],
+)
+def test_raw_calls_are_read_as_the_pattern_reads_them(content: str) -> None:
+    """`_raw_calls` (one pass of `str.find`) finds what `\\s*<tool_call>(.*?)</tool_call>\\s*`
+    found, and leaves the content it left (the pattern read a run of white space again
+    from each of its places: 200,000 spaces took a minute)."""
+    from verifier.checks.consistency import _raw_call, _raw_calls
+
+    pattern = re.compile(r"\s*<tool_call>(.*?)</tool_call>\s*", re.S)
+    head = content[:2000] + content[-2000:]  # (the pattern itself, on a text it reads fast)
+    for text in (content, head) if len(content) < 4000 else (head,):
+        expected = [_raw_call(m.group(1)) for m in pattern.finditer(text)]
+        found, rest = _raw_calls(text)
+        assert found == expected
+        if expected:
+            assert rest == pattern.sub("", text)
+    found, rest = _raw_calls(content)
+    assert rest == content or found
 
 
 def test_a_block_whose_text_differs_is_a_split(tmp_path: Path) -> None:

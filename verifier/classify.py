@@ -359,15 +359,27 @@ def _unparsed(record: Record, *, cut: bool = False) -> str:
 _CUT_AT_CAP = FINISHED | {"length"}
 
 
-# The most a condition's comparison of capped replies reads (`_cut_short`): a pair of
-# outputs counts one, and one more for each 256 characters the two hold where their texts
-# are compared (`_cut_from` reads a text up to 65 times, at each place a marker may end).
-# Past it the replies are not compared: 1,000 replies each of its own output, capped alike,
-# took 33 s pair by pair (helper-74); within it, some 2 s at most.
+# The most the comparisons of capped replies read in one bundle (`_cut_short`, every
+# condition's together): each reply against each other output counts one, and where their
+# texts are compared (`_cut_from`), five more (its loops try a marker's end at 65 places,
+# some 9 us in all) and one for each 256 characters the two hold. Past it the replies are
+# not compared: 1,000 replies each of its own output, capped alike, took 33 s pair by pair
+# (helper-74), and six conditions of 1,000 built to make each pair run those loops took
+# 53 s under a bound of each condition's own (helper-76); within it, some 2 s at most.
 MOST_CUT_WORK = 1_000_000
 
 
-def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> str | None:
+class CutWork:
+    """What the comparisons of capped replies have read so far in one bundle, against
+    MOST_CUT_WORK."""
+
+    def __init__(self) -> None:
+        self.spent = 0
+
+
+def _cut_short(
+    comparable: Sequence[RequestProof], labels: dict[str, str], work: CutWork | None = None
+) -> str | None:
     """Why outputs that differ prove no difference: a reply that may have been cut short
     (capped) and is not cut where the others could be. Replies cut at one cap are cut at one
     length, so where their tokens differ the whole replies differ (EVIDENCE.md); a capped
@@ -402,14 +414,14 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
     # (replies of one output hold one text: what their texts say is asked once a pair)
     replies = {label: _Reply(proofs[0].record) for label, proofs in by_label.items()}
     start_of: dict[tuple[str, str], bool] = {}
-    work = 0
+    work = work or CutWork()
     for (label, used, _), proof in firsts.items():
         record = proof.record
         for other, most in longest.items():
             if other == label:
                 continue
-            work += 1
-            if work > MOST_CUT_WORK:
+            work.spent += 1
+            if work.spent > MOST_CUT_WORK:
                 return _too_many_to_cut(by_label, firsts)
             why = None
             if record.finish_reason not in _CUT_AT_CAP:
@@ -421,7 +433,7 @@ def _cut_short(comparable: Sequence[RequestProof], labels: dict[str, str]) -> st
             else:
                 if (label, other) not in start_of:
                     mine, theirs = replies[label], replies[other]
-                    work += (mine.size + theirs.size) // 256
+                    work.spent += 5 + (mine.size + theirs.size) // 256
                     start_of[label, other] = _cut_from(mine, theirs)
                 if start_of[label, other]:
                     why = f"it is the start of {other}"
@@ -445,8 +457,9 @@ def _too_many_to_cut(
     capped = len({label for label, _, _ in firsts})
     return (
         f"{len(by_label)} outputs, {capped} of them given by replies at the cap: more than "
-        f"the tool compares (MOST_CUT_WORK, {MOST_CUT_WORK}) to tell whether one is another "
-        "cut short, so the replies may agree as far as each goes, which proves nothing past it"
+        f"the tool compares in one bundle (MOST_CUT_WORK, {MOST_CUT_WORK}) to tell whether one "
+        "is another cut short, so the replies may agree as far as each goes, which proves "
+        "nothing past it"
     )
 
 
@@ -574,6 +587,7 @@ def classify_condition(
     rules: ProfileRules | None,
     prompt_mismatch: bool,
     context: ProtocolContext | None = None,
+    work: CutWork | None = None,
 ) -> ConditionResult:
     comparable = [p for p in proofs if p.comparable]
     excluded = tuple(p for p in proofs if not p.comparable)
@@ -618,7 +632,7 @@ def classify_condition(
     elif prompt_mismatch:
         verdict = Verdict.INCONCLUSIVE
         reasons.append("prompt_tokens differ between requests: the prompt was not the same")
-    elif (cut := _cut_short(comparable, labels)) is not None:
+    elif (cut := _cut_short(comparable, labels, work)) is not None:
         verdict = Verdict.INCONCLUSIVE
         reasons.append(cut)
     elif varying:
@@ -792,6 +806,7 @@ def classify(
     prompt_mismatch = len(prompts) > 1
     by_condition = _by_condition(proofs)
     diagnostic_by_condition = _by_condition(diagnostic)
+    work = CutWork()  # (one bound for the bundle's conditions together)
     results = tuple(
         classify_condition(
             condition,
@@ -800,6 +815,7 @@ def classify(
             rules,
             prompt_mismatch,
             context,
+            work,
         )
         for condition in conditions
     )

@@ -568,10 +568,11 @@ def _counted_outputs(
 
 
 # What a server whose parsers are off leaves in a reply's content, and one whose parsers
-# are on takes out of it: a reasoning block at its start (`<think>...</think>`) and a tool
-# call's raw text (Hermes' and Qwen's `<tool_call>{"name": ..., "arguments": ...}</tool_call>`).
-_THINK_BLOCK = re.compile(r"\s*<think>(.*?)</think>\s*", re.S)
-_RAW_CALL = re.compile(r"\s*<tool_call>(.*?)</tool_call>\s*", re.S)
+# are on takes out of it: a reasoning block at its start (`<think>...</think>`, or its end
+# alone where the chat template opened it: Qwen3's and DeepSeek-R1's) and a tool call's raw
+# text (Hermes' and Qwen's `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`).
+_OPEN_THINK, _CLOSE_THINK = "<think>", "</think>"
+_OPEN_CALL, _CLOSE_CALL = "<tool_call>", "</tool_call>"
 _WHERE = ("its reasoning is", "its tool calls are")
 
 
@@ -590,7 +591,7 @@ def _parsed_alike(finished: list[Record]) -> Iterator[Finding]:
     for record in answers:
         content = record.content
         # (a `<` first: one pass of memchr over a reply that holds none, as nearly all)
-        if content and "<" in content and ("<think>" in content or "<tool_call>" in content):
+        if content and "<" in content and ("think>" in content or "<tool_call>" in content):
             marked.add(record.condition)
     if not marked:
         return
@@ -637,50 +638,97 @@ def _as_generated(
     reasoning: str = (output["reasoning_content"] or "").strip()
     calls: list[dict[str, Any]] = output["tool_calls"] or []
     think = "field" if reasoning else "none"
-    block = _THINK_BLOCK.match(content)
-    if block is not None and block.group(1).strip():  # (an empty one: _empty_think_alike's)
+    block = _think_block(content)
+    if block is not None:
         if reasoning:
             return None
-        reasoning, content, think = block.group(1).strip(), content[block.end() :], "content"
-    raw = [_raw_call(m.group(1)) for m in _RAW_CALL.finditer(content)]
+        reasoning, content, think = block[0], content[block[1] :], "content"
+    raw, content = _raw_calls(content)
     if raw and (calls or None in raw):
         return None
     read = tuple(c for c in raw if c is not None) or tuple(map(_parsed_call, calls))
     call = "content" if raw else "field" if calls else "none"
-    if raw:
-        content = _RAW_CALL.sub("", content)
     content = content.strip() if read else content.lstrip()
     return (reasoning, content, read), (think, call)
 
 
+def _think_block(content: str) -> tuple[str, int] | None:
+    """The reasoning of a block at the start of the content (`<think>R</think>`, or `R</think>`
+    where the template opened it), stripped, and where the content after it starts; None
+    where there is none, or it holds nothing (an empty one is `_empty_think_alike`'s)."""
+    close = content.find(_CLOSE_THINK)
+    if close < 0:
+        return None
+    head = content[:close].lstrip()
+    if head.startswith(_OPEN_THINK):
+        head = head[len(_OPEN_THINK) :]
+    elif _OPEN_THINK in head:  # (text before the block: no block at the start)
+        return None
+    inner = head.strip()
+    return (inner, close + len(_CLOSE_THINK)) if inner else None
+
+
+def _raw_calls(content: str) -> tuple[list[tuple[Any, str] | None], str]:
+    """Each call's raw text in the content (`<tool_call>...</tool_call>`, read as
+    `_raw_call` reads it: None for one that is no call), and the content without them and
+    the white space around each. (Read with `str.find`, once through the text: a pattern
+    that starts with `\\s*` read a run of white space again from each of its places.)"""
+    found: list[tuple[Any, str] | None] = []
+    kept: list[str] = []
+    at = 0
+    while (start := content.find(_OPEN_CALL, at)) >= 0:
+        end = content.find(_CLOSE_CALL, start + len(_OPEN_CALL))
+        if end < 0:  # (not closed: no call, and none after it)
+            break
+        found.append(_raw_call(content[start + len(_OPEN_CALL) : end]))
+        piece = content[at:start]
+        kept.append(piece.rstrip() if not kept else piece.strip())
+        at = end + len(_CLOSE_CALL)
+    if not found:
+        return found, content
+    rest = content[at:]
+    kept.append(rest.lstrip())
+    return found, "".join(kept)
+
+
 def _raw_call(text: str) -> tuple[Any, str] | None:
     """A raw call's (name, arguments), as `_parsed_call` reads a parsed one; None for text
-    that is no call."""
+    that is no call, or one this reading cannot write back (nested past the parser's depth,
+    a NaN): such an answer is not compared."""
     try:
         call = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
+    # (arguments as an object only, as the formats write them: what a parser makes of
+    # arguments left out or written as text is not known here)
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         return None
-    return call["name"], _arguments(call.get("arguments"))
+    if not isinstance(call.get("arguments"), dict):
+        return None
+    arguments = _arguments(call["arguments"])
+    return None if arguments is None else (call["name"], arguments)
 
 
 def _parsed_call(call: dict[str, Any]) -> tuple[Any, str]:
     function = call.get("function") or {}
-    return function.get("name"), _arguments(function.get("arguments"))
+    arguments = function.get("arguments")
+    written = _arguments(arguments)
+    # (arguments sent as text this reading cannot write back: compared as the text)
+    return function.get("name"), written if written is not None else json.dumps(arguments)
 
 
-def _arguments(arguments: Any) -> str:
-    """A call's arguments as canonical JSON, whether sent as an object or as its text."""
+def _arguments(arguments: Any) -> str | None:
+    """A call's arguments as canonical JSON, whether sent as an object or as its text (text
+    that is no JSON as itself); None where they cannot be written so."""
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):
             return json.dumps(arguments)
     try:
         return json.dumps(arguments, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):
-        return repr(arguments)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _binary_mapped(experiment: Experiment) -> Iterator[Finding]:

@@ -365,7 +365,7 @@ _CUT_AT_CAP = FINISHED | {"length"}
 # some 9 us in all) and one for each 256 characters the two hold. Past it the replies are
 # not compared: 1,000 replies each of its own output, capped alike, took 33 s pair by pair
 # (helper-74), and six conditions of 1,000 built to make each pair run those loops took
-# 53 s under a bound of each condition's own (helper-76); within it, some 2 s at most.
+# 53 s under a bound of each condition's own (helper-76); within it, those six take 4 s.
 MOST_CUT_WORK = 1_000_000
 
 

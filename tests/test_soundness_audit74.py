@@ -106,6 +106,12 @@ def test_a_start_among_many_capped_outputs_is_still_found() -> None:
     assert any("is the start of A" in r for r in result.reasons), result.reasons
 
 
+def _text_length(record: Record) -> int:
+    """How many characters a reply holds: its reasoning, its content and its tool calls."""
+    calls = classify._tool_calls(record)
+    return len(record.reasoning or "") + len(record.content or "") + len(calls or "")
+
+
 def _cut_short_pairwise(comparable: list[RequestProof], labels: dict[str, str]) -> str | None:
     """`classify._cut_short` as it was before F1: every capped reply against every other
     output, its texts worked out for each pair (the reference for the one now)."""
@@ -119,7 +125,7 @@ def _cut_short_pairwise(comparable: list[RequestProof], labels: dict[str, str]) 
     for label, proofs in by_label.items():
         counts = [completion_count(p.record) for p in proofs]
         longest[label] = None if None in counts else max(c for c in counts if c is not None)
-    length = {label: classify._text_length(proofs[0].record) for label, proofs in by_label.items()}
+    length = {label: _text_length(proofs[0].record) for label, proofs in by_label.items()}
     for label, proofs in by_label.items():
         for proof in (p for p in proofs if p.capped):
             record, used = proof.record, completion_count(proof.record)

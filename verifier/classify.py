@@ -200,7 +200,6 @@ class _Reply:
         "content_stripped",
         "reasoning",
         "reasoning_stripped",
-        "record",
         "size",
         "tool_calls",
         "unparsed",
@@ -208,7 +207,6 @@ class _Reply:
     )  # fmt: skip
 
     def __init__(self, record: Record) -> None:
-        self.record = record
         self.reasoning = record.reasoning or ""
         self.content = record.content or ""
         self.calls = _calls(record)
@@ -218,6 +216,7 @@ class _Reply:
         self.content_cut = self.content.rstrip("\ufffd").strip()
         self.reasoning_stripped = self.reasoning.strip()
         self.content_stripped = self.content.strip()
+        # how many characters it holds: its reasoning, its content and its tool calls
         self.size = len(self.reasoning) + len(self.content) + len(self.tool_calls or "")
 
 
@@ -461,11 +460,6 @@ def _too_many_to_cut(
         "is another cut short, so the replies may agree as far as each goes, which proves "
         "nothing past it"
     )
-
-
-def _text_length(record: Record) -> int:
-    """How many characters a reply holds: its reasoning, its content and its tool calls."""
-    return len(record.reasoning or "") + len(record.content or "") + len(_tool_calls(record) or "")
 
 
 def _tool_calls(record: Record) -> str | None:

@@ -514,8 +514,7 @@ def _empty_think_alike(finished: list[Record]) -> Iterator[Finding]:
     Qwen's vocabulary, so one count holds two token sequences). Only a condition where some
     answer's content starts with such a block is compared (nearly none)."""
     marked: set[str] = set()
-    answers = finished
-    for record in answers:
+    for record in finished:
         content = record.content
         # (anchored, and it fails at the first character that is neither white space nor
         # the block's: a reply without one costs a character or a few)
@@ -527,7 +526,7 @@ def _empty_think_alike(finished: list[Record]) -> Iterator[Finding]:
     # each output hash met there, its first answer, and whether that one had the block.
     seen: dict[tuple[str, str, int], dict[str, tuple[Record, bool]]] = {}
     found: set[str] = set()  # conditions with a finding: one is enough
-    for record, count, output in _counted_outputs(answers, marked, found):
+    for record, count, output in _counted_outputs(finished, marked, found):
         content = output["content"] or ""
         block = _EMPTY_THINK.match(content)
         rest = content[block.end() :] if block is not None else content.lstrip()
@@ -587,8 +586,7 @@ def _parsed_alike(finished: list[Record]) -> Iterator[Finding]:
     this rule for a block that holds nothing). Only a condition where some answer's content
     holds `<think>` or `<tool_call>` is compared (nearly none)."""
     marked: set[str] = set()
-    answers = finished
-    for record in answers:
+    for record in finished:
         content = record.content
         # (a `<` first: one pass of memchr over a reply that holds none, as nearly all)
         if content and "<" in content and ("think>" in content or "<tool_call>" in content):
@@ -597,7 +595,7 @@ def _parsed_alike(finished: list[Record]) -> Iterator[Finding]:
         return
     seen: dict[tuple[Any, ...], list[tuple[Record, tuple[str, str]]]] = {}
     found: set[str] = set()  # conditions with a finding: one is enough
-    for record, count, output in _counted_outputs(answers, marked, found):
+    for record, count, output in _counted_outputs(finished, marked, found):
         generated = _as_generated(output)
         if generated is None:
             continue

@@ -234,6 +234,139 @@ class _StrictTarInfo(tarfile.TarInfo):
         member: Self = vars(tarfile.TarInfo)["_proc_member"](self, tarfile_)
         return member
 
+    def _proc_pax(self, tarfile_: tarfile.TarFile) -> Self:
+        """tarfile's own, less what made it slow: the records are read one by one, by length.
+
+        Python 3.11.7's parser takes any run of "digits space keyword=" for a record and
+        searches each header with a regular expression that is quadratic on digits
+        (CVE-2024-6232): 64 KiB of header cost it a gigabyte or seconds of CPU. What is
+        kept of each record, and what is done with it after, is tarfile's, but for two
+        things a bundle never holds: a global header setting more than a comment (or the
+        path, linkpath and size that `_read_tar_stream` reports), refused here, and the
+        map of a GNU sparse member, left unread.
+        """
+        assert tarfile_.fileobj is not None
+        data = tarfile_.fileobj.read(_padded(self.size))[: self.size]
+        if len(data) < self.size:
+            raise tarfile.ReadError(
+                f"an extended (PAX) header of {self.size} bytes is cut short at {len(data)}"
+            )
+        errors = tarfile_.errors
+        records = _pax_records(data, errors)
+        if self.type == tarfile.XGLTYPE:
+            refused = next((key for key in records if key not in _GLOBAL_KEYWORDS), None)
+            if refused is not None:
+                raise _RefusedHeader(
+                    f"the archive has a global PAX header that sets '{_printable(refused)}' "
+                    "for every later member; of a global header only a comment (as git "
+                    "archive writes) is accepted"
+                )
+        pax_headers = dict(tarfile_.pax_headers)
+        pax_headers.update({key: value.decode("utf-8", errors) for key, value in records.items()})
+        # tarfile decodes path, linkpath, uname and gname by the archive's own encoding
+        # where the header says hdrcharset=BINARY, and falls back to it where not UTF-8.
+        binary = pax_headers.get("hdrcharset") == "BINARY"
+        for keyword in _PAX_NAME_FIELDS & records.keys():
+            encoding = tarfile_.encoding if binary else "utf-8"
+            pax_headers[keyword] = _decode_pax(
+                records[keyword], encoding, tarfile_.encoding, errors
+            )
+        if self.type == tarfile.XGLTYPE:
+            # Set before the next header is read: tarfile applies it to every later member.
+            tarfile_.pax_headers = pax_headers
+
+        try:
+            member = self.fromtarfile(tarfile_)
+        except tarfile.HeaderError as exc:
+            raise _SUBSEQUENT_HEADER(str(exc)) from None
+
+        if b"GNU.sparse." in data and any(key.startswith("GNU.sparse.") for key in records):
+            # Sparse members are refused by type ("is a sparse file"), so their maps are
+            # left unread: two of tarfile's three readers of them are quadratic as well.
+            _mark_sparse(member)
+
+        if self.type in (tarfile.XHDTYPE, tarfile.SOLARIS_XHDTYPE):
+            vars(tarfile.TarInfo)["_apply_pax_info"](
+                member, pax_headers, tarfile_.encoding, tarfile_.errors
+            )
+            member.offset = self.offset
+            if "size" in pax_headers:
+                # The PAX size replaces the header's, and with it where the next header is.
+                offset = member.offset_data
+                if member.isreg() or member.type not in tarfile.SUPPORTED_TYPES:
+                    offset += _padded(member.size)
+                tarfile_.offset = offset
+        return member
+
+
+class _RefusedHeader(tarfile.ReadError):
+    """A header read whole and judged unsafe, not corrupt: UnsafeInput, not UnreadableInput."""
+
+
+_SUBSEQUENT_HEADER: type[tarfile.HeaderError] = vars(tarfile)["SubsequentHeaderError"]
+_PAX_NAME_FIELDS: frozenset[str] = frozenset(vars(tarfile)["PAX_NAME_FIELDS"])
+# A global header applies to every later member, and tarfile copies all its keywords into
+# each: K keywords by M members. git archive writes a comment; path, linkpath and size
+# are let through only so that `_read_tar_stream` can say why it refuses them.
+_GLOBAL_KEYWORDS = frozenset({"comment", "path", "linkpath", "size"})
+# Anchored at a record's start, and only to find where its keyword ends: the length then
+# says where the record does. The length's digits are bounded, so a run of digits costs
+# no more than one record's worth of backtracking.
+_PAX_RECORD = re.compile(rb"([0-9]{1,20}) ([^=\n]+)=")
+
+
+def _pax_records(data: bytes, errors: str) -> dict[str, bytes]:
+    """The keywords of a PAX header and their values, of records that fill it exactly.
+
+    Each is "LENGTH SP KEYWORD=VALUE LF", LENGTH the decimal length of the whole record;
+    the value may hold anything, newlines and '=' included, so only the length says where
+    it ends. Each record is looked at once, apart from the rest: linear in the header's
+    size. A keyword given twice keeps its last value, as in tarfile.
+    """
+    records: dict[str, bytes] = {}
+    position = 0
+    while position < len(data):
+        match = _PAX_RECORD.match(data, position)
+        end = position + int(match[1]) if match else 0
+        if not match or end > len(data) or match.end() >= end or data[end - 1] != ord("\n"):
+            why = _misframed(data, position)
+            raise tarfile.ReadError(f"a malformed PAX header: the record at byte {position} {why}")
+        records[match[2].decode("utf-8", errors)] = data[match.end() : end - 1]
+        position = end
+    return records
+
+
+def _misframed(data: bytes, position: int) -> str:
+    """What is wrong with the record at position, which `_PAX_RECORD` did not frame."""
+    space = data.find(b" ", position, position + 21)  # the 20 digits allowed, and a space
+    digits = data[position:space] if space > position else b""
+    if not digits.isdigit():  # bytes: ASCII digits only, and never empty
+        return "does not start with a decimal length and a space"
+    end = position + int(digits)
+    if end > len(data):
+        return f"has a length of {int(digits)}, past the end of the header"
+    if end <= space or data[end - 1] != ord("\n"):
+        return "does not end with a newline where its length says"
+    return "has no keyword before an '='"
+
+
+def _padded(size: int) -> int:
+    """The size rounded up to whole blocks, as tar stores it."""
+    return -(-size // _BLOCK) * _BLOCK
+
+
+def _decode_pax(value: bytes, encoding: str, fallback: str, errors: str) -> str:
+    """tarfile's decoding of a value: strictly first, then with the archive's error handler."""
+    try:
+        return value.decode(encoding, "strict")
+    except UnicodeDecodeError:
+        return value.decode(fallback, errors)
+
+
+def _mark_sparse(member: tarfile.TarInfo) -> None:
+    # A list of (offset, size) pairs in tarfile; an empty one still makes issparse() true.
+    member.sparse = []  # type: ignore[assignment]  # typeshed has it as bytes
+
 
 # (RecursionError: tarfile reads each PAX or GNU long-name header by calling itself for the
 # header after it, so a chain of a few hundred of them exhausts the stack.)
@@ -242,7 +375,9 @@ _STREAM_ERRORS = (
 )  # fmt: skip
 
 
-def _corrupt(source: str, exc: BaseException) -> UnreadableInput:
+def _corrupt(source: str, exc: BaseException) -> UnreadableInput | UnsafeInput:
+    if isinstance(exc, _RefusedHeader):
+        return UnsafeInput(f"{source}: {exc}; refused")
     if isinstance(exc, EOFError | zlib.error):
         return UnreadableInput(f"{source}: corrupt or truncated gzip stream: {_reason(exc)}")
     if isinstance(exc, RecursionError):
@@ -419,6 +554,9 @@ def _read_tar_stream(stream: _CountingReader, collector: _Collector) -> None:
             problem = _type_problem(member) or _name_problem(name)
             content = functools.partial(_read_content, archive, member, source)
             _take(collector, name, member.size, member.isdir(), problem, content)
+            # tarfile keeps every member read, and each member its PAX keywords (up to 64
+            # KiB of them); none is needed once taken, and extractfile does not look there.
+            vars(archive)["members"].clear()
         overrides = sorted({"path", "linkpath", "size"} & set(archive.pax_headers))
         if overrides:
             collector.refuse_archive(

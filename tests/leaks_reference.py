@@ -287,7 +287,7 @@ def _known_pattern(known: Known) -> str:
         labels = (
             rf"|(?<!(?-i:[A-Za-z0-9])){v}(?:\.[A-Za-z0-9-]+)*(?!(?-i:[A-Za-z0-9]))"
             if distinctive
-            else rf"|(?<![\w./:-]){v}(?:\.[A-Za-z0-9-]+)*"
+            else rf"|(?:(?<![\w./:-])|(?<=://)|(?<=//)(?<![\w.:/~-]//)){v}(?:\.[A-Za-z0-9-]+)*"
             rf"(?:\.(?:lan|local|localdomain|internal|intranet|corp|home|private)"
             rf"|\.[A-Za-z0-9-]+\.[A-Za-z]{{2,}})(?![\w-]|\.\w)"
         )
@@ -304,10 +304,13 @@ def _known_pattern(known: Known) -> str:
     if known.kind is KnownKind.STRING:  # everywhere, its inner white space any gap
         words = known.value.strip().split()
         if len(words) > 1 and known.value == known.value.strip():
-            v = r"[ \t\u00a0_+-]+".join(map(re.escape, words))
+            gap = r"(?:[^\S\x00-\x02]|[_+./\\:\u2010-\u2015\u2212-]|%20)+"
+            v = gap.join(map(re.escape, words))
         return rf"(?i:{v})"
     if known.kind is KnownKind.SECRET and len(known.value) >= 12:
         return v  # inside a longer token too
+    if known.kind is KnownKind.SECRET:  # or glued to a short option (`-pSECRET`)
+        return rf"(?:(?<![A-Za-z0-9])|(?<=[\s\x00-\x02]-[A-Za-z])){v}(?![A-Za-z0-9])"
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
 
 

@@ -1679,21 +1679,50 @@ def _host_shown(v: str) -> str:
     )
 
 
+# How a JSON text (or a Python dict's repr) joins a member's quoted name to its value, as
+# the formatters write it: `"k":"v"`, `"k": "v"`, `"k" : "v"`, PowerShell's `"k":  "v"`, a
+# tab; and to a list's first item, on the same line or on the next, indented as
+# `json.dumps(indent=N)` and ConvertTo-Json write it (`"k": [\n    "v"`), in double quotes.
+_JSON_COLONS = tuple(
+    before + ":" + after for before in ("", " ") for after in ("", " ", "  ", "\t")
+)
+_JSON_LIST_OPENS = (
+    *(colon + "[" + gap + q for colon in _JSON_COLONS for gap in ("", " ") for q in "\"'"),
+    *(
+        colon + "[" + line + indent + '"'
+        for colon in (": ", ":  ")
+        for line in ("\n", "\r\n")
+        for indent in (*(" " * n for n in range(17)), *("\t" * n for n in range(1, 5)))
+    ),
+)
+
+
+def _json_members(keys: Iterable[str], *, lists: bool) -> list[str]:
+    """What stands before the value of a JSON member of each of `keys` (`_JSON_COLONS`),
+    and, with `lists`, before the first item of its list (`_JSON_LIST_OPENS`)."""
+    return [
+        *(q + key + q + colon + q for key in keys for q in "\"'" for colon in _JSON_COLONS),
+        *(
+            q + key + q + opening
+            for key in (keys if lists else ())
+            for q in "\"'"
+            for opening in _JSON_LIST_OPENS
+            if opening[-1] == q
+        ),
+    ]
+
+
 _USER_ASSIGNED = (
     _after_any(
         [
             *(key + sep for key in _USER_KEYS for sep in ("=", " = ", '="', "='", KEY_SEP)),
+            *(key + sep for key in _USER_KEYS for sep in (' = "', " = '")),  # TOML, INI
             *(key + SEP for key in _LIST_KEYS),
             # a command line's flag and its value, as two arguments or in its text
             *(f"{key}{sep}" for key in _USER_FLAGS for sep in (ITEM_SEP, " ")),
-            *(
-                q + key + q + sep + q
-                for key in _USER_KEYS
-                for q in "\"'"
-                for sep in (":", ": ", ":[", ": [", ": [ ")
-            ),
-            # a list of users (`{"users": ["jdoe"]}`), not `USERS=jdoe` (a count, a group)
-            *(q + "users" + q + sep + q for q in "\"'" for sep in (":[", ": [", ": [ ")),
+            # a member (`{"login": "jdoe"}`) and the first of a list (`{"username": ["jdoe"]}`,
+            # and `{"users": ["jdoe"]}`, not `USERS=jdoe`: a count, a group)
+            *_json_members((*_USER_KEYS, "users"), lists=True),
             *(key + sep for key in _USER_LINE_KEYS for sep in (":", ": ", ': "', ": '")),
         ]
     )
@@ -1730,7 +1759,8 @@ _HOST_ASSIGNED = _after_any(
         *(flag + sep for flag in _HOST_FLAGS for sep in (ITEM_SEP, " ", "=")),
         # the loopback names of /etc/hosts (`127.0.1.1\tNAME`)
         *(loopback + sep for loopback in ("127.0.0.1", "127.0.1.1") for sep in ("\t", " ")),
-        *(q + key + q + sep + q for key in _HOST_KEYS for q in "\"'" for sep in (":", ": ")),
+        *(key + sep for key in _HOST_KEYS for sep in (" = ", ' = "', " = '")),  # TOML, INI
+        *_json_members(_HOST_KEYS, lists=False),
     ]
 )
 # (not `node: ` or `machine: `: prose's "The node: spark" ends a line as often)
@@ -1787,9 +1817,11 @@ _PORT = r"(?=:\d{1,5}(?!\w|\.\d))"
 _BRACKETED_PORT = r"(?=\]:\d{1,5}(?!\w|\.\d))"
 
 
-# What stands between two words of a named string in a text: spaces, tabs, no-break
-# spaces, `_`, `-`, or `+` (a form's space).
-_WORD_GAP = r"[ \t\u00a0_+-]+"
+# What stands between two words of a named string in a text: any white space (a line's
+# break, a no-break or thin space), `_`, `+` (a form's space) or `%20`, a dash of any width
+# (`-`, `‐`, `–`, `—`, `−`), a dot, a slash either way or a colon (`project.zeta.internal`,
+# `Project/Zeta`, `Project:Zeta`); never a separator of the scanned text's fields.
+_WORD_GAP = r"(?:[^\S\x00-\x02]|[_+./\\:\u2010-\u2015\u2212-]|%20)+"
 
 
 def _spaced_words(value: str) -> str:
@@ -1835,13 +1867,15 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
     if known.kind is KnownKind.HOST:
         # A distinctive host name also where it is a label of a longer name (`det0.NAME`,
         # `NAME.lan`, `NAME-det0`, `NAME_x.log`); what follows it as a domain
-        # (`NAME.acme-corp.com`, its full name) goes with it. The labels never backtrack:
+        # (`NAME.acme-corp.com`, its full name) goes with it; a plain one as the first label
+        # of its full name, in a URL or a share too (`https://NAME.acme.com/`,
+        # `//NAME.acme.com/share`). The labels never backtrack:
         # a label's class holds every character the bound after them refuses, so the
         # greedy labels are the match.
         labels = (
             rf"|{_NOT_ALNUM_BEFORE}{v}(?:\.[A-Za-z0-9-]+)*{_NOT_ALNUM_AFTER}"
             if distinctive
-            else rf"|(?<![\w./:-]){v}{_HOST_DOMAIN}"
+            else rf"|(?:(?<![\w./:-])|(?<=://)|{_SLASHED_SHARE}){v}{_HOST_DOMAIN}"
         )
         return (
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
@@ -1858,7 +1892,13 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
         return rf"(?i:{_spaced_words(known.value)})"
     if known.kind is KnownKind.SECRET and len(known.value) >= _GLUED_SECRET:
         return v
+    if known.kind is KnownKind.SECRET:  # a shorter one also glued to a short option's letter
+        return rf"(?:(?<![A-Za-z0-9])|{_OPTION_GLUED}){v}(?![A-Za-z0-9])"
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
+
+
+# A command line's short option with its value glued on (`mysql -pSECRET`, `-aSECRET`).
+_OPTION_GLUED = r"(?<=[\s\x00-\x02]-[A-Za-z])"
 
 
 def _hosts_alias(v: str) -> str:

@@ -395,7 +395,15 @@ def _hardware(raw: RawCapture) -> dict[str, Any]:
         hardware["kernel"] = host.kernel
     extra = raw.run.document.get("hardware_extra", {})
     for name, value in [*sorted(host.driver_versions.items()), *sorted(extra.items())]:
-        hardware.setdefault(name, value)
+        if name in hardware and hardware[name] != value:
+            # Hardware facts are published as recorded: one of two that disagree is not
+            # dropped in silence.
+            raise ExportError(
+                f"the raw capture records two values of the hardware fact {name!r}: one in "
+                f"hardware_extra of {layout.RAW_RUN}, one among the host's own facts or its "
+                "driver versions; rename the one in hardware_extra (nothing was published)"
+            )
+        hardware[name] = value
     return hardware
 
 

@@ -25,6 +25,7 @@ are removed from free text only: the same text in evidence identifies nobody.
 from __future__ import annotations
 
 import ipaddress
+import ntpath
 import posixpath
 import re
 from collections import Counter
@@ -68,6 +69,10 @@ SYSTEM_PREFIXES = (
 # Directories everyone has: a path under them may be private, the directory itself is not.
 COMMON_DIRS = frozenset({"/tmp", "/var/tmp", "/home", "/Users", "/var/home", "/private/tmp"})  # noqa: S108
 MIN_OPAQUE = 8
+# A secret's value as short as this is looked for where it has a token's shape (digits,
+# mixed case or symbols: `Tr0ub4d`); shorter, or a word's shape (`letmein`), it is found by
+# chance in ordinary text, and is not (docs/EVIDENCE.md).
+MIN_SECRET = 6
 # A command-line option's name alone (`--no-prompt-cache`, `-v`), without a value.
 _OPTION_NAME = re.compile(r"--?[A-Za-z][A-Za-z0-9_-]*", re.ASCII)
 # Ledger category of each detector category.
@@ -613,9 +618,21 @@ def _url_address(url: str) -> str | None:
     IPv6 address but loopback it takes for one.)"""
     try:
         host = urlsplit(url).hostname
-        address = ipaddress.IPv4Address(host) if host else None
     except ValueError:
         return None
+    return _ipv4(host) if host else None
+
+
+def _ipv4(text: str) -> str | None:
+    """The IPv4 address `text` is, also written IPv4-mapped (`::ffff:34.12.5.6`, as sshd and
+    a dual-stack socket write a client's), if it is neither loopback nor unspecified."""
+    try:
+        address = ipaddress.IPv4Address(text)
+    except ValueError:
+        try:
+            address = ipaddress.IPv6Address(text).ipv4_mapped  # type: ignore[assignment]
+        except ValueError:
+            return None
     if address is None or address.is_loopback or address.is_unspecified:
         return None
     return str(address)
@@ -631,16 +648,12 @@ def _ssh_addresses(env: Mapping[str, str]) -> list[str]:
     unspecified: private wherever the generic detector would take them for an address,
     which reads a public one as a version number where no word says it is an address
     (`34.99.1.2 - - [02/Nov/2026...]`, a web server's log line)."""
-    found = []
-    for name in SSH_ADDRESS_VARIABLES:
-        for part in env.get(name, "").split():
-            try:
-                address = ipaddress.IPv4Address(part)
-            except ValueError:
-                continue
-            if not (address.is_loopback or address.is_unspecified):
-                found.append(str(address))
-    return found
+    return [
+        address
+        for name in SSH_ADDRESS_VARIABLES
+        for part in env.get(name, "").split()
+        if (address := _ipv4(part)) is not None
+    ]
 
 
 # What separates the URLs of one environment value (`a://x,b://y`, `a://x b://y`).
@@ -746,12 +759,15 @@ class _Collector:
 
     def secret(self, value: str, category: str, placeholder: str) -> None:
         """A value that identifies someone wherever it appears (a token); and its body
-        after a vendor's prefix (`hf_`, `sk-proj-`), which is as secret without it."""
-        if len(value) >= MIN_OPAQUE:
-            self._add(value, category, placeholder, KnownKind.SECRET)
-            prefix = _TOKEN_PREFIX.match(value)
-            if prefix is not None and len(value) - prefix.end() >= _LEAST_TOKEN_BODY:
-                self._add(value[prefix.end() :], category, placeholder, KnownKind.SECRET)
+        after a vendor's prefix (`hf_`, `sk-proj-`), which is as secret without it. Also
+        without the quotes or the line's end an environment file kept around it
+        (`KEY="..."`, a CRLF `.env`), and, written in hex, in the other case."""
+        for form in _forms(value):
+            if len(form) >= MIN_OPAQUE or (len(form) >= MIN_SECRET and leaks.is_tokenish(form)):
+                self._add(form, category, placeholder, KnownKind.SECRET)
+                prefix = _TOKEN_PREFIX.match(form)
+                if prefix is not None and len(form) - prefix.end() >= _LEAST_TOKEN_BODY:
+                    self._add(form[prefix.end() :], category, placeholder, KnownKind.SECRET)
 
     def string(self, value: str, placeholder: str) -> None:
         """A string the user named private (`--private-path NAME`), whatever its length:
@@ -764,10 +780,14 @@ class _Collector:
         self._add(value, leaks.IP_ADDRESS, placeholder, KnownKind.ADDRESS)
 
     def opaque(self, value: str, category: str, placeholder: str) -> None:
-        """An environment value: removed from free text; never one that is public evidence."""
-        short = len(value) < MIN_OPAQUE or value.strip().isdigit()
-        if not short and value not in self._public:
-            self._add(value, category, placeholder, KnownKind.OPAQUE)
+        """An environment value: removed from free text; never one that is public evidence.
+        Also without the quotes or line end around it, and a hex one in the other case."""
+        if value in self._public:
+            return
+        for form in _forms(value):
+            short = len(form) < MIN_OPAQUE or form.strip().isdigit()
+            if not short and form not in self._public:
+                self._add(form, category, placeholder, KnownKind.OPAQUE)
 
     def path(self, value: str | None, placeholder: str | None = None) -> None:
         """A private path; without a placeholder, only an absolute one no collected path covers."""
@@ -802,6 +822,38 @@ class _Collector:
 
 
 _DRIVE_PATH = re.compile(r"[A-Za-z]:[\\/]")  # a Windows path: `C:\Users`, `c:/data`
+_HEX = re.compile(r"[0-9A-Fa-f]+")
+# The quotes an environment file may keep around a value (`docker --env-file` keeps them).
+_QUOTES = ('"', "'")
+
+
+def _base_name(path: str) -> str:
+    """The last part of a path, a Windows one's too (`C:\\tools\\x.exe`: `x.exe`)."""
+    return ntpath.basename(path) if _is_windows(path) else posixpath.basename(path)
+
+
+def _dir_name(path: str) -> str:
+    return ntpath.dirname(path) if _is_windows(path) else posixpath.dirname(path)
+
+
+def _is_windows(path: str) -> bool:
+    return "\\" in path or _DRIVE_PATH.match(path) is not None
+
+
+def _forms(value: str) -> list[str]:
+    """A private value as the environment held it, and as other texts write it: without the
+    white space (a CRLF file's `\r`) and quotes around it, and, all hex digits, in the other
+    letter case (`9f86d0...` and `9F86D0...` are one secret)."""
+    forms = [value]
+    bare = value.strip()
+    if len(bare) >= 2 and bare[0] == bare[-1] and bare[0] in _QUOTES:
+        bare = bare[1:-1].strip()
+    if bare != value:
+        forms.append(bare)
+    if _HEX.fullmatch(bare) and bare.lower() != bare.upper():
+        forms += [case for case in (bare.lower(), bare.upper()) if case != bare]
+    return [form for form in forms if form]
+
 
 # A token's vendor prefix (`hf_`, `ghp_`, `sk-proj-`, `xoxb-`), and the shortest body after
 # one that is looked for alone (shorter, it could be an ordinary word).
@@ -976,14 +1028,14 @@ def collect_private_values(
 
     # The paths the run names, each with its own placeholder.
     if run.binary_path:
-        c.path(run.binary_path, f"/path/to/{c.safe(posixpath.basename(run.binary_path))}")
+        c.path(run.binary_path, f"/path/to/{c.safe(_base_name(run.binary_path))}")
     only = raw.manifest.files[0].path if len(raw.manifest.files) == 1 else None
     model_dirs = []
     for model in (run.model_path, raw.manifest.root):
-        name = posixpath.basename(model.rstrip("/"))
+        name = _base_name(model.rstrip("/\\"))
         if name == only or name.endswith(".gguf"):  # a single-file model
             c.path(model, f"/path/to/model/{c.safe(name)}")
-            model_dirs.append(posixpath.dirname(model.rstrip("/")))
+            model_dirs.append(_dir_name(model.rstrip("/\\")))
         else:
             c.path(model, "/path/to/model")
     c.path(str(raw.root.absolute()), "/path/to/raw")
@@ -995,8 +1047,8 @@ def collect_private_values(
         c.path(cwd, "/path/to/workdir" + (f"-{index + 1}" if index else ""))
     for server in servers:
         if server.log_path:
-            c.path(server.log_path, f"/path/to/logs/{c.safe(posixpath.basename(server.log_path))}")
-            c.path(posixpath.dirname(server.log_path), "/path/to/logs")
+            c.path(server.log_path, f"/path/to/logs/{c.safe(_base_name(server.log_path))}")
+            c.path(_dir_name(server.log_path), "/path/to/logs")
     for model_dir in model_dirs:
         c.path(model_dir, "/path/to/model")
 
@@ -1010,7 +1062,12 @@ def collect_private_values(
         for name, value in sorted(server.env.items()):
             for part in value.split(":"):
                 c.path(part)
-            if not _is_path(value) and (name, value) not in opaque_asked:
+            # A path is private as a path (c.path); one under the system's directories is
+            # not, but as a variable's value it is one still (`/etc/acme-zeta/conf.yaml`).
+            opaque = not _is_path(value) or (
+                _is_system(leaks.normal_path(value)) and value not in SYSTEM_PREFIXES
+            )
+            if opaque and (name, value) not in opaque_asked:
                 opaque_asked.add((name, value))  # c.opaque is idempotent: asked once
                 c.opaque(value, "environment-value", f"<env:{c.safe(name)}>")
 
@@ -1023,9 +1080,43 @@ def collect_private_values(
             c.path(posixpath.dirname(lib.path))
     for arg in argv:
         c.path(_argument_path(arg))
-    values = tuple(c.values.values())
-    _refuse_in_placeholders(values, [p for p in private_paths if "/" not in p])
+    named = [p for p in private_paths if "/" not in p]
+    _refuse_in_placeholders(tuple(c.values.values()), named)
+    values = _placeholders_cleared(tuple(c.values.values()))
+    _refuse_in_placeholders(values, named)
     return values
+
+
+def _placeholders_cleared(values: tuple[Known, ...]) -> tuple[Known, ...]:
+    """The values with every placeholder clear of them all. A placeholder embeds a name
+    (`/path/to/mlxcel-server-RUN`, `<env:NAME>`) cleared of the values collected before it
+    (`_Collector.safe`); one collected after it (an environment value in the binary's
+    name) is cleared here, as the ledger publishes the placeholders."""
+    for _ in range(_MOST_CLEARINGS):
+        detector = Detector(list(values), encoded=False)
+        cleared = {
+            k.placeholder: replace_hits(
+                k.placeholder, [(h.start, h.end, h.placeholder) for h in hits]
+            )
+            for k in values
+            if (hits := detector.scan_text(k.placeholder))
+        }
+        if not cleared:
+            return values
+        values = tuple(
+            replace(k, placeholder=cleared.get(k.placeholder, k.placeholder)) for k in values
+        )
+    raise ExportError(
+        "the placeholders export writes in place of private values still hold private values "
+        f"after {_MOST_CLEARINGS} rounds of removing them; nothing was published. Please "
+        "report it as a bug"
+    )
+
+
+# A placeholder put into another was cleared before (a named string found in one is refused
+# before this: `_refuse_in_placeholders`), so one round or two clear them all; a placeholder
+# still found after this many would be found in its own replacement for ever.
+_MOST_CLEARINGS = 8
 
 
 def _refuse_in_placeholders(values: Sequence[Known], named: Sequence[str]) -> None:

@@ -140,13 +140,29 @@ def used_another_cache(proofs: list[RequestProof], counters: Sequence[str]) -> l
             rose = [
                 f"{_short(ref)} +{max(moves):g}"
                 for ref in counters
-                if (moves := counter_moves(ref, before, after)) and max(moves) > 0
+                if (moves := counter_moves(ref, before, after) or _appeared(ref, before, after))
+                and max(moves) > 0
             ]
             if rose:
                 reason = f"{', '.join(rose)}: the server says another cache supplied state"
                 proof = replace(proof, proven=False, reason=reason)
         found.append(proof)
     return found
+
+
+def _appeared(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
+    """The values of a counter absent before a request and there after it (None where it is
+    not so), read as its moves from zero. Across one request the server is one instance (a
+    restart is another instance), so a counter it registers on first use (as labelled and
+    lazily created Prometheus counters appear) was at zero while absent, and one above zero
+    after has moved; a counter taken out of the before snapshot hides where it stood, and
+    is read the same way: either way the request is not shown to have used no other
+    cache."""
+    if ref.startswith("metric:"):
+        new = after.samples(ref)
+        return list(new.values()) if new and not before.samples(ref) else None
+    value = after.counter(ref)
+    return [value] if value is not None and before.counter(ref) is None else None
 
 
 def least_cap(record: Record) -> int | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import shlex
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import PurePosixPath
@@ -44,6 +45,7 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
         yield from _the_named_server(ctx, experiment, rules)
         yield from _command_lines(experiment, rules)
         yield from _served_model(ctx, experiment, rules)
+    yield from _distinct_conditions(experiment)
     yield from _one_request_per_record(ctx, experiment)
     yield from _one_model(ctx)
     yield from _one_server_at_a_time(experiment)
@@ -58,6 +60,33 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
     ]
     yield from _empty_think_alike(finished)
     yield from _parsed_alike(finished)
+
+
+def _distinct_conditions(experiment: Experiment) -> Iterator[Finding]:
+    """Each condition is its own configuration: no two declare the same settings and server
+    arguments. (Their command lines are then alike too, or `_command_lines` says they
+    differ by arguments no condition declares; and so are their environments, or the servers
+    check says they differ by an undeclared toggle.) Two such conditions are one
+    configuration run twice, and an error, not each a condition judged alone: where their
+    warm arms disagree, the configuration's own replies varied between two runs, yet each
+    half would be judged by itself and the split reported "in 1 of 2 conditions", a
+    difference between conditions that differ by nothing. An inconclusive verdict would
+    hide the same bundle's other halves behind a reason a reader can skip; the harness
+    never writes two such conditions (a run repeated is more cycles of one condition), so
+    a bundle that does was not made by it as declared."""
+    seen: dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], str] = {}
+    for ci, condition in enumerate(experiment.conditions):
+        key = (tuple(sorted(condition.settings.items())), condition.server_args)
+        first = seen.setdefault(key, condition.id)
+        if first != condition.id:
+            yield _error(
+                f"conditions {first} and {condition.id} declare the same configuration: "
+                f"{condition.label or 'no setting and no server argument'}; one "
+                "configuration run twice is one condition, whose replies varied between "
+                "the runs if they disagree, not two conditions that differ",
+                pointer=json_pointer("conditions", ci), expected="a configuration of its own",
+                actual=condition.label or "the same as " + first,
+            )  # fmt: skip
 
 
 def _the_named_server(
@@ -178,8 +207,9 @@ _MODEL_FILE = re.compile(r".+\.(?:gguf|safetensors|bin|pt|pth|onnx|ggml)", re.IG
 def _model_named(server: ServerDeclaration, profile: ServerProfile) -> Iterator[tuple[str, str]]:
     """Each place the server is told which model to load, as (where, value): the profile's
     model options on the command line, and the environment variables that set them
-    (`LLAMA_ARG_MODEL` is llama-server's `--model`)."""
-    return profile.option_values(server.argv, server.environment, profile.model_options)
+    (`LLAMA_ARG_MODEL` is llama-server's `--model`), and a positional model where the
+    server takes one (`vllm serve MODEL`)."""
+    return profile.models_named(server.argv, server.environment)
 
 
 def _file_name(value: str) -> str:
@@ -274,6 +304,89 @@ def _served_model(
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+# `sh -c 'unset NAME OTHER; exec ...'`: the names a shell's unset takes out
+_UNSET = re.compile(
+    r"\bunset\s+(?:-[fnv]+\s+)*([A-Za-z_][A-Za-z0-9_]*(?:[ \t]+[A-Za-z_][A-Za-z0-9_]*)*)"
+)
+# env's options that take a value (GNU coreutils and BSD env): `-C DIR`, `-P PATH`, `-a ARG0`
+_ENV_VALUED = frozenset(("-C", "--chdir", "-P", "-a", "--argv0", "--default-signal",
+                         "--ignore-signal", "--block-signal"))  # fmt: skip
+
+
+def _env_removes(argv: tuple[str, ...]) -> Iterator[tuple[str, str | None]]:
+    """What a wrapper before the server takes out of the environment it passes on, as (as
+    written, the name taken out, or None where the whole environment is): `env -u NAME`,
+    `env -uNAME`, `env --unset=NAME`, `env -i` (`--ignore-environment`, `-`), the same in an
+    `env -S '...'` string, and a shell's `unset NAME` (`sh -c 'unset NAME; exec ...'`).
+    An argument that holds a command line of its own (`sh -c 'env -u NAME server'`) is read
+    as one too."""
+    for at, arg in enumerate(argv):
+        if PurePosixPath(arg).name == "env":
+            yield from _env_options(argv[at + 1 :], depth=0)
+        for found in _UNSET.finditer(arg):
+            for name in found.group(1).split():
+                yield found.group(0), name
+        if any(c.isspace() for c in arg) and "env" in arg:
+            try:
+                words = tuple(shlex.split(arg))
+            except ValueError:  # (an unclosed quote: no command line a shell would run)
+                continue
+            for wi, word in enumerate(words):
+                if PurePosixPath(word).name == "env":
+                    yield from _env_options(words[wi + 1 :], depth=0)
+
+
+def _env_options(args: tuple[str, ...], depth: int) -> Iterator[tuple[str, str | None]]:
+    """`env`'s options up to its command (`_env_removes`)."""
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        after = args[index + 1] if index + 1 < len(args) else None
+        if arg in ("-", "-i", "--ignore-environment"):
+            yield arg, None
+        elif arg == "--unset" or arg.startswith("--unset="):
+            name = arg.partition("=")[2] if "=" in arg else after
+            index += 0 if "=" in arg else 1
+            if name is not None:
+                yield (arg if "=" in arg else f"{arg} {name}"), name
+        elif arg == "--split-string" or arg.startswith("--split-string="):
+            string = arg.partition("=")[2] if "=" in arg else after
+            index += 0 if "=" in arg else 1
+            yield from _env_split(string, depth)
+        elif arg == "--":
+            return
+        elif arg in _ENV_VALUED or arg.partition("=")[0] in _ENV_VALUED:
+            index += 0 if "=" in arg else 1
+        elif arg.startswith("--"):
+            pass  # (--debug, --null, ...)
+        elif arg.startswith("-"):  # a cluster of short options: `-iu NAME`, `-vS 'A=1 x'`
+            for ci, letter in enumerate(arg[1:], 1):
+                rest = arg[ci + 1 :]
+                if letter == "i":
+                    yield arg, None
+                    continue
+                if letter in "uSCPa":
+                    value = rest or after
+                    index += 0 if rest else 1
+                    if letter == "u" and value is not None:
+                        yield (arg if rest else f"{arg} {value}"), value
+                    elif letter == "S":
+                        yield from _env_split(value, depth)
+                    break
+        elif _ASSIGNMENT.match(arg) is None:
+            return  # the command env runs
+        index += 1
+
+
+def _env_split(string: str | None, depth: int) -> Iterator[tuple[str, str | None]]:
+    """The options of an `env -S STRING` (its words, read as env's own arguments)."""
+    if string is None or depth > 3:
+        return
+    try:
+        words = tuple(shlex.split(string))
+    except ValueError:
+        return
+    yield from _env_options(words, depth + 1)
 
 
 def _toggle_options(rules: ProfileRules, toggle: str) -> tuple[str, ...]:
@@ -295,9 +408,33 @@ def _overridden(
     that sets what a condition's toggle sets (`options`: `-fa` for LLAMA_ARG_FLASH_ATTN),
     overrides the recorded environment; and a declared server argument's option given again
     after it, by any spelling, overrides the declaration (the last of an option given twice
-    is the one a server reads)."""
+    is the one a server reads). An option is read as the server's parser reads it
+    (`ServerProfile.option_name`: llama-server's `--flash_attn` is `--flash-attn`); a toggle
+    an `env` before the server takes out (`env -u NAME`, `env -i`) overrides the recorded
+    environment as one assigned there does."""
+    profile = PROFILES.get(rules.name)
+
+    def named(arg: str) -> str:
+        return profile.option_name(arg) if profile is not None else arg.partition("=")[0]
+
+    def toggle(name: str) -> bool:
+        return name in condition.settings or any(p in name for p in rules.toggle_prefixes)
+
+    for written, name in _env_removes(argv):
+        if name is None:
+            yield _error(
+                f"the command line starts the server in an emptied environment ({written}): "
+                "the environment recorded for this server is not what it ran with",
+                pointer=pointer, actual=written,
+            )  # fmt: skip
+        elif toggle(name):
+            yield _error(
+                f"the command line takes {name} out of the server's environment ({written}): "
+                "the environment recorded for this server is not what it ran with",
+                pointer=pointer, actual=written,
+            )  # fmt: skip
     for index, arg in enumerate(argv):
-        if arg in rules.per_instance_args and argv[index + 1 : index + 2] != ():
+        if named(arg) in rules.per_instance_args and argv[index + 1 : index + 2] != ():
             value = argv[index + 1]
             if value.startswith("-"):  # (its value is left out of the comparison)
                 yield _error(
@@ -307,17 +444,18 @@ def _overridden(
                 )  # fmt: skip
         # `env NAME=1 ...`, `env --split-string=NAME=1`, `sh -c 'export NAME=1; ...'`
         for name in _ASSIGNMENT.findall(arg):
-            if name in condition.settings or any(p in name for p in rules.toggle_prefixes):
+            if toggle(name):
                 yield _error(
                     f"the command line sets {name} itself: the environment recorded for this "
                     "server is not what it ran with",
                     pointer=pointer, actual=arg,
                 )  # fmt: skip
                 break
-        option = arg.partition("=")[0]
+        option = named(arg)
         if option in options:
             yield _error(
-                f"the command line gives {option}, which sets what the condition's setting "
+                f"the command line gives {arg.partition('=')[0]}, which sets what the "
+                f"condition's setting "
                 f"{options[option]} sets: the server ran with the command line's",
                 pointer=pointer, actual=arg,
             )  # fmt: skip
@@ -327,16 +465,15 @@ def _overridden(
     last = max(occurrences(argv, declared), default=None)
     if last is None:
         return  # the servers check says the declared arguments are missing
-    profile = PROFILES.get(rules.name)
     again = {  # the declared options, in every spelling (`--flash-attn`, `-fa`)
         spelling
         for a in declared
         if a.startswith("-")
-        for spelling in (profile.spellings(a.partition("=")[0]) if profile else (a,))
+        for spelling in (profile.spellings(named(a)) if profile else (a,))
     }
     for arg in argv[last + len(declared) :]:
-        option = arg.partition("=")[0]
-        if option in again:
+        if named(arg) in again:
+            option = arg.partition("=")[0]
             yield _error(
                 f"{option} is given again after the condition's declared server arguments: "
                 "the server reads the last one, not the declared value",

@@ -140,6 +140,31 @@ class ServerProfile(ABC):
         """Every spelling of a command-line option (`--flash-attn`, `-fa`), itself first."""
         return (option,)
 
+    @property
+    def long_options_read_with_underscores(self) -> bool:
+        """Whether the server's parser reads `_` in a long option's name as `-`
+        (llama-server's common/arg.cpp does, for every `--` option; so does vLLM's
+        FlexibleArgumentParser): then `--flash_attn on` is `--flash-attn on` (none known,
+        by default)."""
+        return False
+
+    def option_name(self, arg: str) -> str:
+        """The option a command-line argument gives, as the server's parser reads it: the
+        part before `=`, a long option's `_` read as `-` where the parser does so
+        (`long_options_read_with_underscores`)."""
+        option = arg.partition("=")[0]
+        if option.startswith("--") and self.long_options_read_with_underscores:
+            return option.replace("_", "-")
+        return option
+
+    def models_named(
+        self, argv: Sequence[str], environment: Mapping[str, str]
+    ) -> Iterator[tuple[str, str]]:
+        """Each place the server is told which model to load, as (where, value): the
+        values of `model_options` (`option_values`), and where the server takes its model
+        as a positional argument (`vllm serve MODEL`), that argument too."""
+        return self.option_values(argv, environment, self.model_options)
+
     def toggle_options(self, toggle: str) -> tuple[str, ...]:
         """The command-line options that set what the environment toggle `toggle` sets: given
         beside it, they decide what the server ran with (none known, by default)."""

@@ -115,13 +115,20 @@ class LlamaCppProfile(ServerProfile):
         long = _LONG.get(option, option)
         return tuple(dict.fromkeys((option, long, *_SHORT.get(long, ()))))
 
+    @property
+    def long_options_read_with_underscores(self) -> bool:
+        # common/arg.cpp: `if (arg.compare(0, 2, "--") == 0) std::replace(arg..., '_', '-')`
+        # before an option is looked up, so `--flash_attn` is `--flash-attn`
+        return True
+
     def toggle_options(self, toggle: str) -> tuple[str, ...]:
         """`LLAMA_ARG_FLASH_ATTN` is `--flash-attn` (and `-fa`): llama-server reads each
-        `LLAMA_ARG_*` as its option, and the option, where both are given, wins."""
+        `LLAMA_ARG_*` as its option (`.set_env(...)` in common/arg.cpp), and the option,
+        where both are given, wins."""
         if not toggle.startswith(_ARG_PREFIX):
             return ()
-        option = "--" + toggle.removeprefix(_ARG_PREFIX).lower().replace("_", "-")
-        option = _RENAMED.get(option, option)
+        name = toggle.removeprefix(_ARG_PREFIX)
+        option = _ENV_OPTION.get(name) or "--" + name.lower().replace("_", "-")
         return (option, *_SHORT.get(option, ()))
 
 
@@ -131,9 +138,21 @@ _VERSION_COMMIT = re.compile(
 )
 
 _ARG_PREFIX = "LLAMA_ARG_"
-# Options whose environment variable is not their own long name, and the short spellings of
-# the options an experiment is likeliest to vary (llama-server --help, 0.3.36).
-_RENAMED = {"--n-parallel": "--parallel", "--n-ctx": "--ctx-size"}
+# Options whose environment variable is not their own long name (common/arg.cpp:
+# `{"-b", "--batch-size"} ... .set_env("LLAMA_ARG_BATCH")`, `{"-ub", "--ubatch-size"} ...
+# .set_env("LLAMA_ARG_UBATCH")`, `{"-np", "--parallel"} ... .set_env("LLAMA_ARG_N_PARALLEL")`,
+# `{"--metrics"} ... .set_env("LLAMA_ARG_ENDPOINT_METRICS")`, `{"--rope-scaling"} ...
+# .set_env("LLAMA_ARG_ROPE_SCALING_TYPE")`), by the name after LLAMA_ARG_; and the short
+# spellings of the options an experiment is likeliest to vary (llama-server --help, 0.3.36;
+# `-dev`, `-nkvo`, `-mg`, `-ts`, `-ot`, `-tb` as common/arg.cpp spells them).
+_ENV_OPTION = {
+    "N_PARALLEL": "--parallel",
+    "N_CTX": "--ctx-size",
+    "BATCH": "--batch-size",
+    "UBATCH": "--ubatch-size",
+    "ENDPOINT_METRICS": "--metrics",
+    "ROPE_SCALING_TYPE": "--rope-scaling",
+}
 _SHORT = {
     "--flash-attn": ("-fa",),
     "--ctx-size": ("-c",),
@@ -141,10 +160,16 @@ _SHORT = {
     "--ubatch-size": ("-ub",),
     "--n-gpu-layers": ("-ngl", "--gpu-layers"),
     "--threads": ("-t",),
+    "--threads-batch": ("-tb",),
     "--parallel": ("-np",),
     "--cache-type-k": ("-ctk",),
     "--cache-type-v": ("-ctv",),
     "--split-mode": ("-sm",),
+    "--device": ("-dev",),
+    "--no-kv-offload": ("-nkvo",),
+    "--main-gpu": ("-mg",),
+    "--tensor-split": ("-ts",),
+    "--override-tensor": ("-ot",),
     # the model's sources: LLAMA_ARG_MODEL is -m, and so on (model_options)
     "--model": ("-m",),
     "--model-url": ("-mu",),

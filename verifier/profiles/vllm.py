@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from verifier.profiles.base import LaunchSpec, ResetCall, ServerLimits, ServerProfile
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
@@ -20,6 +20,38 @@ class VllmProfile(ServerProfile):
     @property
     def cache_on_args(self) -> tuple[str, ...]:
         return (CACHE_ON_FLAG,)
+
+    @property
+    def long_options_read_with_underscores(self) -> bool:
+        # FlexibleArgumentParser reads `--max_num_batched_tokens` as `--max-num-batched-tokens`
+        return True
+
+    def models_named(
+        self, argv: Sequence[str], environment: Mapping[str, str]
+    ) -> Iterator[tuple[str, str]]:
+        """`--model`, and the model `vllm serve MODEL` names positionally (start_argv writes
+        it there): the first argument after `serve` that is neither an option nor an
+        option's value. An option is taken to have a value unless it is written
+        `--opt=value`, or is a switch (vLLM's `--enable-*`, `--disable-*`, `--no-*`, the
+        cache flags): where a switch is not known as one, its next argument is read as its
+        value, so a model named after an unknown switch is not found."""
+        yield from self.option_values(argv, environment, self.model_options)
+        if "serve" not in argv:
+            return
+        first = list(argv).index("serve") + 1
+        at = first
+        while at < len(argv):
+            arg = argv[at]
+            if arg == "--":  # (what follows is positional)
+                at += 1
+            elif arg.startswith("-") and arg != "-":
+                option = self.option_name(arg)
+                switch = "=" in arg or option.startswith(_SWITCHES) or option in _SWITCH_ARGS
+                at += 1 if switch else 2
+                continue
+            if at < len(argv):
+                yield ("serve " if at == first else "serve ... ") + argv[at], argv[at]
+            return
 
     def cache_state_in_metrics(self, metrics: Mapping[str, float]) -> frozenset[bool]:
         """The `enable_prefix_caching` label of the `vllm:cache_config_info` gauge (SERVERS.md:
@@ -67,6 +99,10 @@ class VllmProfile(ServerProfile):
         return ServerLimits.read(caps, contexts, unread)
 
 
+# Options of `vllm serve` that take no value (argparse's store_true and
+# BooleanOptionalAction: `--enable-X` / `--no-enable-X`), as far as their names tell.
+_SWITCHES = ("--enable-", "--disable-", "--no-")
+_SWITCH_ARGS = frozenset(("--trust-remote-code", "--enforce-eager", "--headless", "--help", "-h"))
 _CONFIG_FILE = frozenset(("--config",))
 _GENERATION_CONFIG = frozenset(("--generation-config",))
 _OVERRIDE = frozenset(("--override-generation-config",))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from make_samples import _dump, _resum, read_tree
 from typer.testing import CliRunner
 
@@ -119,3 +120,73 @@ def test_servers_that_ran_with_other_settings_are_a_difference(tmp_path: Path) -
     assert first[0]["environment"]["MLXCEL_DEVICE"] == "gpu"
     assert second[0]["environment"]["MLXCEL_DEVICE"] == "cpu"
     assert second[0]["argv"][-2:] == ["--ctx-size", "2048"] and "<port>" in second[0]["argv"]
+
+
+def every_reply_its_own(tmp_path: Path) -> Path:
+    """The seed bundle with each record's reply made its own: as many output classes as
+    records (28), the verdict nondeterministic; the bundle still verifies."""
+    from bench import _vary_reply
+
+    files = read_tree(SEED)
+    records = sorted(p for p in files if p.startswith(layout.RECORDS_DIR + "/"))
+    for n, name in enumerate(records):
+        document = json.loads(files[name])
+        _vary_reply(document, 1_000_000 + n)
+        files[name] = _dump(document)
+    root = tmp_path / "distinct"
+    for name, data in _resum(files).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return root
+
+
+def test_first_differences_of_many_classes_are_bounded(tmp_path: Path) -> None:
+    """A first difference for every pair of classes: 2,240 classes (one a reply) took 57 s
+    and 3.85 GB, then ran out of memory (audit_i r6). At most MOST_FIRST_DIFFERENCES are
+    listed, and the output says how many pairs were not compared."""
+    from verifier.diff import MOST_FIRST_DIFFERENCES
+
+    distinct = every_reply_its_own(tmp_path)
+    code, out = run("diff", str(distinct), str(SEED), "--format", "json")
+    document = json.loads(out)
+    assert code == 0 and not schemas.validate(document, "diff")
+    classes = len(document["classes"])
+    assert classes >= 28
+    assert len(document["first_differences"]) == MOST_FIRST_DIFFERENCES
+    assert document["first_differences"][0]["classes"] == ["A", "B"]
+    left_out = classes * (classes - 1) // 2 - MOST_FIRST_DIFFERENCES
+    (note,) = [n for n in document["notes"] if "not compared for their first difference" in n]
+    assert note.startswith(f"{left_out} pair(s) of output classes")
+    code, text = run("diff", str(distinct), str(SEED))
+    assert text.count("\nfirst difference ") == MOST_FIRST_DIFFERENCES
+    assert f"note: {left_out} pair(s)" in text
+    code, markdown = run("diff", str(distinct), str(SEED), "--format", "markdown")
+    assert markdown.count("\nfirst difference ") == MOST_FIRST_DIFFERENCES
+    assert f"> {left_out} pair(s)" in markdown
+
+
+def test_pairs_compared_for_first_differences_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pairs that differ in no text (tool calls only) are compared but not listed: the
+    pairs compared are bounded too, not only those listed."""
+    from verifier import diff
+
+    monkeypatch.setattr(diff, "MOST_PAIRS_COMPARED", 5)
+    distinct = every_reply_its_own(tmp_path)
+    code, out = run("diff", str(distinct), str(SEED), "--format", "json")
+    document = json.loads(out)
+    classes = len(document["classes"])
+    assert code == 0 and len(document["first_differences"]) == 5
+    assert any(
+        n.startswith(f"{classes * (classes - 1) // 2 - 5} pair(s)") for n in document["notes"]
+    )
+
+
+def test_a_few_classes_list_every_pair() -> None:
+    code, out = run("diff", str(SEED), str(SEED), "--format", "json")
+    document = json.loads(out)
+    classes = len(document["classes"])
+    assert code == 0 and classes >= 2
+    assert len(document["first_differences"]) == classes * (classes - 1) // 2
+    assert not any("first difference" in n for n in document["notes"])

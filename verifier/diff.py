@@ -27,6 +27,13 @@ EXIT_NOT_VERIFIED = 1
 EXIT_UNREADABLE = 2
 EXIT_UNEXPECTED = 3
 
+# The most first differences of pairs of output classes a diff lists, and the most pairs it
+# compares for them. Every pair of 2,240 classes (a bundle of 2,240 replies, each its own)
+# took 57 s and 3.85 GB before running out of memory (audit_i r6); a reader wants the first
+# few, and each pair compares two replies' texts.
+MOST_FIRST_DIFFERENCES = 20
+MOST_PAIRS_COMPARED = 1_000
+
 # What a reviewer asks first when two runs disagree: (label, JSON pointer into experiment.json)
 _COMPARED = (
     ("server build", "/server/build_commit"),
@@ -172,20 +179,22 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
 
     bodies = {json_key(r.experiment.document["request_body"]) for _, r in compared if r.experiment}
     conditions: list[dict[str, Any]] = []
-    ids: list[str] = []
+    # each bundle's local labels and conditions by id, looked up once (not once a condition)
+    locals_: list[dict[str, str]] = []
+    by_id: list[dict[str, ConditionResult]] = []
+    ids: dict[str, None] = {}  # in order of first appearance
     for _, result in compared:
         assert result.classification is not None
-        ids += [
-            c.condition.id for c in result.classification.conditions if c.condition.id not in ids
-        ]
+        locals_.append({c.label: c.output_hash for c in result.classification.classes})
+        mine: dict[str, ConditionResult] = {}
+        for c in result.classification.conditions:
+            mine.setdefault(c.condition.id, c)
+            ids.setdefault(c.condition.id, None)
+        by_id.append(mine)
     for cid in ids:
         per_bundle: list[dict[str, Any] | None] = []
-        for _, result in compared:
-            assert result.classification is not None
-            local = {c.label: c.output_hash for c in result.classification.classes}
-            found = next(
-                (c for c in result.classification.conditions if c.condition.id == cid), None
-            )
+        for local, mine in zip(locals_, by_id, strict=True):
+            found = mine.get(cid)
             per_bundle.append(
                 None
                 if found is None
@@ -212,29 +221,7 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
         )
 
     ordered = sorted(labels, key=lambda d: (len(labels[d]), labels[d]))
-    first_differences = []
-    for i, left in enumerate(ordered):
-        for right in ordered[i + 1 :]:
-            a, b = examples.get(left), examples.get(right)
-            if a is None or b is None:
-                continue
-            for field, x, y in (
-                ("content", a.content, b.content),
-                ("reasoning_content", a.reasoning, b.reasoning),
-            ):
-                found_difference = first_difference(field, x, y)
-                if found_difference is not None:
-                    first_differences.append(
-                        {
-                            "classes": [labels[left], labels[right]],
-                            "field": field,
-                            "index": found_difference.index,
-                            "left_excerpt": found_difference.left_excerpt,
-                            "right_excerpt": found_difference.right_excerpt,
-                        }
-                    )
-                    break
-
+    first_differences, not_compared = _first_differences(ordered, labels, examples)
     same = (
         len(compared) == len(inputs) > 0
         and len(bodies) <= 1
@@ -258,6 +245,17 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
         )
     if len(compared) < len(inputs):
         notes.append(f"{len(inputs) - len(compared)} bundle(s) did not verify and are not compared")
+    if not_compared:
+        notes.append(
+            f"{not_compared} pair(s) of output classes not compared for their first difference: "
+            f"the tool lists at most {MOST_FIRST_DIFFERENCES} and compares at most "
+            f"{MOST_PAIRS_COMPARED} pairs (in class order, each with the ones after it)"
+        )
+    given = [
+        (i, {c.output_hash for c in r.classification.classes})
+        for i, r in compared
+        if r.classification
+    ]
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "evidence.diff",
@@ -269,12 +267,7 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
             {
                 "label": labels[d],
                 "output_hash": d,
-                "bundles": [
-                    i
-                    for i, r in compared
-                    if r.classification
-                    and any(c.output_hash == d for c in r.classification.classes)
-                ],
+                "bundles": [i for i, hashes in given if d in hashes],
             }
             for d in ordered
         ],
@@ -283,6 +276,42 @@ def diff_bundles(inputs: Sequence[DiffInput]) -> dict[str, Any]:
         "first_differences": first_differences,
         "outcome": "same" if same else "changed",
     }
+
+
+def _first_differences(
+    ordered: Sequence[str], labels: dict[str, str], examples: dict[str, Record]
+) -> tuple[list[dict[str, Any]], int]:
+    """The first differences of pairs of output classes, each class against the ones after
+    it in class order, and how many pairs were not compared: at most MOST_FIRST_DIFFERENCES
+    listed and MOST_PAIRS_COMPARED compared, so that a bundle of many classes (every reply
+    its own) is not compared pair by pair."""
+    shown = [digest for digest in ordered if digest in examples]
+    pairs = len(shown) * (len(shown) - 1) // 2
+    found: list[dict[str, Any]] = []
+    compared = 0
+    for i, left in enumerate(shown):
+        for right in shown[i + 1 :]:
+            if len(found) >= MOST_FIRST_DIFFERENCES or compared >= MOST_PAIRS_COMPARED:
+                return found, pairs - compared
+            compared += 1
+            a, b = examples[left], examples[right]
+            for field, x, y in (
+                ("content", a.content, b.content),
+                ("reasoning_content", a.reasoning, b.reasoning),
+            ):
+                difference = first_difference(field, x, y)
+                if difference is not None:
+                    found.append(
+                        {
+                            "classes": [labels[left], labels[right]],
+                            "field": field,
+                            "index": difference.index,
+                            "left_excerpt": difference.left_excerpt,
+                            "right_excerpt": difference.right_excerpt,
+                        }
+                    )
+                    break
+    return found, pairs - compared
 
 
 def _why_not_compared(result: VerificationResult | None) -> str:

@@ -83,7 +83,7 @@ def model_files(path: Path) -> dict[str, Path]:
     if not path.is_dir():
         return {path.name: _resolve(path, snapshot)}
     found: dict[str, Path] = {}
-    for dirpath, dirnames, filenames in os.walk(path):
+    for dirpath, dirnames, filenames in os.walk(path, onerror=_unlistable):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in dirnames:
             if (Path(dirpath) / name).is_symlink():
@@ -99,6 +99,16 @@ def model_files(path: Path) -> dict[str, Path]:
                 )
             found[relative] = _resolve(full, snapshot)
     return dict(sorted(found.items()))
+
+
+def _unlistable(error: OSError) -> None:
+    """A folder of the model that cannot be listed is an error: os.walk left it out, with
+    every file in it, and a manifest that leaves out files the model holds is wrong."""
+    where = error.filename if error.filename is not None else "a folder of the model"
+    raise ModelFilesError(
+        f"cannot list {where}: {error.strerror or error}; every file of the model is hashed, "
+        "so each of its folders must be readable"
+    )
 
 
 def _is_utf8(name: str) -> bool:

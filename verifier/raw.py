@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from verifier import layout, schemas
+from verifier.bundle.reader import _printable
 from verifier.errors import EvidenceError, ExportError
 from verifier.jsonio import loads_strict
 
@@ -422,23 +423,34 @@ def _parse_exchange(relative: str, doc: dict[str, Any]) -> RawExchange:
     )
 
 
+def _listing(directory: Path, where: str) -> list[str]:
+    """The sorted names in a folder of the raw directory (none where there is no such
+    folder); one that cannot be listed is an error naming it, as a file that cannot be
+    read is (`_read_document`), not an exception from the walk."""
+    try:
+        if not directory.is_dir():  # (a stat refused on the way raises, it is not False)
+            return []
+        return sorted(entry.name for entry in directory.iterdir())
+    except OSError as exc:
+        raise ExportError(f"{where}: cannot list: {exc.strerror or exc}") from None
+
+
 def _numbered_files(directory: Path, where: str) -> list[tuple[int, str]]:
     """(number, file name) of every <n>.json in a directory; anything else but logs is refused."""
-    if not directory.is_dir():
-        return []
     found: dict[int, str] = {}
-    for entry in sorted(directory.iterdir()):
-        match = _NUMBERED_JSON.fullmatch(entry.name)
+    for name in _listing(directory, where):
+        match = _NUMBERED_JSON.fullmatch(name)
         if match:
             number = int(match["n"])
             if number in found:  # 1.json beside 001.json: one would silently replace the other
                 raise ExportError(
-                    f"{where}: {found[number]} and {entry.name} are both number {number}; "
+                    f"{where}: {found[number]} and {name} are both number {number}; "
                     "keep the one the capture wrote"
                 )
-            found[number] = entry.name
-        elif not entry.name.endswith(".log"):
-            raise ExportError(f"{where}/{entry.name}: unexpected file in the raw directory")
+            found[number] = name
+        elif not name.endswith(".log"):
+            # (a name on disk may hold control characters: shown escaped, as verify does)
+            raise ExportError(f"{where}/{_printable(name)}: unexpected file in the raw directory")
     return list(found.items())
 
 
@@ -550,10 +562,13 @@ def _load(root: Path, tree: _Tree | None, skip: frozenset[str] = frozenset()) ->
     )
     ids = [c.id for c in run.conditions]
     _check(len(set(ids)) == len(ids), layout.RAW_RUN, "/conditions lists a condition twice")
-    on_disk = root / layout.RAW_CONDITIONS_DIR
-    extra = sorted(p.name for p in on_disk.iterdir()) if on_disk.is_dir() else []
+    extra = _listing(root / layout.RAW_CONDITIONS_DIR, layout.RAW_CONDITIONS_DIR)
     for name in extra:
-        _check(name in ids, f"{layout.RAW_CONDITIONS_DIR}/{name}", "not a condition of run.json")
+        _check(
+            name in ids,
+            f"{layout.RAW_CONDITIONS_DIR}/{_printable(name)}",
+            "not a condition of run.json",
+        )
 
     servers: dict[str, tuple[RawServer, ...]] = {}
     exchanges: dict[str, tuple[RawExchange, ...]] = {}

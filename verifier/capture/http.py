@@ -10,9 +10,16 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifier.errors import EvidenceError
+from verifier.jsonio import MAX_DEPTH, loads_strict
+
 # Loopback servers must never be reached through an inherited HTTP(S)_PROXY.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 MAX_BODY = 64 * 1024 * 1024
+# A reply is kept in the raw documents at most three levels down (an exchange's
+# telemetry.before.cache_stats), which export reads at MAX_DEPTH: a deeper reply is recorded
+# as text, never written where it could not be read back.
+REPLY_MAX_DEPTH = MAX_DEPTH - 4
 
 
 @dataclass(frozen=True)
@@ -35,10 +42,16 @@ class HttpResult:
         return self.body.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        """The parsed body, or None when it is not JSON."""
+        """The parsed body, or None when it is not JSON by the tool's strict rules.
+
+        The reply is evidence, written to the raw capture and read back by export with
+        loads_strict: one the strict reader refuses (NaN, a lone surrogate, a duplicate key,
+        absurd nesting, too many values) is taken as not JSON, so that the harness records
+        its text, as it does any other reply that is not JSON, instead of a document it
+        could not write or read back."""
         try:
-            return json.loads(self.body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            return loads_strict(self.body, max_depth=REPLY_MAX_DEPTH)
+        except EvidenceError:
             return None
 
 

@@ -33,7 +33,13 @@ from verifier.schemas import SchemaViolation
 if TYPE_CHECKING:
     from verifier.forked import Forked
 
-__all__ = ["VerificationResult", "VerifyOptions", "load_profile_rules", "verify_path"]
+__all__ = [
+    "VerificationResult",
+    "VerifyOptions",
+    "load_profile_rules",
+    "skip_note",
+    "verify_path",
+]
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,9 @@ class VerificationResult:
     classification: Classification | None
     files: int
     signature: str  # unsigned | not checked | verified | failed
+    # phase -> why this tool's plan of the protocol skips it (never the bundle's words);
+    # None where no plan was made (no experiment, or one that plans too many records)
+    skipped: Mapping[str, str] | None = None
 
     @property
     def verified(self) -> bool:
@@ -80,6 +89,7 @@ def _verify(path: Path, options: VerifyOptions) -> VerificationResult:
     try:
         found = run_named(context, skip=BESIDE if beside is not None else ())
         experiment, classification, failure = _classify(context)
+        skipped = _skipped(context)
         if beside is not None:
             found.update(_findings_beside(beside, context))
     finally:
@@ -97,6 +107,7 @@ def _verify(path: Path, options: VerifyOptions) -> VerificationResult:
         signature=_signature_status(
             findings, signed=layout.SIGNATURE in bundle.files, options=options
         ),
+        skipped=skipped,
     )
 
 
@@ -236,6 +247,22 @@ def parsed_alike(parsed: object, context: BundleContext) -> bool:
     )
 
 
+def skip_note(phase: str, why: str) -> str:
+    """The experiment's note of a phase the tool's plan skips, as the reports state it."""
+    return f"skipped {phase}: {why}"
+
+
+def _skipped(context: BundleContext) -> Mapping[str, str] | None:
+    """The phases this tool's plan skips, and why; None where it made no plan."""
+    try:
+        plan = context.plan
+    except Exception:  # as _classify: a failure to plan is its finding, not a report line
+        return None
+    if plan is None or plan.unbuilt:
+        return None
+    return dict(plan.skipped)
+
+
 def _classify(
     context: BundleContext,
 ) -> tuple[Experiment | None, Classification | None, Finding | None]:
@@ -257,7 +284,7 @@ def _classify(
             sampled_in=sampled_in,
             max_tokens_in=max_tokens_in,
         )
-        skips = [f"skipped {p}: {why}" for p, why in (plan.skipped if plan else {}).items()]
+        skips = [skip_note(p, why) for p, why in (plan.skipped if plan else {}).items()]
         if experiment.attached:
             declared = any(c.settings or c.server_args for c in experiment.conditions)
             skips.append(

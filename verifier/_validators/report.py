@@ -225,6 +225,17 @@ def validate____defs_bundle(data, custom_formats={}, name_prefix=None):
                         for data__classification__reasons_x, data__classification__reasons_item in enumerate(data__classification__reasons):
                             if not isinstance(data__classification__reasons_item, (str)):
                                 raise JsonSchemaValueException("invalid")
+                if "caveats" in data__classification_keys:
+                    data__classification_keys.remove("caveats")
+                    data__classification__caveats = data__classification["caveats"]
+                    if not isinstance(data__classification__caveats, (list, tuple)):
+                        raise JsonSchemaValueException("invalid")
+                    data__classification__caveats_is_list = isinstance(data__classification__caveats, (list, tuple))
+                    if data__classification__caveats_is_list:
+                        data__classification__caveats_len = len(data__classification__caveats)
+                        for data__classification__caveats_x, data__classification__caveats_item in enumerate(data__classification__caveats):
+                            if not isinstance(data__classification__caveats_item, (str)):
+                                raise JsonSchemaValueException("invalid")
                 if "classes" in data__classification_keys:
                     data__classification_keys.remove("classes")
                     data__classification__classes = data__classification["classes"]
@@ -360,6 +371,11 @@ def validate____defs_condition(data, custom_formats={}, name_prefix=None):
                         data__settings_value = data__settings.get(data__settings_key)
                         if not isinstance(data__settings_value, (str)):
                             raise JsonSchemaValueException("invalid")
+        if "settings_verified" in data_keys:
+            data_keys.remove("settings_verified")
+            data__settingsverified = data["settings_verified"]
+            if not isinstance(data__settingsverified, (bool)):
+                raise JsonSchemaValueException("invalid")
         if "verdict" in data_keys:
             data_keys.remove("verdict")
             data__verdict = data["verdict"]

@@ -20,6 +20,11 @@ _CONTROL = re.compile(
 ALWAYS_SHOWN = ("signature", "model files", "capture mode", "profile")
 MAX_FINDINGS = 20  # findings listed in text and Markdown (the JSON report has them all)
 NAME_WIDTH = 13  # the text report's first column of its grids
+# How every format marks a condition's settings that no recorded command line or
+# environment confirms (an attached capture's): the bundle's word, not a checked fact.
+DECLARED = "declared, not verified"
+# How every format introduces a note of the tool's that qualifies the verdict.
+CAVEAT = "caveat"
 
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -130,6 +135,24 @@ def class_telemetry_rows(condition: dict[str, Any]) -> list[TelemetryRow]:
             )
         )  # fmt: skip
     return rows
+
+
+def caveats(bundle: dict[str, Any]) -> list[str]:
+    """The tool's caveats on a verified bundle's verdict, each a line of every format's
+    headline (the JSON report has them as classification.caveats)."""
+    classification = bundle["classification"]
+    if classification is None or not bundle["verified"]:
+        return []
+    return list(classification["caveats"])
+
+
+def condition_names(condition: dict[str, Any]) -> tuple[list[str], bool]:
+    """A condition's label and its settings (once where they read alike), and whether they
+    are only declared: no server was checked to run with them (an attached capture's), so
+    every format marks them DECLARED, in its own words, never inside the bundle's text."""
+    settings = ", ".join(f"{k}={v}" for k, v in condition["settings"].items())
+    names = list(dict.fromkeys(x for x in (condition["label"], settings) if x))
+    return names, bool(names) and not condition["settings_verified"]
 
 
 def experiment_lines(experiment: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -10,9 +10,9 @@ from verifier.checks import CHECKS
 from verifier.classify import Classification, ConditionResult, FiniteSampleBound
 from verifier.collector import fewer_collections
 from verifier.model import Arm, Finding, Severity, Verdict
-from verifier.report.common import cut, plural
+from verifier.report.common import DECLARED, cut, plural
 from verifier.schemas import SCHEMA_VERSION
-from verifier.verify import VerificationResult
+from verifier.verify import VerificationResult, skip_note
 
 if TYPE_CHECKING:  # localize loads only for a bundle with a diagnostic phase
     from verifier.localize import Diagnosis, Side
@@ -133,11 +133,14 @@ def _common_prefix(left: str, right: str) -> int:
     )
 
 
-def _condition(result: ConditionResult) -> dict[str, Any]:
+def _condition(result: ConditionResult, attached: bool) -> dict[str, Any]:
     return {
         "id": result.condition.id,
         "label": result.condition.label,
         "settings": result.condition.settings,
+        # A started server's command line and environment are checked to set what the
+        # condition declares; an attached one recorded neither: the settings are its word.
+        "settings_verified": not attached,
         "verdict": str(result.verdict),
         "reasons": list(result.reasons),
         "arms": {str(arm): result.counts.get(arm, {}) for arm in Arm},
@@ -208,15 +211,28 @@ def _diagnosis(diagnosis: Diagnosis | None) -> dict[str, Any] | None:
     }
 
 
-def _classification(classification: Classification) -> dict[str, Any]:
+def _caveats(classification: Classification, stated: set[str]) -> list[str]:
+    """The tool's notes on the experiment that no check line states: what it found that
+    qualifies the verdict (an attached capture's unverified settings, prompts of differing
+    lengths). They are its reasons before the one line of each condition's verdict, which
+    classify puts last."""
+    reasons = classification.reasons
+    notes = reasons[: len(reasons) - len(classification.conditions)]
+    return [note for note in notes if note not in stated]
+
+
+def _classification(
+    classification: Classification, *, attached: bool, stated: set[str]
+) -> dict[str, Any]:
     labels = {c.output_hash: c.label for c in classification.classes}
     return {
         "reasons": list(classification.reasons),
+        "caveats": _caveats(classification, stated),
         "classes": [
             {"label": c.label, "output_hash": c.output_hash, "count": c.count}
             for c in classification.classes
         ],
-        "conditions": [_condition(r) for r in classification.conditions],
+        "conditions": [_condition(r, attached) for r in classification.conditions],
         "bound": _bound(classification.bound),
         "requests": [
             {
@@ -254,13 +270,21 @@ def _experiment(result: VerificationResult) -> dict[str, Any] | None:
     }
 
 
-def _named(result: ConditionResult) -> str:
+def _listed(results: list[ConditionResult], attached: bool) -> str:
+    return ", ".join(_named(r, attached) for r in results)
+
+
+def _named(result: ConditionResult, attached: bool = False) -> str:
     """A condition by its id and what it set: the id is the bundle's word, the settings are
-    what its servers were checked to have run with. A long label is cut here, before the
-    sentence is made, so that the sentence keeps its own words (a cut of the whole sentence
-    would take what follows the label with it)."""
+    what its servers were checked to have run with (an attached capture's, its word too: so
+    marked). A long label is cut here, before the sentence is made, so that the sentence
+    keeps its own words (a cut of the whole sentence would take what follows the label with
+    it)."""
     label = result.condition.label
-    return f"{result.condition.id}: {cut(label, NAMED_CHARS)}" if label else result.condition.id
+    if not label:
+        return result.condition.id
+    declared = f" ({DECLARED})" if attached else ""
+    return f"{result.condition.id}: {cut(label, NAMED_CHARS)}{declared}"
 
 
 NAMED_CHARS = 200  # of a condition's settings label, in the report's sentences
@@ -372,26 +396,47 @@ def _model_files(outcome: BundleOutcome, findings: list[Finding]) -> dict[str, A
 
 
 def _capture_checks(result: VerificationResult) -> list[dict[str, Any]]:
+    """How the servers ran, and the phases this tool's plan skips with its own reason for
+    each. The bundle's reasons are its word: quoted after the line where they are not the
+    tool's, never part of its sentence."""
     if result.experiment is None:
         return []
-    document = result.experiment.document
-    server = document["server"]
-    skipped = document["protocol"].get("skipped_phases") or []
-    phases = "; ".join(f"{s['phase']} ({s['reason']})" for s in skipped) or None
-    if server.get("attached"):
-        mode = _check(
-            "capture mode", "skipped",
-            "attached to a server the harness did not start (--url); skipped phases"
-            + ("" if phases else ": none declared"),
-            value=phases,
-        )  # fmt: skip
-    elif phases:
-        mode = _check(
-            "capture mode", "skipped", "started by the harness; skipped phases", value=phases
-        )
-    else:
-        mode = _check("capture mode", "passed", "started by the harness; every phase was run")
-    return [mode]
+    head = (
+        "attached to a server the harness did not start (--url)"
+        if result.experiment.attached
+        else "started by the harness"
+    )
+    said = result.experiment.protocol.get("skipped_phases") or []
+    skipped = result.skipped
+    own = [
+        f"{s['phase']} ({cut(s['reason'], SKIP_REASON_CHARS)})"
+        for s in said
+        if skipped is None or skipped.get(s["phase"]) != s["reason"]
+    ]
+    quoted = "; the bundle says:" if own else ""
+    value = "; ".join(own) or None
+    if skipped is None:
+        detail = f"{head}; the phases it may skip were not derived (no protocol was planned)"
+        return [_check("capture mode", "not checked", detail + quoted, value=value)]
+    if not skipped:
+        if own:  # phases the bundle says it skipped, which the plan runs: a finding says so
+            detail = f"{head}; this tool's plan skips no phase{quoted}"
+            return [_check("capture mode", "failed", detail, value=value)]
+        return [_check("capture mode", "passed", f"{head}; every phase was run")]
+    phases = "; ".join(f"{phase} ({why})" for phase, why in skipped.items())
+    detail = f"{head}; skipped phases: {phases}{quoted}"
+    return [_check("capture mode", "skipped", detail, value=value)]
+
+
+SKIP_REASON_CHARS = 200  # of a bundle's reason for a skipped phase, in the capture mode line
+
+
+def _stated(result: VerificationResult) -> set[str]:
+    """The experiment's notes that a check line already states: the profile check's note of
+    the rules that judged it, the capture mode line's skipped phases."""
+    stated = {f.message for f in result.findings if f.check == "profile"}
+    stated.update(skip_note(phase, why) for phase, why in (result.skipped or {}).items())
+    return stated
 
 
 def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
@@ -416,6 +461,7 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
     conditions = classification.conditions
     verdict = classification.verdict
     n = len(conditions)
+    attached = result.experiment is not None and result.experiment.attached
     requests = classification.bound.requests
     # A declared skip leaves the verdict standing, stated with it (EVIDENCE.md).
     controls = sorted(
@@ -439,7 +485,7 @@ def _sentence(outcome: BundleOutcome, findings: list[Finding]) -> str:
                 else f"in all {n} conditions"
             )
             if len(split) == n
-            else f"in {len(split)} of {n} conditions ({', '.join(_named(c) for c in split)})"
+            else f"in {len(split)} of {n} conditions ({_listed(split, attached)})"
         )
         return (
             f"Every proven cold and cache-disabled request gave {outputs}, {where} "
@@ -476,13 +522,19 @@ def bundle_document(outcome: BundleOutcome) -> dict[str, Any]:
     verified = outcome.verified
     classification = None
     if result is not None and result.classification is not None:
-        classification = _classification(result.classification)
+        experiment = result.experiment
+        classification = _classification(
+            result.classification,
+            attached=experiment is not None and experiment.attached,
+            stated=_stated(result),
+        )
         if not verified:
             # Nothing an invalid bundle claims is a finding: no per-condition verdict stands.
             for condition in classification["conditions"]:
                 condition["verdict"] = str(Verdict.INVALID)
                 condition["reasons"] = ["the bundle failed verification: nothing is claimed"]
             classification["reasons"] = []
+            classification["caveats"] = []
     # The order of what decides, as text and Markdown print it.
     return {
         "source": outcome.source,

@@ -19,9 +19,13 @@ from typing import Any
 from verifier.report.common import (
     ALWAYS_SHOWN,
     ARMS,
+    CAVEAT,
+    DECLARED,
     MAX_FINDINGS,
     arm_cell,
+    caveats,
     class_telemetry_rows,
+    condition_names,
     difference_notes,
     divergence_sides,
     excerpt_sides,
@@ -147,11 +151,11 @@ def _conditions(bundle: dict[str, Any], classification: dict[str, Any]) -> list[
     headers = ["condition", *(["verdict"] if verified else []), *ARMS, "left out"]
     rows = []
     for c in classification["conditions"]:
-        settings = ", ".join(f"{k}={v}" for k, v in c["settings"].items())
-        names = [c["id"], *dict.fromkeys(x for x in (c["label"], settings) if x)]
+        names, declared = condition_names(c)
         rows.append(
             [
-                " ".join(cell(name) for name in names),
+                " ".join(cell(name) for name in [c["id"], *names])
+                + (f" ({DECLARED})" if declared else ""),
                 *([f"`{c['verdict']}`"] if verified else []),
                 *(arm_cell(c["arms"].get(arm, {})) for arm in ARMS),
                 str(len(c["excluded"])),
@@ -278,6 +282,9 @@ def _bundle(bundle: dict[str, Any]) -> list[str]:
     ]
     if bundle["error"] is None:
         lines += ["", _status(bundle)]
+    notes = caveats(bundle)
+    if notes:
+        lines += ["", *(f"- **{CAVEAT}**: {plain(note)}" for note in notes)]
     findings = [f for f in bundle["findings"] if f["severity"] != "info"]
     errors = [f for f in findings if f["severity"] == "error"]
     if errors:

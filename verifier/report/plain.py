@@ -23,10 +23,14 @@ from typing import IO, Any
 from verifier.report.common import (
     ALWAYS_SHOWN,
     ARMS,
+    CAVEAT,
+    DECLARED,
     MAX_FINDINGS,
     NAME_WIDTH,
     arm_cell,
+    caveats,
     class_telemetry_rows,
+    condition_names,
     difference_notes,
     divergence_sides,
     excerpt_sides,
@@ -241,7 +245,10 @@ def _headline(bundle: dict[str, Any], width: int) -> list[str]:
     lines = wrap(f"verdict: {verdict}", width) + wrap(bundle["summary"], width)
     if bundle["error"] is not None:
         return lines
-    return lines + wrap(tally, width)
+    lines += wrap(tally, width)
+    for note in caveats(bundle):
+        lines += wrap(f"{CAVEAT}: {note}", width)
+    return lines
 
 
 def _finding_block(finding: dict[str, Any], width: int) -> list[str]:
@@ -315,9 +322,10 @@ def _conditions(bundle: dict[str, Any], classification: dict[str, Any], width: i
         raise Unfit  # rich draws a table of no rows: not laid out here
     lines = ["", *wrap(title, width), *_table(header, sections, width)]
     for condition in classification["conditions"]:
-        settings = ", ".join(f"{k}={v}" for k, v in condition["settings"].items())
-        names = list(dict.fromkeys(x for x in (condition["label"], settings) if x))
+        names, declared = condition_names(condition)
         line = condition["id"] + ": " + ("; ".join(names) or "no settings")
+        if declared:
+            line += f" ({DECLARED})"
         if verified and condition["reasons"]:
             line += "; " + "; ".join(condition["reasons"])
         lines += _indent(wrap(line, width - 2))

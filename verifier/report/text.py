@@ -23,10 +23,14 @@ from rich.text import Text
 from verifier.report.common import (
     ALWAYS_SHOWN,
     ARMS,
+    CAVEAT,
+    DECLARED,
     MAX_FINDINGS,
     NAME_WIDTH,
     arm_cell,
+    caveats,
     class_telemetry_rows,
+    condition_names,
     difference_notes,
     divergence_sides,
     excerpt_sides,
@@ -83,7 +87,8 @@ def _headline(bundle: dict[str, Any]) -> list[RenderableType]:
     head = Text.assemble(("verdict: ", "bold"), (verdict, VERDICT_STYLE.get(verdict, "bold")))
     if bundle["error"] is not None:  # nothing was read: the sentence says it all
         return [head, Text(bundle["summary"])]
-    return [head, Text(bundle["summary"]), tally]
+    notes = [Text.assemble((f"{CAVEAT}:", "bold yellow"), " ", note) for note in caveats(bundle)]
+    return [head, Text(bundle["summary"]), tally, *notes]
 
 
 def _finding_block(finding: dict[str, Any]) -> RenderableType:
@@ -167,10 +172,11 @@ def _conditions(bundle: dict[str, Any], classification: dict[str, Any]) -> list[
     title = "per condition" if verified else "per condition, as claimed (unverified)"
     parts: list[RenderableType] = [Text(""), _title(title), table]
     for condition in classification["conditions"]:
-        settings = ", ".join(f"{k}={v}" for k, v in condition["settings"].items())
-        names = list(dict.fromkeys(x for x in (condition["label"], settings) if x))
+        names, declared = condition_names(condition)
         line = Text(condition["id"] + ": ", style="bold")
         line.append("; ".join(names) or "no settings")
+        if declared:
+            line.append(f" ({DECLARED})", style="yellow")
         if verified and condition["reasons"]:
             line.append("; " + "; ".join(condition["reasons"]))
         parts.append(_indent(line))

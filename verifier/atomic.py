@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from verifier.errors import EvidenceError, UsageError
@@ -53,3 +55,23 @@ def write_new_file(target: Path, data: bytes) -> None:
     finally:
         if temporary.exists():
             temporary.unlink()
+
+
+@contextlib.contextmanager
+def new_folders_removed_on_failure(folder: Path) -> Iterator[None]:
+    """If the body fails, remove the folders up to `folder` that did not exist before it
+    (what `mkdir(parents=True)` makes), deepest first, each only while it is empty."""
+    missing: list[Path] = []
+    for path in (folder, *folder.parents):
+        if os.path.lexists(path):
+            break
+        missing.append(path)
+    try:
+        yield
+    except BaseException:
+        for path in missing:
+            try:
+                path.rmdir()
+            except OSError:  # gone, or not empty: what is in it is not ours to remove
+                break
+        raise

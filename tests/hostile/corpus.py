@@ -408,6 +408,33 @@ case(
     2,
     error="an extended (PAX or GNU long name) header of 100016 bytes; at most 65536 are read",
 )
+
+
+def _misframed_pax_record() -> bytes:
+    """A PAX record whose length stops one byte short of its newline."""
+    tar = seed_tar([with_pax(regular("a.json"), {"comment": "x"})])
+    assert tar.count(b"13 comment=x\n") == 1
+    return gz(tar.replace(b"13 comment=x\n", b"12 comment=x\n"))
+
+
+case(
+    "pax-malformed-record",
+    "archive",
+    _misframed_pax_record,
+    2,
+    error="corrupt tar archive: a malformed PAX header: the record at byte 0 does not end "
+    "with a newline where its length says",
+)
+case(
+    "pax-global-keyword",
+    "archive",
+    lambda: gz(seed_tar(format=tarfile.PAX_FORMAT, pax_headers={"uname": "root"})),
+    1,
+    error="the archive has a global PAX header that sets 'uname' for every later member; of "
+    "a global header only a comment (as git archive writes) is accepted",
+    outcome="the archive has a global PAX header that sets 'uname' for every later member; "
+    "only a comment is accepted",
+)
 member_case(
     "pax-malformed-sparse-map",
     with_pax(regular("a.json"), {"GNU.sparse.map": "1", "GNU.sparse.size": "2"}),

@@ -140,65 +140,105 @@ def _parts(name: str) -> tuple[str, ...]:
     return tuple(p for p in name.split("/") if p not in ("", "."))
 
 
-@functools.lru_cache(maxsize=4096)  # each file folds its parents again: records/<condition>
-def _fold(path: str) -> str:
-    return unicodedata.normalize("NFC", path).casefold()
+@functools.lru_cache(maxsize=4096)  # components repeat across names: records/<condition>
+def _fold(component: str) -> str:
+    return unicodedata.normalize("NFC", component).casefold()
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared(component: str) -> str:
+    """The first of the equal strings seen lately, so a repeated component is held once."""
+    return component
 
 
 class _Namespace:
-    """The names accepted so far, to refuse duplicates, case collisions and file/dir clashes."""
+    """The names accepted so far, to refuse duplicates, case collisions and file/dir clashes.
+
+    Names are kept as a tree: a node is found by its parent node and its folded component,
+    and a component repeated across names is held once, so memory follows the total length
+    of the names.
+    (Every parent of every name kept as a string took 380 MB for 9,600 names of 32 levels.)
+    Folding a path folds each component on its own: NFC does not compose across '/', and
+    neither it nor casefold makes a '/'.
+    """
+
+    _ROOT = 0
 
     def __init__(self) -> None:
-        self._files: dict[str, str] = {}  # folded -> as spelled
-        self._dirs: dict[str, str] = {}
+        self._children: dict[tuple[int, str], int] = {}  # (parent, folded component) -> node
+        self._spelled: list[str] = [""]  # node -> its component as first spelled; 0 is the root
+        self._is_file = bytearray(1)  # node -> 1 for a file (always a leaf), 0 for a directory
+
+    def footprint(self) -> tuple[int, int]:
+        """The nodes and the characters of the strings held, for the test of its memory."""
+        held = {id(text): text for text in self._spelled}
+        held.update((id(folded), folded) for _, folded in self._children)
+        return len(self._spelled), sum(map(len, held.values()))
 
     def add_file(self, parts: tuple[str, ...]) -> str | None:
+        chain = self._walk(parts)
         path = "/".join(parts)
-        folded = _fold(path)
-        other = self._files.get(folded)
-        if other == path:
-            return "appears more than once; only the first copy is read"
-        if other is not None:
+        if len(chain) > len(parts):  # the name itself is taken
+            other = self._spell(chain, len(parts))
+            if not self._is_file[chain[-1]]:
+                return f"is a file, but '{_printable(other)}' is a directory"
+            if other == path:
+                return "appears more than once; only the first copy is read"
             return _collision(other, path)
-        other = self._dirs.get(folded)
-        if other is not None:
-            return f"is a file, but '{_printable(other)}' is a directory"
-        problem = self._parent_problem(parts)
+        problem = self._parent_problem(parts, chain)
         if problem is None:
-            self._files[folded] = path
-            self._add_parents(parts)
+            self._add(parts, chain, file=True)
         return problem
 
     def add_dir(self, parts: tuple[str, ...]) -> str | None:
-        path = "/".join(parts)
-        folded = _fold(path)
-        other = self._files.get(folded)
-        if other is not None:
-            return f"is a directory, but '{_printable(other)}' is a file"
-        other = self._dirs.get(folded)
-        if other is not None and other != path:
-            return _collision(other, path)
-        problem = self._parent_problem(parts)
+        chain = self._walk(parts)
+        if len(chain) > len(parts):  # the name itself is taken
+            other = self._spell(chain, len(parts))
+            if self._is_file[chain[-1]]:
+                return f"is a directory, but '{_printable(other)}' is a file"
+            path = "/".join(parts)
+            if other != path:
+                return _collision(other, path)
+        problem = self._parent_problem(parts, chain)
         if problem is None:
-            self._add_parents(parts)
-            self._dirs.setdefault(folded, path)
+            self._add(parts, chain, file=False)
         return problem
 
-    def _parent_problem(self, parts: tuple[str, ...]) -> str | None:
-        for end in range(1, len(parts)):
-            prefix = "/".join(parts[:end])
-            folded = _fold(prefix)
-            if folded in self._files:
-                return f"is inside '{_printable(self._files[folded])}', which is a file"
-            other = self._dirs.get(folded)
-            if other is not None and other != prefix:
-                return _collision(other, prefix)
+    def _walk(self, parts: tuple[str, ...]) -> list[int]:
+        """The nodes of the longest accepted prefix of the name, the root first."""
+        chain = [self._ROOT]
+        for part in parts:
+            node = self._children.get((chain[-1], _fold(part)))
+            if node is None:
+                break
+            chain.append(node)
+        return chain
+
+    def _spell(self, chain: list[int], depth: int) -> str:
+        """The path of chain[depth] as it was first spelled."""
+        return "/".join(self._spelled[node] for node in chain[1 : depth + 1])
+
+    def _parent_problem(self, parts: tuple[str, ...], chain: list[int]) -> str | None:
+        for depth in range(1, min(len(chain), len(parts))):
+            node = chain[depth]
+            if self._is_file[node]:
+                return f"is inside '{_printable(self._spell(chain, depth))}', which is a file"
+            # The levels above matched as spelled, so the paths differ here or not at all.
+            if self._spelled[node] != parts[depth - 1]:
+                return _collision(self._spell(chain, depth), "/".join(parts[:depth]))
         return None
 
-    def _add_parents(self, parts: tuple[str, ...]) -> None:
-        for end in range(1, len(parts)):
-            prefix = "/".join(parts[:end])
-            self._dirs.setdefault(_fold(prefix), prefix)
+    def _add(self, parts: tuple[str, ...], chain: list[int], *, file: bool) -> None:
+        """Add the components of the name past the accepted prefix `chain`."""
+        node = chain[-1]
+        for depth in range(len(chain) - 1, len(parts)):
+            part = parts[depth]
+            folded = _fold(part)
+            child = len(self._spelled)
+            self._children[(node, folded)] = child
+            self._spelled.append(folded if part == folded else _shared(part))
+            self._is_file.append(file and depth == len(parts) - 1)
+            node = child
 
 
 def _collision(other: str, path: str) -> str:

@@ -150,12 +150,20 @@ def export(
         allowed=tuple(allow or ()),
     )
     summary = export_bundle(options, note)
-    # Published whole: an interrupt now would call a finished export "interrupted".
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Published whole: an interrupt now would call a finished export "interrupted", and
+    # SIGTERM or SIGHUP (which unwind an export as Ctrl-C does) would end it as killed.
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in _PUBLISHED_IGNORES}
     try:
         _print_summary(summary)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+# Ctrl-C, and the signals the exporter unwinds like it (verifier/export/exporter.py).
+_PUBLISHED_IGNORES = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 
 def register(app: typer.Typer) -> None:

@@ -287,7 +287,7 @@ def _known_pattern(known: Known) -> str:
         labels = (
             rf"|(?<!(?-i:[A-Za-z0-9])){v}(?:\.[A-Za-z0-9-]+)*(?!(?-i:[A-Za-z0-9]))"
             if distinctive
-            else rf"|(?:(?<![\w./:-])|(?<=://)|(?<=//)(?<![\w.:/~-]//)){v}(?:\.[A-Za-z0-9-]+)*"
+            else rf"|(?<![\w./:-]){v}(?:\.[A-Za-z0-9-]+)*"
             rf"(?:\.(?:lan|local|localdomain|internal|intranet|corp|home|private)"
             rf"|\.[A-Za-z0-9-]+\.[A-Za-z]{{2,}})(?![\w-]|\.\w)"
         )

@@ -198,13 +198,22 @@ def test_two_vllm_conditions_that_serve_two_models(tmp_path: Path, positional: b
     _invalid(_two_vllm_models(positional), tmp_path, "consistency", "2 different models")
 
 
-def test_a_vllm_model_named_after_the_options(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("argv", "models"),
+    [
+        (["vllm", "serve", "/m/x", "--port", "1"], ["/m/x"]),
+        (["vllm", "serve", "--model", "/m/x", "--async-scheduling", "--host", "h"], ["/m/x"]),
+        (["vllm", "serve", "--model", "/m/x", "-O3", "--port", "1"], ["/m/x"]),
+        (["vllm", "serve", "--model", "/m/x", "--skip-tokenizer-init", "--port", "1"], ["/m/x"]),
+    ],
+)
+def test_a_vllm_model_is_read_where_it_is_named(argv: list[str], models: list[str]) -> None:
+    """Only right after `serve` is an argument surely the model: after an option it may be
+    the option's value (`--async-scheduling` takes none; helper-86 found honest command
+    lines refused when it was read as taking one)."""
     from verifier.profiles import PROFILES
 
-    named = PROFILES["vllm"].models_named(
-        ["vllm", "serve", "--port", "1", "--enable-prefix-caching", "/m/x"], {}
-    )
-    assert [value for _, value in named] == ["/m/x"]
+    assert [value for _, value in PROFILES["vllm"].models_named(argv, {})] == models
 
 
 # --- two conditions of one configuration --------------------------------------------------
@@ -278,3 +287,75 @@ def test_a_snapshot_hit_counter_that_appears_across_a_cold_request(
     assert result.classification is not None
     (condition,) = [c for c in result.classification.conditions if c.condition.id == "sdpa-det-0"]
     assert any("another cache supplied state" in reason for reason in condition.reasons)
+
+
+# --- what helper-86's review of these rules found -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "words"),
+    [
+        (["sudo", "-E"], "starts the server through sudo"),
+        (["setpriv", "--reset-env"], "starts the server through setpriv"),
+        (["nice", "-n", "5", "sudo"], "starts the server through sudo"),
+        (["bash", "-c", 'exec -c "$0" "$@"'], "starts the server through bash"),
+        (
+            ["/bin/sh", "-c", 'cd /srv;env -u MLXCEL_SDPA_DETERMINISTIC "$0" "$@"'],
+            "through /bin/sh",
+        ),
+        (["env", "--uns=MLXCEL_SDPA_DETERMINISTIC"], "takes MLXCEL_SDPA_DETERMINISTIC out"),
+        (["env", "--ignore-env"], "an emptied environment"),
+    ],
+)
+def test_a_launcher_or_a_shortened_env_option_before_the_server(
+    tmp_path: Path, wrapper: list[str], words: str
+) -> None:
+    """A launcher may run the server with another environment than the bundle records
+    (sudo's env_reset, `setpriv --reset-env`, a shell's script); GNU env takes its long
+    options shortened."""
+
+    def wrapped(experiment: Any) -> None:
+        for server in _servers(experiment):
+            server["argv"] = [*wrapper, *server["argv"]]
+
+    files = _edited(dict(SEED_FILES), layout.EXPERIMENT, wrapped)
+    _invalid(files, tmp_path, "consistency", words)
+
+
+def test_an_env_that_only_sets_other_variables_is_no_finding(tmp_path: Path) -> None:
+    def wrapped(experiment: Any) -> None:
+        for server in _servers(experiment):
+            server["argv"] = ["env", "CUDA_VISIBLE_DEVICES=0", *server["argv"]]
+
+    result = _verify(_edited(dict(SEED_FILES), layout.EXPERIMENT, wrapped), tmp_path)
+    assert result.verdict is Verdict.CACHE_STATE_DEPENDENT
+
+
+@pytest.mark.parametrize("spelled", ["false", "off", " 0", "OFF"])
+def test_two_conditions_of_one_configuration_spelled_apart(tmp_path: Path, spelled: str) -> None:
+    """`0`, `false` and `off` are one value of a switch (llama.cpp's is_falsey)."""
+    files = _run_twice(True)
+    experiment = json.loads(files[layout.EXPERIMENT])
+    again = experiment["conditions"][1]
+    for name in again["settings"]:
+        again["settings"][name] = spelled
+        for server in again["servers"]:
+            server["environment"][name] = spelled
+    files[layout.EXPERIMENT] = _dump(experiment)
+    _invalid(files, tmp_path, "consistency", "declare the same configuration")
+
+
+def test_server_arguments_read_as_the_server_reads_them() -> None:
+    from verifier.checks.consistency import _option_pairs
+    from verifier.profiles import PROFILES
+
+    llama = PROFILES["llama.cpp"]
+    same = [
+        ("-fa", "on", "-b", "512"),
+        ("-b", "512", "--flash-attn", "1"),
+        ("--flash_attn=true", "--batch-size", "512"),
+        ("-fa", "off", "-b", "512", "-fa", "on"),  # the last of an option given twice
+    ]
+    assert len({_option_pairs(args, llama) for args in same}) == 1
+    assert _option_pairs(("-fa", "on"), llama) != _option_pairs(("-fa", "off"), llama)
+    assert _option_pairs(("-b", "512"), llama) != _option_pairs(("-b", "256"), llama)

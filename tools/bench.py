@@ -249,9 +249,22 @@ def _span(times: list[str]) -> float:
     return (max(parsed) - min(parsed)).total_seconds() + 1.0
 
 
+# The setting each copy of a condition adds, with the copy's number: two conditions that
+# declare the same configuration are an error (one configuration run twice), so each copy
+# is one of its own, as a sweep's conditions are.
+COPY_SETTING = "MLXCEL_BENCH_COPY"
+
+
+def _copy_of(condition: dict[str, Any], new_id: str, n: int) -> dict[str, Any]:
+    """The declaration of copy `n` of a condition: its own id, and COPY_SETTING=n."""
+    settings = {**condition.get("settings", {}), COPY_SETTING: str(n)}
+    label = ", ".join(f"{k}={v}" for k, v in settings.items())
+    return {**condition, "id": new_id, "settings": settings, "label": label}
+
+
 def scale_raw(raw: Path, copies: int) -> None:
     """Duplicate the two conditions of the seed raw capture `copies` times, each copy run
-    after the one before it."""
+    after the one before it, each with a setting of its own (COPY_SETTING)."""
     run = json.loads((raw / "run.json").read_text())
     base = list(run["conditions"])
     span = _span(
@@ -270,6 +283,8 @@ def scale_raw(raw: Path, copies: int) -> None:
             for path in (raw / "conditions" / new_id).rglob("*.json"):
                 doc = json.loads(path.read_text())
                 doc["condition"] = new_id
+                if isinstance(doc.get("env"), dict):  # a server's: it ran with the setting
+                    doc["env"][COPY_SETTING] = str(n)
                 _later(doc, n * span)
                 response = doc.get("response") or {}
                 body = response.get("body")
@@ -281,7 +296,7 @@ def scale_raw(raw: Path, copies: int) -> None:
                 if isinstance(body, dict) and response.get("text") is None:
                     _vary_choices(body.get("choices"), n)  # as a reply the body alone holds
                 path.write_text(json.dumps(doc, indent=2))
-            run["conditions"].append({**condition, "id": new_id})
+            run["conditions"].append(_copy_of(condition, new_id, n))
     (raw / "run.json").write_text(json.dumps(run, indent=2))
 
 
@@ -326,7 +341,8 @@ def scale_public(public: Path, copies: int) -> None:
             servers = [dict(server) for server in condition.get("servers", [])]
             for server in servers:
                 _later(server, n * span)
-            experiment["conditions"].append({**condition, "id": new_id, "servers": servers})
+                server["environment"] = {**server["environment"], COPY_SETTING: str(n)}
+            experiment["conditions"].append({**_copy_of(condition, new_id, n), "servers": servers})
     (public / "experiment.json").write_text(json.dumps(experiment, indent=2) + "\n")
     (public / "SHA256SUMS.sig").unlink(missing_ok=True)
     files = {

@@ -1660,8 +1660,11 @@ def _host_shown(v: str) -> str:
     macOS's `Darwin NAME 23.4.0`),
     ssh's and curl's `connect to host NAME port 22`, `Failed to connect to NAME port 80`,
     `Could not resolve host: NAME`, ssh's `Permanently added 'NAME'`, `PING NAME (`,
-    Slurm's `srun: error: NAME: task 0`, HTTP's `Via: 1.1 NAME`."""
-    return (
+    Slurm's `srun: error: NAME: task 0`, HTTP's `Via: 1.1 NAME`; and, in any case, the
+    first label of a full name that is a URL's or a share's host (`https://NAME.acme.com/`,
+    `//NAME.acme.com/x`): the machine's own full name as likely as another site's
+    (`https://docs.python.org/` where the machine is `docs`), which evidence may hold."""
+    return rf"(?i:(?:(?<=://)|{_SLASHED_SHARE}){v}{_HOST_DOMAIN})|" + (
         f"(?-i:(?={v})(?:"
         + "|".join(
             [
@@ -1680,11 +1683,14 @@ def _host_shown(v: str) -> str:
 
 
 # How a JSON text (or a Python dict's repr) joins a member's quoted name to its value, as
-# the formatters write it: `"k":"v"`, `"k": "v"`, `"k" : "v"`, PowerShell's `"k":  "v"`, a
-# tab; and to a list's first item, on the same line or on the next, indented as
-# `json.dumps(indent=N)` and ConvertTo-Json write it (`"k": [\n    "v"`), in double quotes.
+# the formatters write it: `"k":"v"`, `"k": "v"`, `"k" : "v"`, PowerShell's `"k":  "v"`,
+# values aligned in a column (up to 8 spaces), tabs; and to a list's first item, on the
+# same line or on the next, indented as `json.dumps(indent=N)` and ConvertTo-Json write it
+# (`"k": [\n    "v"`), in double quotes.
 _JSON_COLONS = tuple(
-    before + ":" + after for before in ("", " ") for after in ("", " ", "  ", "\t")
+    before + ":" + after
+    for before in ("", " ", "\t")
+    for after in ("", *(" " * n for n in range(1, 9)), "\t", "\t\t")
 )
 _JSON_LIST_OPENS = (
     *(colon + "[" + gap + q for colon in _JSON_COLONS for gap in ("", " ") for q in "\"'"),
@@ -1760,6 +1766,8 @@ _HOST_ASSIGNED = _after_any(
         # the loopback names of /etc/hosts (`127.0.1.1\tNAME`)
         *(loopback + sep for loopback in ("127.0.0.1", "127.0.1.1") for sep in ("\t", " ")),
         *(key + sep for key in _HOST_KEYS for sep in (" = ", ' = "', " = '")),  # TOML, INI
+        # a member whose name is not quoted (YAML's flow, a JavaScript object)
+        *(key + sep for key in _HOST_KEYS for sep in (': "', ": '", ':"', ":'")),
         *_json_members(_HOST_KEYS, lists=False),
     ]
 )
@@ -1867,15 +1875,13 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
     if known.kind is KnownKind.HOST:
         # A distinctive host name also where it is a label of a longer name (`det0.NAME`,
         # `NAME.lan`, `NAME-det0`, `NAME_x.log`); what follows it as a domain
-        # (`NAME.acme-corp.com`, its full name) goes with it; a plain one as the first label
-        # of its full name, in a URL or a share too (`https://NAME.acme.com/`,
-        # `//NAME.acme.com/share`). The labels never backtrack:
+        # (`NAME.acme-corp.com`, its full name) goes with it. The labels never backtrack:
         # a label's class holds every character the bound after them refuses, so the
         # greedy labels are the match.
         labels = (
             rf"|{_NOT_ALNUM_BEFORE}{v}(?:\.[A-Za-z0-9-]+)*{_NOT_ALNUM_AFTER}"
             if distinctive
-            else rf"|(?:(?<![\w./:-])|(?<=://)|{_SLASHED_SHARE}){v}{_HOST_DOMAIN}"
+            else rf"|(?<![\w./:-]){v}{_HOST_DOMAIN}"
         )
         return (
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"

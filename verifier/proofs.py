@@ -9,6 +9,7 @@ contradict itself.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -140,14 +141,52 @@ def used_another_cache(proofs: list[RequestProof], counters: Sequence[str]) -> l
             rose = [
                 f"{_short(ref)} +{max(moves):g}"
                 for ref in counters
-                if (moves := counter_moves(ref, before, after) or _appeared(ref, before, after))
-                and max(moves) > 0
+                if (moves := _other_moves(ref, before, after)) and max(moves) > 0
             ]
             if rose:
                 reason = f"{', '.join(rose)}: the server says another cache supplied state"
                 proof = replace(proof, proven=False, reason=reason)
         found.append(proof)
     return found
+
+
+def _other_moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
+    """How far each sample of a counter beside the rules' signals moved across a request
+    (`counter_moves`, or `_appeared` where it was absent before); of a reference that
+    selects by one label (`_SELECTED`), only the samples it selects."""
+    selected = _SELECTED.match(ref)
+    if selected is None:
+        return counter_moves(ref, before, after) or _appeared(ref, before, after)
+    family, label, how, value = selected.groups()
+    old, new = (_having(s.samples(family), label, how == "=", value) for s in (before, after))
+    if not new:
+        return None
+    if not old:  # absent before, there after: moved from zero (_appeared)
+        return list(new.values())
+    return [new.get(k, 0.0) - old.get(k, 0.0) for k in sorted(old.keys() | new.keys())]
+
+
+# `metric:FAMILY{label="value"}` (the family's samples with that label value) or
+# `metric:FAMILY{label!="value"}` (those without it: other values, or no such label).
+_SELECTED = re.compile(r'^(metric:[^{]+)\{([A-Za-z_][A-Za-z0-9_]*)(!?=)"([^"\\]*)"\}$')
+
+
+def _having(samples: Mapping[str, float], label: str, equal: bool, value: str) -> dict[str, float]:
+    """The samples whose `label` is `value` (`equal`), or is not (a sample without the label
+    is not). A label written twice in one key is read both ways: either value selects it."""
+    pattern = _label_pattern(label)
+    found = {}
+    for key, sample in samples.items():
+        said = [m.group(1) for m in pattern.finditer(key, max(key.find("{"), 0))]
+        if (value in said) if equal else (not said or any(v != value for v in said)):
+            found[key] = sample
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _label_pattern(label: str) -> re.Pattern[str]:
+    """A label `label="..."` in a sample's key, its value (as written, escapes kept) read."""
+    return re.compile(r"[{,]\s*" + re.escape(label) + r'\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
 def _appeared(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:

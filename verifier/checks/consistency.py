@@ -45,7 +45,7 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
         yield from _the_named_server(ctx, experiment, rules)
         yield from _command_lines(experiment, rules)
         yield from _served_model(ctx, experiment, rules)
-    yield from _distinct_conditions(experiment)
+    yield from _distinct_conditions(experiment, ctx.profile)
     yield from _one_request_per_record(ctx, experiment)
     yield from _one_model(ctx)
     yield from _one_server_at_a_time(experiment)
@@ -62,11 +62,15 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
     yield from _parsed_alike(finished)
 
 
-def _distinct_conditions(experiment: Experiment) -> Iterator[Finding]:
+def _distinct_conditions(
+    experiment: Experiment, profile: ServerProfile | None
+) -> Iterator[Finding]:
     """Each condition is its own configuration: no two declare the same settings and server
-    arguments. (Their command lines are then alike too, or `_command_lines` says they
-    differ by arguments no condition declares; and so are their environments, or the servers
-    check says they differ by an undeclared toggle.) Two such conditions are one
+    arguments, read as the server reads them (a switch's `on` is its `1`; an option in any
+    spelling, in any order: `_option_pairs`). (Their command lines are then alike too, or
+    `_command_lines` says they differ by arguments no condition declares; and so are their
+    environments, or the servers check says they differ by an undeclared toggle.) Two
+    such conditions are one
     configuration run twice, and an error, not each a condition judged alone: where their
     warm arms disagree, the configuration's own replies varied between two runs, yet each
     half would be judged by itself and the split reported "in 1 of 2 conditions", a
@@ -74,9 +78,12 @@ def _distinct_conditions(experiment: Experiment) -> Iterator[Finding]:
     hide the same bundle's other halves behind a reason a reader can skip; the harness
     never writes two such conditions (a run repeated is more cycles of one condition), so
     a bundle that does was not made by it as declared."""
-    seen: dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], str] = {}
+    seen: dict[tuple[tuple[tuple[str, str], ...], ...], str] = {}
     for ci, condition in enumerate(experiment.conditions):
-        key = (tuple(sorted(condition.settings.items())), condition.server_args)
+        key = (
+            tuple(sorted((name, _plain(value)) for name, value in condition.settings.items())),
+            _option_pairs(condition.server_args, profile),
+        )
         first = seen.setdefault(key, condition.id)
         if first != condition.id:
             yield _error(
@@ -87,6 +94,45 @@ def _distinct_conditions(experiment: Experiment) -> Iterator[Finding]:
                 pointer=json_pointer("conditions", ci), expected="a configuration of its own",
                 actual=condition.label or "the same as " + first,
             )  # fmt: skip
+
+
+# The values a server reads as one switch's on and off (llama.cpp's is_truthy and
+# is_falsey, Python's and Rust's usual readings of an environment flag).
+_TRUTHY = frozenset(("1", "true", "on", "yes", "enabled"))
+_FALSY = frozenset(("0", "false", "off", "no", "disabled"))
+
+
+def _plain(value: str) -> str:
+    """A setting's value as a switch reads it: `on`, `true` and `1` alike."""
+    folded = value.strip().casefold()
+    return "1" if folded in _TRUTHY else "0" if folded in _FALSY else value
+
+
+def _option_pairs(
+    args: tuple[str, ...], profile: ServerProfile | None
+) -> tuple[tuple[str, str], ...]:
+    """Server arguments as (option, value) pairs, as the server reads them: an option in
+    any spelling (`-fa`, `--flash-attn`, `--flash_attn`), the last of one given twice, in
+    any order; a value as a switch reads it (`_plain`); a positional argument as itself."""
+    options: dict[str, str] = {}
+    positional: list[tuple[str, str]] = []
+    at = 0
+    while at < len(args):
+        arg = args[at]
+        if arg.startswith("-") and arg != "-":
+            name = profile.option_name(arg) if profile is not None else arg.partition("=")[0]
+            spellings = profile.spellings(name) if profile is not None else (name,)
+            value = ""
+            if "=" in arg:
+                value = arg.partition("=")[2]
+            elif at + 1 < len(args) and not args[at + 1].startswith("-"):
+                at += 1
+                value = args[at]
+            options[min(spellings)] = _plain(value)
+        else:
+            positional.append(("", arg))
+        at += 1
+    return tuple(sorted(options.items())) + tuple(positional)
 
 
 def _the_named_server(
@@ -340,7 +386,7 @@ def _env_options(args: tuple[str, ...], depth: int) -> Iterator[tuple[str, str |
     """`env`'s options up to its command (`_env_removes`)."""
     index = 0
     while index < len(args):
-        arg = args[index]
+        arg = _env_long(args[index])
         after = args[index + 1] if index + 1 < len(args) else None
         if arg in ("-", "-i", "--ignore-environment"):
             yield arg, None
@@ -378,6 +424,46 @@ def _env_options(args: tuple[str, ...], depth: int) -> Iterator[tuple[str, str |
         index += 1
 
 
+# env's long options (GNU coreutils), which it takes shortened to any unambiguous start
+# (`--uns=NAME` is `--unset=NAME`, `--ignore-env` is `--ignore-environment`).
+_ENV_LONG = (
+    "--ignore-environment", "--null", "--unset", "--chdir", "--split-string", "--argv0",
+    "--block-signal", "--default-signal", "--ignore-signal", "--list-signal-handling",
+    "--debug", "--help", "--version",
+)  # fmt: skip
+
+
+def _env_long(arg: str) -> str:
+    """An env long option written in full (`--uns=NAME`: `--unset=NAME`); anything else as
+    it is."""
+    name, eq, value = arg.partition("=")
+    if not name.startswith("--") or name == "--" or name in _ENV_LONG:
+        return arg
+    meant = [option for option in _ENV_LONG if option.startswith(name)]
+    return meant[0] + eq + value if len(meant) == 1 else arg
+
+
+# Programs that run another with another user's environment, a reset or emptied one, or a
+# script of their own (a shell's `-c`, which may unset or export anything): a server started
+# through one ran with an environment or arguments the bundle cannot show.
+_LAUNCHERS = frozenset((
+    "sudo", "su", "doas", "runuser", "pkexec", "setpriv", "chroot", "nsenter", "unshare",
+    "systemd-run", "firejail", "bwrap", "docker", "podman",
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox",
+))  # fmt: skip
+
+
+def _launchers(argv: tuple[str, ...]) -> Iterator[str]:
+    """Each launcher (`_LAUNCHERS`) the command line runs, where a word names it: at the
+    start, or after a word that is no option waiting for its value (`nice -n 5 sudo ...`,
+    `taskset -c 0 sh -c ...`; not `--chat-template bash`)."""
+    for at, arg in enumerate(argv):
+        if PurePosixPath(arg).name in _LAUNCHERS:
+            before = argv[at - 1] if at else ""
+            if not (before.startswith("-") and "=" not in before):
+                yield arg
+
+
 def _env_split(string: str | None, depth: int) -> Iterator[tuple[str, str | None]]:
     """The options of an `env -S STRING` (its words, read as env's own arguments)."""
     if string is None or depth > 3:
@@ -411,7 +497,8 @@ def _overridden(
     is the one a server reads). An option is read as the server's parser reads it
     (`ServerProfile.option_name`: llama-server's `--flash_attn` is `--flash-attn`); a toggle
     an `env` before the server takes out (`env -u NAME`, `env -i`) overrides the recorded
-    environment as one assigned there does."""
+    environment as one assigned there does; and so may a launcher (`_LAUNCHERS`: `sudo`, a
+    shell) the server is started through."""
     profile = PROFILES.get(rules.name)
 
     def named(arg: str) -> str:
@@ -420,6 +507,13 @@ def _overridden(
     def toggle(name: str) -> bool:
         return name in condition.settings or any(p in name for p in rules.toggle_prefixes)
 
+    for launcher in _launchers(argv):
+        yield _error(
+            f"the command line starts the server through {launcher}, which may run it with "
+            "another environment or other arguments than it shows: the environment recorded "
+            "for this server is not known to be what it ran with",
+            pointer=pointer, actual=launcher,
+        )  # fmt: skip
     for written, name in _env_removes(argv):
         if name is None:
             yield _error(

@@ -705,32 +705,123 @@ def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
 
 def _work_counted(ctx: BundleContext) -> Iterator[Finding]:
     """The profile's counted work (`ServerProfile.counted_work`) moves across each answered
-    request by what its answer counts: an output swapped for another of a different length
-    (its usage edited to match), or a warm answer whose server computed the whole prompt,
-    leaves the server's own count behind."""
+    request by what its answer counts, exactly or within the bounds the profile reads: an
+    output swapped for another of a different length (its usage edited to match), or a warm
+    answer whose server computed the whole prompt, leaves the server's own count behind;
+    requests nobody recorded, served beside this one (batched with it), carry it past."""
     profile = ctx.profile
     counted = profile.counted_work if profile is not None else ()
     if not counted:
         return
+    yield from _counted_in_some_only(ctx, counted)
     for proof in ctx.proofs:
         if proof.failed is not None:
             continue  # a failed request's work is its own: it is not compared
         record = proof.record
         prompt, cached = proof.prompt_tokens, _answered_cached(proof, ctx.rules)
-        answer = {
-            "computed": None if prompt is None or cached is None else prompt - cached,
-            "completion": completion_count(record),
-        }
+        completion = completion_count(record)
         for ref, what in counted:
-            expected = answer.get(what)
-            before, after = record.before.counter(ref), record.after.counter(ref)
-            if expected is None or before is None or after is None or after - before == expected:
+            least, most = _counted_bounds(what, prompt, cached, completion)
+            if most is None:
                 continue
-            said = "prompt tokens computed" if what == "computed" else "completion tokens"
-            yield _moved(
-                record, ref, after - before,
-                f"but its answer counts {expected} {said}: the answer is not what the server did",
-            )  # fmt: skip
+            before, after = record.before.counter(ref), record.after.counter(ref)
+            if before is None or after is None:
+                continue
+            moved = after - before
+            said = _COUNTED_AS.get(what, what)
+            if least == most and moved != most:
+                yield _moved(
+                    record, ref, moved,
+                    f"but its answer counts {most} {said}: the answer is not what the server did",
+                )  # fmt: skip
+            elif moved > most:
+                yield _moved(
+                    record, ref, moved,
+                    f"more than its answer's {most} {said}: other work ran beside this request, "
+                    "which nobody recorded (or the answer is not what the server did)",
+                )  # fmt: skip
+            elif least is not None and moved < least:
+                yield _moved(
+                    record, ref, moved,
+                    f"less than its answer's {least} {_LEAST_AS.get(what, said)}: the answer is "
+                    "not what the server did",
+                )  # fmt: skip
+
+
+# What each kind of counted work (`ServerProfile.counted_work`) counts, as a message says its
+# most (or its one value), and, where it differs, its least; its keys are every kind known.
+_COUNTED_AS = {
+    "computed": "prompt tokens computed",
+    "completion": "completion tokens",
+    "cached": "cached tokens",
+    "prompt": "prompt tokens",
+    "looked_up": "prompt tokens",
+}
+_LEAST_AS = {"looked_up": "cached tokens, which the cache was asked for"}
+COUNTED_KINDS = frozenset(_COUNTED_AS)
+
+
+def _counted_bounds(
+    what: str, prompt: int | None, cached: int | None, completion: int | None
+) -> tuple[int | None, int | None]:
+    """The least and the most a counter of `what` (`ServerProfile.counted_work`) moves by
+    across a request alone on its server, by its answer's counts (None: not known; a most
+    not known leaves the counter unread)."""
+    if what == "completion":
+        return completion, completion
+    if what == "cached":
+        return cached, cached
+    if prompt is None:
+        return None, None
+    if what == "computed":
+        return (None, None) if cached is None else (prompt - cached, prompt - cached)
+    if what == "prompt":  # with or without the cached tokens: only the most is read
+        return None, prompt
+    if what == "looked_up":  # none where the request did not reach the cache
+        return (cached or 0), prompt
+    return None, None  # a kind this tool does not know (COUNTED_KINDS): nothing read
+
+
+def _holds(ref: str) -> Callable[[Snapshot], bool | None]:
+    """Whether a snapshot holds the counter `ref`; None where the document that would hold
+    it (the metrics, or the stats) was not read."""
+    metric = ref.startswith("metric:")
+
+    def holds(snapshot: Snapshot) -> bool | None:
+        if (snapshot.metrics if metric else snapshot.cache_stats) is None:
+            return None
+        return snapshot.counter(ref) is not None
+
+    return holds
+
+
+def _counted_in_some_only(
+    ctx: BundleContext, counted: tuple[tuple[str, str], ...]
+) -> Iterator[Finding]:
+    """A counter of the profile's counted work that no other rule needs in every snapshot
+    (older builds of a server may not write it) is in every snapshot that holds metrics or
+    in none: one build writes it in every /metrics answer or in none, so one left out where
+    others carry it was taken out where it would have told against its request."""
+    profile, rules = ctx.profile, ctx.rules
+    if profile is None:
+        return
+    needed = {
+        *profile.work_counters,
+        *filter(None, (profile.cached_tokens_counter, profile.decode_counter)),
+        *(rules.signals.all if rules is not None else ()),
+    }
+    for ref in dict.fromkeys(ref for ref, _ in counted if ref not in needed):
+        some = _said_in_some_only(ctx.records, _holds(ref))
+        if some is not None:
+            record, side, silent, read = some
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"{silent} of {read} metrics snapshots lack {_names([ref])}, which the others "
+                "carry: one server build writes it in every /metrics answer or in none",
+                file=record.file,
+                pointer=f"/telemetry/{side}/metrics",
+            )
 
 
 def _cached_tokens_counted(ctx: BundleContext) -> Iterator[Finding]:

@@ -282,10 +282,12 @@ class ServerProfile(ABC):
     @property
     def other_hit_counters(self) -> tuple[str, ...]:
         """Counters of a cache beside the one the rules' signals count (mlxcel's snapshot
-        cache of model-owned state): a rise across a request that claims the cache was not
-        used (cold, opt-out, cache-off) says it was, and leaves the request unproven. Not in
-        ProfileRules: the rule copies that bundles carry stay valid (none known, by
-        default)."""
+        cache of model-owned state), or of the same cache beside them, where older builds
+        lack them (vLLM's `vllm:prompt_tokens_cached`): a rise across a request that claims
+        the cache was not used (cold, opt-out, cache-off) says it was, and leaves the
+        request unproven. `metric:FAMILY{label="value"}` (or `!=`) reads only the samples
+        of that label value (or of any other). Not in ProfileRules: the rule copies that
+        bundles carry stay valid (none known, by default)."""
         return ()
 
     @property
@@ -324,9 +326,17 @@ class ServerProfile(ABC):
 
     @property
     def counted_work(self) -> tuple[tuple[str, str], ...]:
-        """Work counters that move across one request by exactly what its answer counts:
-        (counter, `computed` for the prompt tokens computed, prompt_tokens - cached_tokens,
-        or `completion` for usage.completion_tokens). None known by default."""
+        """Counters that a request alone on the server moves by what its answer counts, as
+        (counter, what it counts). Exactly: `computed`, the prompt tokens computed
+        (prompt_tokens - cached_tokens); `completion`, usage.completion_tokens; `cached`,
+        cached_tokens. Within bounds, where SERVERS.md names what the counter counts but
+        not all of how: `prompt`, prompt tokens with or without the cached ones (at most
+        prompt_tokens); `looked_up`, the prompt tokens looked up in the cache (from
+        cached_tokens to prompt_tokens: none where the request did not reach it). A move
+        past the most is other work beside the request, which nobody recorded; one short
+        of the least is an answer the server did not give.
+        Not in ProfileRules: the rule copies that bundles carry stay valid. None known by
+        default."""
         return ()
 
 

@@ -34,6 +34,13 @@ class MlxcelProfile(ServerProfile):
         # in the seed sample it moves by each answer's cached_tokens, 0 or 32 (SERVERS.md)
         return "metric:llamacpp:prompt_tokens_cached_total"
 
+    @property
+    def counted_work(self) -> tuple[tuple[str, str], ...]:
+        # SERVERS.md lists llama.cpp's prompt counter in mlxcel's /metrics; llama.cpp's
+        # leaves the cached tokens out, the seed sample's counts them (42 on each warm
+        # request, 32 of them cached): only the bound both readings meet is read
+        return (("metric:llamacpp:prompt_tokens_total", "prompt"),)
+
     def toggle_options(self, toggle: str) -> tuple[str, ...]:
         """MLXCEL_PREFILL_CHUNK is also `--prefill-chunk-size` (SERVERS.md)."""
         return _TOGGLE_OPTIONS.get(toggle, ())

@@ -22,6 +22,13 @@ class SglangProfile(ServerProfile):
             argv.append(CACHE_OFF_FLAG)
         return argv + list(spec.extra_args)
 
+    @property
+    def counted_work(self) -> tuple[tuple[str, str], ...]:
+        # its prompt counter (SERVERS.md), of which SERVERS.md does not say whether it counts
+        # the cached tokens: only the bound both readings meet is read (its generation
+        # counter is not in SERVERS.md: not read)
+        return (("metric:sglang:prompt_tokens_total", "prompt"),)
+
     def limits(self, argv: Sequence[str], environment: Mapping[str, str]) -> ServerLimits:
         """SGLang's `--context-length` bounds a prompt and its reply; its
         `--preferred-sampling-params` may cap every reply (`max_new_tokens`); a `--config`

@@ -29,29 +29,16 @@ class VllmProfile(ServerProfile):
     def models_named(
         self, argv: Sequence[str], environment: Mapping[str, str]
     ) -> Iterator[tuple[str, str]]:
-        """`--model`, and the model `vllm serve MODEL` names positionally (start_argv writes
-        it there): the first argument after `serve` that is neither an option nor an
-        option's value. An option is taken to have a value unless it is written
-        `--opt=value`, or is a switch (vLLM's `--enable-*`, `--disable-*`, `--no-*`, the
-        cache flags): where a switch is not known as one, its next argument is read as its
-        value, so a model named after an unknown switch is not found."""
+        """`--model`, and the model `vllm serve MODEL` names positionally, where start_argv
+        writes it: the argument right after `serve`, where it is no option. (Further on, an
+        argument cannot be told from the value of an option before it without vLLM's whole
+        table of options, which switch each is: `--async-scheduling 127.0.0.1` is no model.)"""
         yield from self.option_values(argv, environment, self.model_options)
         if "serve" not in argv:
             return
-        first = list(argv).index("serve") + 1
-        at = first
-        while at < len(argv):
-            arg = argv[at]
-            if arg == "--":  # (what follows is positional)
-                at += 1
-            elif arg.startswith("-") and arg != "-":
-                option = self.option_name(arg)
-                switch = "=" in arg or option.startswith(_SWITCHES) or option in _SWITCH_ARGS
-                at += 1 if switch else 2
-                continue
-            if at < len(argv):
-                yield ("serve " if at == first else "serve ... ") + argv[at], argv[at]
-            return
+        at = list(argv).index("serve") + 1
+        if at < len(argv) and not argv[at].startswith("-"):
+            yield "serve " + argv[at], argv[at]
 
     def cache_state_in_metrics(self, metrics: Mapping[str, float]) -> frozenset[bool]:
         """The `enable_prefix_caching` label of the `vllm:cache_config_info` gauge (SERVERS.md:
@@ -72,6 +59,28 @@ class VllmProfile(ServerProfile):
     @property
     def reuse_within_lookups(self) -> bool:
         return True  # prefix_cache_hits and prefix_cache_queries both count tokens
+
+    @property
+    def counted_work(self) -> tuple[tuple[str, str], ...]:
+        # Both counted in tokens (SERVERS.md): the hits are the tokens the cache supplied,
+        # what cached_tokens counts; the queries, the prompt tokens looked up, none past the
+        # prompt. (vllm:prompt_tokens_total and generation_tokens_total are not in
+        # SERVERS.md: not read.)
+        return (
+            ("metric:vllm:prefix_cache_hits_total", "cached"),
+            ("metric:vllm:prefix_cache_queries_total", "looked_up"),
+        )
+
+    @property
+    def other_hit_counters(self) -> tuple[str, ...]:
+        # newer builds' own second account of the prompt tokens the cache supplied
+        # (SERVERS.md, additions): absent from older builds, so never needed, but a rise
+        # across a request that claims no cache use leaves it unproven; of the tokens by
+        # source, every source but the prompt computed here is a cache's
+        return (
+            "metric:vllm:prompt_tokens_cached_total",
+            'metric:vllm:prompt_tokens_by_source_total{source!="local_compute"}',
+        )
 
     def limits(self, argv: Sequence[str], environment: Mapping[str, str]) -> ServerLimits:
         """vLLM's `max_new_tokens` in `--override-generation-config` (or in a generation
@@ -99,10 +108,6 @@ class VllmProfile(ServerProfile):
         return ServerLimits.read(caps, contexts, unread)
 
 
-# Options of `vllm serve` that take no value (argparse's store_true and
-# BooleanOptionalAction: `--enable-X` / `--no-enable-X`), as far as their names tell.
-_SWITCHES = ("--enable-", "--disable-", "--no-")
-_SWITCH_ARGS = frozenset(("--trust-remote-code", "--enforce-eager", "--headless", "--help", "-h"))
 _CONFIG_FILE = frozenset(("--config",))
 _GENERATION_CONFIG = frozenset(("--generation-config",))
 _OVERRIDE = frozenset(("--override-generation-config",))

@@ -292,7 +292,7 @@ def _known_pattern(known: Known) -> str:
             rf"|\.[A-Za-z0-9-]+\.[A-Za-z]{{2,}})(?![\w-]|\.\w)"
         )
         return (
-            rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
+            rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=\.?(?:[:/?#\]\s\"'\x00-\x02]|\Z))"
             rf"|(?:{leaks._HOST_ASSIGNED}){v}(?![\w-])"
             rf"|(?:{leaks._HOST_LINE}){v}(?=[ \t]{{0,16}}(?:[\r\n\x00-\x02]|\Z))"
             rf"|(?:{leaks._LOG_TIME}){v}{leaks._LOG_SOURCE}|(?:{leaks._RFC5424_TIME}){v}(?= \S)"

@@ -298,6 +298,9 @@ def test_a_snapshot_hit_counter_that_appears_across_a_cold_request(
         (["sudo", "-E"], "starts the server through sudo"),
         (["setpriv", "--reset-env"], "starts the server through setpriv"),
         (["nice", "-n", "5", "sudo"], "starts the server through sudo"),
+        (["nice", "-n5", "sudo"], "starts the server through sudo"),
+        (["stdbuf", "-oL", "sudo"], "starts the server through sudo"),
+        (["conda", "run", "-n", "mlx"], "starts the server through conda"),
         (["bash", "-c", 'exec -c "$0" "$@"'], "starts the server through bash"),
         (
             ["/bin/sh", "-c", 'cd /srv;env -u MLXCEL_SDPA_DETERMINISTIC "$0" "$@"'],
@@ -354,8 +357,12 @@ def test_server_arguments_read_as_the_server_reads_them() -> None:
         ("-fa", "on", "-b", "512"),
         ("-b", "512", "--flash-attn", "1"),
         ("--flash_attn=true", "--batch-size", "512"),
-        ("-fa", "off", "-b", "512", "-fa", "on"),  # the last of an option given twice
     ]
     assert len({_option_pairs(args, llama) for args in same}) == 1
     assert _option_pairs(("-fa", "on"), llama) != _option_pairs(("-fa", "off"), llama)
     assert _option_pairs(("-b", "512"), llama) != _option_pairs(("-b", "256"), llama)
+    # an option that adds one more each time it is given (helper-87): not the last alone
+    assert _option_pairs(("-ot", "a", "-ot", "b"), llama) != _option_pairs(("-ot", "b"), llama)
+    assert _option_pairs(("--lora", "a", "--lora", "b"), llama) != _option_pairs(
+        ("--lora", "b"), llama
+    )

@@ -270,3 +270,54 @@ def test_the_rules_bundles_carry_are_unchanged() -> None:
     assert sorted(KNOWN_RULES) == [
         ("llama.cpp", "1"), ("mlxcel", "1"), ("sglang", "1"), ("vllm", "1")
     ]  # fmt: skip
+
+
+# --- what helper-87's review of these rules found ------------------------------------------
+
+
+def test_sglangs_labelled_prompt_counter_appears_after_the_first_answer(tmp_path: Path) -> None:
+    """prometheus_client writes a labelled sample once it first counts: SGLang's prompt
+    counter is not in a server's snapshot before the first request it serves."""
+    first: set[int] = set()
+
+    def lazy(_sequence: int, record: Any) -> None:
+        if record["server_instance"] not in first:
+            first.add(record["server_instance"])
+            del record["telemetry"]["before"]["metrics"]["sglang:prompt_tokens_total"]
+
+    _clean(_verify(_sglang_files(edit=lazy), tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("files", "metric"),
+    [
+        (lambda: _sglang_files(), "sglang:prompt_tokens_total"),
+        (lambda: dict(SEED_FILES), "llamacpp:prompt_tokens_total"),
+    ],
+    ids=["sglang", "mlxcel"],
+)
+def test_prompts_counted_between_two_requests(
+    tmp_path: Path, files: Callable[[], Files], metric: str
+) -> None:
+    """A request served beside a warm one that finishes after its snapshot is counted
+    between two records: no request's own move shows it."""
+    edited = dict(files())
+    carried: dict[tuple[str, int], float] = {}
+    for name in sorted(n for n in edited if n.startswith(layout.RECORDS_DIR + "/")):
+        record = json.loads(edited[name])
+        server = (record["condition"], record["server_instance"])
+        for side in ("before", "after"):
+            metrics = record["telemetry"][side]["metrics"]
+            if metrics is not None and metric in metrics:
+                metrics[metric] += carried.get(server, 0.0)
+        if record["claimed_arm"] == "warm":
+            carried[server] = carried.get(server, 0.0) + 5000.0
+        edited[name] = _dump(record)
+    _invalid(edited, tmp_path, "telemetry", "counted work nobody recorded between")
+
+
+def test_a_vllm_kv_connector_counts_cached_tokens_from_elsewhere() -> None:
+    vllm = PROFILES["vllm"]
+    assert vllm.cached_tokens_from_elsewhere(["vllm", "serve", "m", "--kv-transfer-config", "{}"])
+    assert vllm.cached_tokens_from_elsewhere(["vllm", "serve", "m", "--kv_transfer_config={}"])
+    assert not vllm.cached_tokens_from_elsewhere(["vllm", "serve", "m", "--port", "1"])

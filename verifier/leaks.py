@@ -1689,8 +1689,8 @@ def _host_shown(v: str) -> str:
 # (`"k": [\n    "v"`), in double quotes.
 _JSON_COLONS = tuple(
     before + ":" + after
-    for before in ("", " ", "\t")
-    for after in ("", *(" " * n for n in range(1, 9)), "\t", "\t\t")
+    for before in ("", " ", "  ", "\t")
+    for after in ("", *(" " * n for n in range(1, 9)), "\t", "\t\t", " \t")
 )
 _JSON_LIST_OPENS = (
     *(colon + "[" + gap + q for colon in _JSON_COLONS for gap in ("", " ") for q in "\"'"),
@@ -1884,7 +1884,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
             else rf"|(?<![\w./:-]){v}{_HOST_DOMAIN}"
         )
         return (
-            rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=[:/?#\]\s\"'\x00-\x02]|\Z)"
+            rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=\.?(?:[:/?#\]\s\"'\x00-\x02]|\Z))"
             rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|(?:{_HOST_LINE}){v}{_LINE_END}"
             rf"|(?:{_LOG_TIME}){v}{_LOG_SOURCE}|(?:{_RFC5424_TIME}){v}(?= \S)"
             rf"|{_HOST_BEFORE_PORT}{v}(?:{_PORT}|(?=:/))|(?<=\[){v}{_BRACKETED_PORT}"

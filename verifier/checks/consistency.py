@@ -78,7 +78,7 @@ def _distinct_conditions(
     hide the same bundle's other halves behind a reason a reader can skip; the harness
     never writes two such conditions (a run repeated is more cycles of one condition), so
     a bundle that does was not made by it as declared."""
-    seen: dict[tuple[tuple[tuple[str, str], ...], ...], str] = {}
+    seen: dict[tuple[tuple[tuple[str, Any], ...], ...], str] = {}
     for ci, condition in enumerate(experiment.conditions):
         key = (
             tuple(sorted((name, _plain(value)) for name, value in condition.settings.items())),
@@ -110,12 +110,14 @@ def _plain(value: str) -> str:
 
 def _option_pairs(
     args: tuple[str, ...], profile: ServerProfile | None
-) -> tuple[tuple[str, str], ...]:
-    """Server arguments as (option, value) pairs, as the server reads them: an option in
-    any spelling (`-fa`, `--flash-attn`, `--flash_attn`), the last of one given twice, in
-    any order; a value as a switch reads it (`_plain`); a positional argument as itself."""
-    options: dict[str, str] = {}
-    positional: list[tuple[str, str]] = []
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Server arguments as (option, values) pairs, as the server reads them: an option in
+    any spelling (`-fa`, `--flash-attn`, `--flash_attn`), in any order; each value of one
+    given more than once, in order (`-ot a -ot b` places two tensors, `--lora a --lora b`
+    stacks two adapters: not `-ot b`); a value as a switch reads it (`_plain`); a
+    positional argument as itself."""
+    options: dict[str, tuple[str, ...]] = {}
+    positional: list[tuple[str, tuple[str, ...]]] = []
     at = 0
     while at < len(args):
         arg = args[at]
@@ -128,9 +130,10 @@ def _option_pairs(
             elif at + 1 < len(args) and not args[at + 1].startswith("-"):
                 at += 1
                 value = args[at]
-            options[min(spellings)] = _plain(value)
+            key = min(spellings)
+            options[key] = (*options.get(key, ()), _plain(value))
         else:
-            positional.append(("", arg))
+            positional.append(("", (arg,)))
         at += 1
     return tuple(sorted(options.items())) + tuple(positional)
 
@@ -447,9 +450,11 @@ def _env_long(arg: str) -> str:
 # script of their own (a shell's `-c`, which may unset or export anything): a server started
 # through one ran with an environment or arguments the bundle cannot show.
 _LAUNCHERS = frozenset((
-    "sudo", "su", "doas", "runuser", "pkexec", "setpriv", "chroot", "nsenter", "unshare",
-    "systemd-run", "firejail", "bwrap", "docker", "podman",
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox",
+    "sudo", "su", "doas", "runuser", "run0", "pkexec", "setpriv", "capsh", "sg", "chroot",
+    "nsenter", "unshare", "systemd-run", "systemd-nspawn", "machinectl", "firejail", "bwrap",
+    "docker", "podman", "nerdctl", "apptainer", "singularity", "flatpak-spawn", "ssh",
+    "srun", "script", "dotenv", "direnv", "conda", "mamba", "micromamba", "pipenv",
+    "poetry", "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox",
 ))  # fmt: skip
 
 
@@ -460,7 +465,10 @@ def _launchers(argv: tuple[str, ...]) -> Iterator[str]:
     for at, arg in enumerate(argv):
         if PurePosixPath(arg).name in _LAUNCHERS:
             before = argv[at - 1] if at else ""
-            if not (before.startswith("-") and "=" not in before):
+            # (`-n5`, `-oL`, `--x=y`: an option with its value in one word waits for none)
+            waiting = before[:1] == "-" and "=" not in before and len(before.lstrip("-")) < 2
+            waiting |= before.startswith("--") and "=" not in before
+            if not waiting:
                 yield arg
 
 

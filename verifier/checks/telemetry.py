@@ -714,10 +714,19 @@ def _work_counted(ctx: BundleContext) -> Iterator[Finding]:
     if not counted:
         return
     yield from _counted_in_some_only(ctx, counted)
+    experiment = ctx.experiment
+    elsewhere = {  # servers whose cached_tokens count more than their own cache supplied
+        (condition.id, server.instance)
+        for condition in (experiment.conditions if experiment is not None else ())
+        for server in condition.servers
+        if profile is not None and profile.cached_tokens_from_elsewhere(server.argv)
+    }
     for proof in ctx.proofs:
         if proof.failed is not None:
             continue  # a failed request's work is its own: it is not compared
         record = proof.record
+        if (record.condition, record.server_instance) in elsewhere:
+            continue
         prompt, cached = proof.prompt_tokens, _answered_cached(proof, ctx.rules)
         completion = completion_count(record)
         for ref, what in counted:
@@ -799,9 +808,13 @@ def _counted_in_some_only(
     ctx: BundleContext, counted: tuple[tuple[str, str], ...]
 ) -> Iterator[Finding]:
     """A counter of the profile's counted work that no other rule needs in every snapshot
-    (older builds of a server may not write it) is in every snapshot that holds metrics or
-    in none: one build writes it in every /metrics answer or in none, so one left out where
-    others carry it was taken out where it would have told against its request."""
+    (older builds of a server may not write it) is, where the build writes it at all, in
+    every snapshot of a server from its first answer on: a labelled counter appears when
+    it first counts (SGLang's, with the model's name, after the first request it serves),
+    and is not dropped after; one missing after that was taken out where it would have
+    told against its request. Nor may it move between two requests of one server: work
+    counted there was served beside the record, by requests nobody recorded, that finished
+    after the answer's snapshot."""
     profile, rules = ctx.profile, ctx.rules
     if profile is None:
         return
@@ -810,17 +823,61 @@ def _counted_in_some_only(
         *filter(None, (profile.cached_tokens_counter, profile.decode_counter)),
         *(rules.signals.all if rules is not None else ()),
     }
-    for ref in dict.fromkeys(ref for ref, _ in counted if ref not in needed):
-        some = _said_in_some_only(ctx.records, _holds(ref))
-        if some is not None:
-            record, side, silent, read = some
+    records = sorted(ctx.records, key=lambda r: (r.condition, r.sequence))
+    for ref in dict.fromkeys(ref for ref, _ in counted):
+        holds = _holds(ref)
+        if ref not in needed and any(holds(r.before) or holds(r.after) for r in records):
+            yield from _dropped_after_answers(records, ref, holds)
+        if ref not in profile.work_counters:  # (those, `_undisclosed_work` reads)
+            yield from _counted_between(records, ref)
+
+
+def _dropped_after_answers(
+    records: list[Record], ref: str, holds: Callable[[Snapshot], bool | None]
+) -> Iterator[Finding]:
+    """Snapshots that lack `ref` after their server's first answer (`_counted_in_some_only`)."""
+    answered: set[tuple[str, int]] = set()
+    silent: list[tuple[Record, str]] = []
+    for record in records:
+        server = (record.condition, record.server_instance)
+        if server in answered and holds(record.before) is False:
+            silent.append((record, "before"))
+        if record.http_status == 200:
+            answered.add(server)
+            if holds(record.after) is False:
+                silent.append((record, "after"))
+    if silent:
+        record, side = silent[0]
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            f"{len(silent)} metrics snapshots lack {_names([ref])} after their server's first "
+            "answer, which others carry: a server writes it from the first request it counts "
+            "on, and does not drop it",
+            file=record.file,
+            pointer=f"/telemetry/{side}/metrics",
+        )
+
+
+def _counted_between(records: list[Record], ref: str) -> Iterator[Finding]:
+    """A counted-work counter that moves between two requests of one server
+    (`_counted_in_some_only`): the first such request of each server is named."""
+    last: dict[tuple[str, int], Record] = {}
+    for record in records:
+        server = (record.condition, record.server_instance)
+        previous, last[server] = last.get(server), record
+        if previous is None:
+            continue
+        old, new = previous.after.counter(ref), record.before.counter(ref)
+        if old is not None and new is not None and old != new:
             yield Finding(
                 CHECK,
                 Severity.ERROR,
-                f"{silent} of {read} metrics snapshots lack {_names([ref])}, which the others "
-                "carry: one server build writes it in every /metrics answer or in none",
+                f"server {record.server_instance} counted work nobody recorded between "
+                f"{previous.file} and this request ({_names([ref])} moved by {new - old:g}): "
+                "requests served beside the recorded ones, finished after their snapshots",
                 file=record.file,
-                pointer=f"/telemetry/{side}/metrics",
+                pointer="/telemetry/before",
             )
 
 

@@ -324,6 +324,13 @@ class ServerProfile(ABC):
         (none known, by default)."""
         return None
 
+    def cached_tokens_from_elsewhere(self, argv: Sequence[str]) -> bool:
+        """Whether the server this command line starts counts in an answer's cached_tokens
+        tokens its own cache did not supply (vLLM's with a KV connector, which loads them
+        from another tier): its counted work is then not compared with the answers (none
+        known, by default)."""
+        return False
+
     @property
     def counted_work(self) -> tuple[tuple[str, str], ...]:
         """Counters that a request alone on the server moves by what its answer counts, as

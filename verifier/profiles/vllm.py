@@ -60,6 +60,14 @@ class VllmProfile(ServerProfile):
     def reuse_within_lookups(self) -> bool:
         return True  # prefix_cache_hits and prefix_cache_queries both count tokens
 
+    def cached_tokens_from_elsewhere(self, argv: Sequence[str]) -> bool:
+        # A KV connector (`--kv-transfer-config`: LMCache, CPU offloading) loads cached
+        # tokens from another tier: num_cached_tokens counts them, prefix_cache_hits only
+        # the local cache's (vLLM's source; SERVERS.md does not cover connectors).
+        return any(
+            self.option_name(arg) in ("--kv-transfer-config", "--kv-connector") for arg in argv
+        )
+
     @property
     def counted_work(self) -> tuple[tuple[str, str], ...]:
         # Both counted in tokens (SERVERS.md): the hits are the tokens the cache supplied,

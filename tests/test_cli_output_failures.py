@@ -47,7 +47,7 @@ def _said(stderr: str) -> str:
 def test_keygen_on_a_full_disk_removes_the_folders_it_made(tmp_path: Path) -> None:
     out = tmp_path / "new" / "keys"
     result = CliRunner().invoke(app, ["keygen", "--out", str(out)])
-    assert result.exit_code == 1, result.stderr
+    assert result.exit_code == 2, result.stderr  # (signing reports a refused write as usage)
     assert "No space left on device; no key was written" in _said(result.stderr)
     assert "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []  # neither keys/ nor new/ is left
@@ -59,7 +59,7 @@ def test_keygen_on_a_full_disk_keeps_a_folder_that_was_there(tmp_path: Path) -> 
     out.mkdir()
     (out / "notes.txt").write_text("mine\n")
     result = CliRunner().invoke(app, ["keygen", "--out", str(out / "sub")])
-    assert result.exit_code == 1, result.stderr
+    assert result.exit_code == 2, result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]  # sub/ removed, the rest kept
 
 

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from verifier.cli.common import Command, boundary, stderr
-from verifier.errors import EvidenceError, UsageError
 
 
 def keygen(
@@ -35,13 +34,8 @@ def keygen(
     from verifier import signing  # cryptography loads only here
     from verifier.atomic import new_folders_removed_on_failure
 
-    try:
-        with new_folders_removed_on_failure(out):  # no empty folder left by a failure
-            paths = signing.generate_key_pair(out)
-    except UsageError as exc:
-        if isinstance(exc.__context__, OSError):  # the disk or the folder refused a write
-            raise EvidenceError(exc.message) from None  # exit 1: the work failed, no misuse
-        raise
+    with new_folders_removed_on_failure(out):  # no empty folder left by a failure
+        paths = signing.generate_key_pair(out)
     from verifier.report.common import printable
 
     stderr.print(f"private key: {printable(str(paths.private))} (keep it secret)", markup=False)

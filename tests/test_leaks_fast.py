@@ -748,12 +748,15 @@ def test_a_pattern_with_too_many_places_searches_as_before(pattern: re.Pattern[s
     same_text_odd_known(text)
 
 
-def test_known_values_with_too_many_places_search_as_before() -> None:
+def test_known_values_are_tried_at_each_of_their_places_however_many() -> None:
+    # Unlike a generic pattern, never searched instead: the known values' patterns have no
+    # literal to search by, and a search tries each of their lookbehinds at every character
+    # (`/al` * 87,381 took 9.7 s of CPU that way, 2.3 s place by place).
     text = "al " * 3000
     fast, _ = detectors()
-    assert all(
-        where.starts(leaks._Places(text)) is None for where in (r.places for r in fast._regexes[:1])
-    )
+    assert [
+        where.starts(leaks._Places(text)) for where in (r.places for r in fast._regexes[:1])
+    ] == [list(range(0, len(text), 3))]
     same_text(text)
 
 

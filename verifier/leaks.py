@@ -1903,6 +1903,20 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
 
 
+def _known_lead(known: Known) -> str:
+    """A lookahead of what a match of the known value starts with (`_KnownPlaces`), to put
+    before its pattern: where another value stands, the pattern is refused at once, not by
+    each of its lookbehinds (a place of `al` in `/al/al/...` tried every host's dozens)."""
+    if known.kind in (KnownKind.USER, KnownKind.HOST, KnownKind.STRING):
+        first = (string_head(known.value) if known.kind is KnownKind.STRING else known.value)[:4]
+        # (as the pattern reads it: in any case, `K` for `k` too)
+        return f"(?i:(?={re.escape(first)}))" if first and first.isascii() else ""
+    prefixes = _place_prefixes(known)
+    if not all(prefixes):
+        return ""
+    return "(?=" + "|".join(map(re.escape, prefixes)) + ")"
+
+
 # A command line's short option with its value glued on (`mysql -pSECRET`, `-aSECRET`).
 _OPTION_GLUED = r"(?<=[\s\x00-\x02]-[A-Za-z])"
 
@@ -1950,7 +1964,10 @@ class _KnownRegex:
 
     def _joined(self, colon_to_at: bool | None) -> re.Pattern[str]:
         return re.compile(
-            "|".join(f"(?P<k{i}>{_known_pattern(k, colon_to_at)})" for i, k in self._group)
+            "|".join(
+                f"(?P<k{i}>{_known_lead(k)}{_known_pattern(k, colon_to_at)})"
+                for i, k in self._group
+            )
         )
 
     @property
@@ -3381,13 +3398,15 @@ class _KnownPlaces:
         text = places.text
         if self._folded and not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII):
             return None
-        found = places.bounded(
-            itertools.chain(
-                (at for prefix in self._exact for at in _occurrences(text, prefix)),
-                (at for prefix in self._folded for at in _occurrences(places.low, prefix)),
-            )
+        # (Unbounded, unlike a generic pattern's places: the known values' pattern has no
+        # literal to search by, and tries each of its many lookbehinds at every place a
+        # search passes; a place where a value starts is one it would try anyway.)
+        return sorted(
+            {
+                *(at for prefix in self._exact for at in _occurrences(text, prefix)),
+                *(at for prefix in self._folded for at in _occurrences(places.low, prefix)),
+            }
         )
-        return None if found is None else sorted(set(found))
 
 
 def _prefixes(values: Sequence[str]) -> list[str]:

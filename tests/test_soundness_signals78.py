@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 from make_samples import _dump
-from test_soundness import SEED_FILES, _archive_files
+from test_soundness import SEED_FILES
 from test_soundness_audit70 import _verify
 from test_soundness_signals import Files, _invalid
-from test_soundness_states import _VLLM_KEPT, _vllm_files
+from test_soundness_states import _told_as, _vllm_files
 
 from verifier import layout
 from verifier.checks.telemetry import COUNTED_KINDS
@@ -75,61 +75,33 @@ def _clean(result: Any) -> None:
 def _sglang_files(
     *, work: str | None = "prompt", edit: Callable[[int, Any], None] | None = None
 ) -> Files:
-    """The llama-cpp-real capture as an SGLang bundle: SGLang's command lines, its counter of
-    cached tokens and (`work`) of prompt tokens running on per server, counting every prompt
-    token (`prompt`) or only those computed (`computed`), or not written (None: a build
-    without it), no timings, the opt-out phase skipped (SGLang has none)."""
-    files = _archive_files("llama-cpp-real.tar.gz")
-    experiment = json.loads(files[layout.EXPERIMENT])
-    experiment["server"].update(
-        profile="sglang", profile_version="1", name="sglang", version="0.5.0", build_commit=None
-    )
-    experiment["protocol"]["localize"] = False
-    experiment.pop("profile_rules", None)
-    experiment["protocol"]["skipped_phases"] = [
-        {"phase": "opt-out", "reason": "SGLang has no per-request radix-cache opt-out"}
-    ]
-    condition = experiment["conditions"][0]
-    condition["servers"] = [s for s in condition["servers"] if s["instance"] != 4]
-    for server in condition["servers"]:
-        server["argv"] = [
+    """The llama-cpp-real capture as an SGLang bundle (`_told_as`): SGLang's command lines,
+    its counter of cached tokens and (`work`) of prompt tokens running on per server,
+    counting every prompt token (`prompt`) or only those computed (`computed`), or not
+    written (None: a build without it), and the opt-out phase skipped (SGLang has none)."""
+
+    def argv(off: bool) -> list[str]:
+        return [
             "/path/to/python", "-m", "sglang.launch_server", "--model-path", "/path/to/model",
             "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "51339",
             "--enable-metrics", "--enable-cache-report",
-        ] + (["--disable-radix-cache"] if server["cache_disabled"] else [])  # fmt: skip
-        server["environment"] = {}
-    experiment["runtime_libraries"] = [
-        lib for lib in experiment["runtime_libraries"] if "llama" not in lib["name"]
-    ]
-    files[layout.EXPERIMENT] = _dump(experiment)
-    prefix = layout.RECORDS_DIR + "/default/"
-    old = {n: json.loads(files.pop(f"{prefix}{n:03d}.json")) for n in range(1, 17)}
-    counted: dict[int, dict[str, float]] = {}
-    for sequence, n in enumerate(_VLLM_KEPT, 1):
-        record = old[n]
-        record["sequence"] = sequence
-        state = counted.setdefault(record["server_instance"], {"cached": 0.0, "prompt": 0.0})
+        ] + (["--disable-radix-cache"] if off else [])  # fmt: skip
 
-        def snapshot(state: dict[str, float] = state) -> dict[str, Any]:
-            metrics = {"sglang:cached_tokens_total": state["cached"]}
-            if work is not None:
-                metrics["sglang:prompt_tokens_total"] = state["prompt"]
-            return {"cache_stats": None, "metrics": metrics}
+    def snapshot(state: dict[str, float], off: bool) -> dict[str, Any]:
+        metrics = {"sglang:cached_tokens_total": state.get("cached", 0.0)}
+        if work is not None:
+            metrics["sglang:prompt_tokens_total"] = state.get("prompt", 0.0)
+        return {"cache_stats": None, "metrics": metrics}
 
-        before = snapshot()
-        response = record["response"]
-        response.pop("timings", None)
-        response.pop("system_fingerprint", None)
-        usage = response["usage"]
+    def count(state: dict[str, float], usage: dict[str, Any], off: bool) -> None:
         cached = usage.get("prompt_tokens_details", {}).get("cached_tokens", 0) or 0
-        state["cached"] += cached
-        state["prompt"] += usage["prompt_tokens"] - (cached if work == "computed" else 0)
-        record["telemetry"] = {"before": before, "after": snapshot()}
-        record["usage"] = usage
-        if edit is not None:
-            edit(sequence, record)
-        files[f"{prefix}{sequence:03d}.json"] = _dump(record)
-    return files
+        state["cached"] = state.get("cached", 0.0) + cached
+        computed = usage["prompt_tokens"] - (cached if work == "computed" else 0)
+        state["prompt"] = state.get("prompt", 0.0) + computed
+
+    server = {"profile": "sglang", "name": "sglang", "version": "0.5.0"}
+    reason = "SGLang has no per-request radix-cache opt-out"
+    return _told_as(server, reason, argv, snapshot, count, edit)
 
 
 @pytest.mark.parametrize("work", ["prompt", "computed", None])

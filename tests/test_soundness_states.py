@@ -26,69 +26,89 @@ _VLLM_KEPT = (1, 2, 3, 4, 5, 6, 10, 11, 12, 13, 14)  # no opt-out (7-9), no diag
 _GAUGE = 'vllm:cache_config_info{enable_prefix_caching="%s"}'
 
 
-def _vllm_files(
-    *, gauge_on_off_server: bool = True, edit: Callable[[int, Any], None] | None = None
+def _told_as(
+    server: dict[str, Any],
+    skipped: str,
+    argv: Callable[[bool], list[str]],
+    snapshot: Callable[[dict[str, float], bool], dict[str, Any]],
+    count: Callable[[dict[str, float], dict[str, Any], bool], None],
+    edit: Callable[[int, Any], None] | None,
 ) -> Files:
-    """The llama-cpp-real capture as a vLLM bundle: vLLM's command lines, its two prefix
-    cache counters (in tokens) running on per server, its `cache_config_info` gauge in every
-    answer (but the cache-off server's where `gauge_on_off_server` is false), no timings,
-    and the opt-out phase skipped (vLLM has none); `edit(sequence, record)` edits a record."""
+    """The llama-cpp-real capture as another profile's bundle: its `server` facts and
+    command lines (`argv(cache_disabled)`), no environment, no timings, the opt-out phase
+    skipped (`skipped`: why), the diagnostics left out; each server's counters start at
+    zero in a state of their own, `snapshot(state, off)` writes them and `count(state, usage,
+    off)` counts an answer; `edit(sequence, record)` edits a record."""
     files = _archive_files("llama-cpp-real.tar.gz")
     experiment = json.loads(files[layout.EXPERIMENT])
-    experiment["server"].update(
-        profile="vllm", profile_version="1", name="vllm", version="0.11.0", build_commit=None
-    )
+    experiment["server"].update(server, profile_version="1", build_commit=None)
     experiment["protocol"]["localize"] = False
     experiment.pop("profile_rules", None)
-    experiment["protocol"]["skipped_phases"] = [
-        {"phase": "opt-out", "reason": "vLLM has no per-request prefix-cache opt-out"}
-    ]
+    experiment["protocol"]["skipped_phases"] = [{"phase": "opt-out", "reason": skipped}]
     condition = experiment["conditions"][0]
     condition["servers"] = [s for s in condition["servers"] if s["instance"] != 4]
-    for server in condition["servers"]:
-        off = server["cache_disabled"]
-        flag = "--no-enable-prefix-caching" if off else "--enable-prefix-caching"
-        server["argv"] = [
-            "/path/to/vllm", "serve", "/path/to/model", "--served-model-name", "tiny",
-            "--host", "127.0.0.1", "--port", "51339", "--enable-prompt-tokens-details", flag,
-        ]  # fmt: skip
-        server["environment"] = {}
+    for entry in condition["servers"]:
+        entry["argv"] = argv(entry["cache_disabled"])
+        entry["environment"] = {}
     experiment["runtime_libraries"] = [
         lib for lib in experiment["runtime_libraries"] if "llama" not in lib["name"]
     ]
     files[layout.EXPERIMENT] = _dump(experiment)
     prefix = layout.RECORDS_DIR + "/default/"
     old = {n: json.loads(files.pop(f"{prefix}{n:03d}.json")) for n in range(1, 17)}
-    counted: dict[int, dict[str, float]] = {}
+    states: dict[int, dict[str, float]] = {}
     for sequence, n in enumerate(_VLLM_KEPT, 1):
         record = old[n]
         record["sequence"] = sequence
         off = record["server_instance"] == 3
-        state = counted.setdefault(record["server_instance"], {"queries": 0.0, "hits": 0.0})
-
-        def snapshot(off: bool = off, state: dict[str, float] = state) -> dict[str, Any]:
-            metrics = {
-                "vllm:prefix_cache_queries_total": state["queries"],
-                "vllm:prefix_cache_hits_total": state["hits"],
-            }
-            if gauge_on_off_server or not off:
-                metrics[_GAUGE % ("False" if off else "True")] = 1.0
-            return {"cache_stats": None, "metrics": metrics}
-
-        before = snapshot()
+        state = states.setdefault(record["server_instance"], {})
+        before = snapshot(state, off)
         response = record["response"]
         response.pop("timings", None)
         response.pop("system_fingerprint", None)
         usage = response["usage"]
-        if not off:
-            state["queries"] += usage["prompt_tokens"]
-            state["hits"] += usage.get("prompt_tokens_details", {}).get("cached_tokens", 0)
-        record["telemetry"] = {"before": before, "after": snapshot()}
+        count(state, usage, off)
+        record["telemetry"] = {"before": before, "after": snapshot(state, off)}
         record["usage"] = usage
         if edit is not None:
             edit(sequence, record)
         files[f"{prefix}{sequence:03d}.json"] = _dump(record)
     return files
+
+
+def _vllm_files(
+    *, gauge_on_off_server: bool = True, edit: Callable[[int, Any], None] | None = None
+) -> Files:
+    """The llama-cpp-real capture as a vLLM bundle (`_told_as`): vLLM's command lines, its
+    two prefix cache counters (in tokens) running on per server, its `cache_config_info`
+    gauge in every answer (but the cache-off server's where `gauge_on_off_server` is false),
+    and the opt-out phase skipped (vLLM has none)."""
+
+    def argv(off: bool) -> list[str]:
+        flag = "--no-enable-prefix-caching" if off else "--enable-prefix-caching"
+        return [
+            "/path/to/vllm", "serve", "/path/to/model", "--served-model-name", "tiny",
+            "--host", "127.0.0.1", "--port", "51339", "--enable-prompt-tokens-details", flag,
+        ]  # fmt: skip
+
+    def snapshot(state: dict[str, float], off: bool) -> dict[str, Any]:
+        metrics = {
+            "vllm:prefix_cache_queries_total": state.get("queries", 0.0),
+            "vllm:prefix_cache_hits_total": state.get("hits", 0.0),
+        }
+        if gauge_on_off_server or not off:
+            metrics[_GAUGE % ("False" if off else "True")] = 1.0
+        return {"cache_stats": None, "metrics": metrics}
+
+    def count(state: dict[str, float], usage: dict[str, Any], off: bool) -> None:
+        if not off:
+            state["queries"] = state.get("queries", 0.0) + usage["prompt_tokens"]
+            cached = usage.get("prompt_tokens_details", {}).get("cached_tokens", 0)
+            state["hits"] = state.get("hits", 0.0) + cached
+
+    server = {"profile": "vllm", "name": "vllm", "version": "0.11.0"}
+    reason = "vLLM has no per-request prefix-cache opt-out"
+    return _told_as(server, reason, argv, snapshot, count, edit)
 
 
 def _verified(files: Files, tmp_path: Path) -> VerificationResult:

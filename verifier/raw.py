@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from verifier import layout, schemas
-from verifier.bundle.reader import _printable
+from verifier.bundle.reader import printable_name
 from verifier.errors import EvidenceError, ExportError
 from verifier.jsonio import loads_strict
 
@@ -450,7 +450,9 @@ def _numbered_files(directory: Path, where: str) -> list[tuple[int, str]]:
             found[number] = name
         elif not name.endswith(".log"):
             # (a name on disk may hold control characters: shown escaped, as verify does)
-            raise ExportError(f"{where}/{_printable(name)}: unexpected file in the raw directory")
+            raise ExportError(
+                f"{where}/{printable_name(name)}: unexpected file in the raw directory"
+            )
     return list(found.items())
 
 
@@ -566,7 +568,7 @@ def _load(root: Path, tree: _Tree | None, skip: frozenset[str] = frozenset()) ->
     for name in extra:
         _check(
             name in ids,
-            f"{layout.RAW_CONDITIONS_DIR}/{_printable(name)}",
+            f"{layout.RAW_CONDITIONS_DIR}/{printable_name(name)}",
             "not a condition of run.json",
         )
 

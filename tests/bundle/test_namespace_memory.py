@@ -11,7 +11,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.bundle.reader import _MAX_DEPTH, _collision, _Namespace, _parts, _printable
+from verifier.bundle.reader import _MAX_DEPTH, _collision, _Namespace, _parts, printable_name
 
 # A component of 10 decomposed 'é' (NFD: folding has work) is 30 bytes of UTF-8.
 _DEEP = "e\u0301" * 10
@@ -87,7 +87,7 @@ class _PrefixNamespace:
             return _collision(other, path)
         other = self._dirs.get(folded)
         if other is not None:
-            return f"is a file, but '{_printable(other)}' is a directory"
+            return f"is a file, but '{printable_name(other)}' is a directory"
         problem = self._parent_problem(parts)
         if problem is None:
             self._files[folded] = path
@@ -99,7 +99,7 @@ class _PrefixNamespace:
         folded = self._fold(path)
         other = self._files.get(folded)
         if other is not None:
-            return f"is a directory, but '{_printable(other)}' is a file"
+            return f"is a directory, but '{printable_name(other)}' is a file"
         other = self._dirs.get(folded)
         if other is not None and other != path:
             return _collision(other, path)
@@ -114,7 +114,7 @@ class _PrefixNamespace:
             prefix = "/".join(parts[:end])
             folded = self._fold(prefix)
             if folded in self._files:
-                return f"is inside '{_printable(self._files[folded])}', which is a file"
+                return f"is inside '{printable_name(self._files[folded])}', which is a file"
             other = self._dirs.get(folded)
             if other is not None and other != prefix:
                 return _collision(other, prefix)

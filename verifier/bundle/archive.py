@@ -24,8 +24,8 @@ from verifier.bundle.reader import (
     _Collector,
     _name_problem,
     _parts,
-    _printable,
     _reason,
+    printable_name,
 )
 from verifier.errors import UnreadableInput, UnsafeInput
 
@@ -257,7 +257,7 @@ class _StrictTarInfo(tarfile.TarInfo):
             refused = next((key for key in records if key not in _GLOBAL_KEYWORDS), None)
             if refused is not None:
                 raise _RefusedHeader(
-                    f"the archive has a global PAX header that sets '{_printable(refused)}' "
+                    f"the archive has a global PAX header that sets '{printable_name(refused)}' "
                     "for every later member; of a global header only a comment (as git "
                     "archive writes) is accepted"
                 )
@@ -497,9 +497,9 @@ def _type_problem(member: tarfile.TarInfo) -> str | None:
     """Why a member's type is refused, or None for a plain regular file or directory."""
     only = "only regular files and directories are accepted"
     if member.issym():
-        return f"is a symbolic link to '{_printable(member.linkname)}'; links are refused"
+        return f"is a symbolic link to '{printable_name(member.linkname)}'; links are refused"
     if member.islnk():
-        return f"is a hard link to '{_printable(member.linkname)}'; links are refused"
+        return f"is a hard link to '{printable_name(member.linkname)}'; links are refused"
     if member.ischr():
         return f"is a character device; {only}"
     if member.isblk():
@@ -513,7 +513,7 @@ def _type_problem(member: tarfile.TarInfo) -> str | None:
     if member.type in (tarfile.REGTYPE, tarfile.AREGTYPE):
         return _SLASHED if member.name.endswith("/") else None
     kind = member.type.decode("latin-1")
-    return f"has tar type '{_printable(kind)}'; {only}"
+    return f"has tar type '{printable_name(kind)}'; {only}"
 
 
 def _read_content(archive: tarfile.TarFile, member: tarfile.TarInfo, source: str) -> bytes:
@@ -524,7 +524,7 @@ def _read_content(archive: tarfile.TarFile, member: tarfile.TarInfo, source: str
         raise _corrupt(source, exc) from None
     if len(data) != member.size:
         raise UnreadableInput(
-            f"{source}: corrupt tar archive: member '{_printable(member.name)}' is truncated"
+            f"{source}: corrupt tar archive: member '{printable_name(member.name)}' is truncated"
         )
     return data
 
@@ -548,7 +548,7 @@ def _read_tar_stream(stream: _CountingReader, collector: _Collector) -> None:
             name = member.name
             if member.size < 0:  # a PAX size of -1: where the next header is, is unknown
                 raise UnreadableInput(
-                    f"{source}: corrupt tar archive: member '{_printable(name)}' "
+                    f"{source}: corrupt tar archive: member '{printable_name(name)}' "
                     "has a negative size"
                 )
             problem = _type_problem(member) or _name_problem(name)

@@ -98,7 +98,7 @@ _SHOWN_CHARS = 200
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a name byte that was not UTF-8, or a lone one
 
 
-def _printable(text: str) -> str:
+def printable_name(text: str) -> str:
     """The name as it may be shown on a terminal: control characters escaped, length cut."""
     cut = text[:_SHOWN_CHARS]
     shown = "".join(c if c.isprintable() else _escape(c) for c in cut)
@@ -181,7 +181,7 @@ class _Namespace:
         if len(chain) > len(parts):  # the name itself is taken
             other = self._spell(chain, len(parts))
             if not self._is_file[chain[-1]]:
-                return f"is a file, but '{_printable(other)}' is a directory"
+                return f"is a file, but '{printable_name(other)}' is a directory"
             if other == path:
                 return "appears more than once; only the first copy is read"
             return _collision(other, path)
@@ -195,7 +195,7 @@ class _Namespace:
         if len(chain) > len(parts):  # the name itself is taken
             other = self._spell(chain, len(parts))
             if self._is_file[chain[-1]]:
-                return f"is a directory, but '{_printable(other)}' is a file"
+                return f"is a directory, but '{printable_name(other)}' is a file"
             path = "/".join(parts)
             if other != path:
                 return _collision(other, path)
@@ -222,7 +222,7 @@ class _Namespace:
         for depth in range(1, min(len(chain), len(parts))):
             node = chain[depth]
             if self._is_file[node]:
-                return f"is inside '{_printable(self._spell(chain, depth))}', which is a file"
+                return f"is inside '{printable_name(self._spell(chain, depth))}', which is a file"
             # The levels above matched as spelled, so the paths differ here or not at all.
             if self._spelled[node] != parts[depth - 1]:
                 return _collision(self._spell(chain, depth), "/".join(parts[:depth]))
@@ -243,7 +243,7 @@ class _Namespace:
 
 def _collision(other: str, path: str) -> str:
     """Say what kind of collision it is: Unicode normalization, letter case, or both."""
-    shown = _printable(other)
+    shown = printable_name(other)
     if unicodedata.normalize("NFC", other) == unicodedata.normalize("NFC", path):
         return (
             f"is the same name as '{shown}' in another Unicode normalization form "
@@ -280,7 +280,7 @@ class _Collector:
     def check_size(self, name: str, size: int) -> None:
         if size > self.limits.max_member_bytes:
             raise UnsafeInput(
-                f"{self.source}: {self.noun} '{_printable(name)}' is {size} bytes, over the "
+                f"{self.source}: {self.noun} '{printable_name(name)}' is {size} bytes, over the "
                 f"limit of {self.limits.max_member_bytes} bytes per member "
                 "(raise it with --max-member-bytes if you trust this bundle)"
             )
@@ -293,7 +293,7 @@ class _Collector:
             )
 
     def refuse(self, name: str, reason: str) -> None:
-        shown = _printable(name)
+        shown = printable_name(name)
         self.findings.append(
             Finding(
                 check=CHECK,
@@ -441,7 +441,8 @@ def _visit(
             target = os.readlink(name, dir_fd=dir_fd)
             collector.refuse(
                 relative,
-                f"is a symbolic link to '{_printable(target)}'; links are refused, not followed",
+                f"is a symbolic link to '{printable_name(target)}'; "
+                "links are refused, not followed",
             )
             return None
         if stat.S_ISDIR(mode):

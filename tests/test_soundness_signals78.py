@@ -108,7 +108,26 @@ def _sglang_files(
 def test_an_sglang_bundle_that_counts_its_prompts_either_way_or_not_at_all(
     tmp_path: Path, work: str | None
 ) -> None:
-    _clean(_verify(_sglang_files(work=work), tmp_path))
+    result = _verify(_sglang_files(work=work), tmp_path)
+    _clean(result)
+    # a build that writes no prompt counter: its verdict stands, and the report says what
+    # it could not rule out
+    warned = [f.message for f in result.findings if f.severity == "warning"]
+    unruled = "no metrics snapshot holds sglang:prompt_tokens_total"
+    assert any(unruled in m and "beside" in m for m in warned) is (work is None), warned
+
+
+def _without(files: Files, metric: str) -> Files:
+    """`metric` taken out of every metrics snapshot."""
+    files = dict(files)
+    for name in [n for n in files if n.startswith(layout.RECORDS_DIR + "/")]:
+        record = json.loads(files[name])
+        for side in ("before", "after"):
+            metrics = record["telemetry"][side]["metrics"]
+            if metrics is not None:
+                metrics.pop(metric, None)
+        files[name] = _dump(record)
+    return files
 
 
 def test_sglang_prompts_served_beside_the_warm_requests(tmp_path: Path) -> None:
@@ -136,6 +155,15 @@ def test_mlxcel_prompts_served_beside_the_warm_requests(tmp_path: Path) -> None:
     # server's prompt counter shows them, 4042 where the answer counts 42
     files = _add_work(dict(SEED_FILES), "llamacpp:prompt_tokens_total", _warm_load(4000.0))
     _invalid(files, tmp_path, "telemetry", "llamacpp:prompt_tokens_total moved by 4042")
+
+
+def test_mlxcels_prompt_counter_taken_out_of_every_snapshot(tmp_path: Path) -> None:
+    # SERVERS.md: mlxcel writes it beside the cached-token counter, which the rules need: a
+    # bundle without it hid the work served beside its warm requests
+    counter = "llamacpp:prompt_tokens_total"
+    files = _add_work(dict(SEED_FILES), counter, _warm_load(4000.0))
+    for n, lie in enumerate((_without(files, counter), _without(dict(SEED_FILES), counter))):
+        _invalid(lie, tmp_path / str(n), "telemetry", f"metrics lack {counter}")
 
 
 def test_mlxcels_prompt_counter_without_the_cached_tokens(tmp_path: Path) -> None:

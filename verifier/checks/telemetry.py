@@ -342,8 +342,8 @@ def _names(refs: list[str]) -> str:
 
 def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     """The counters the profile's rules read beyond its signals (`work_counters`,
-    `cached_tokens_counter`, `decode_counter`) are in every snapshot that holds the
-    server's metrics: the server writes them in each /metrics answer, so a snapshot
+    `cached_tokens_counter`, `decode_counter`, `kept_work_counters`) are in every snapshot
+    that holds the server's metrics: the server writes them in each /metrics answer, so a snapshot
     without one is one a rule could not read (a counter taken out where it moved, in one
     snapshot or in all). A snapshot without metrics (a read that failed) leaves its
     request unproven instead."""
@@ -353,6 +353,7 @@ def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     refs = (
         *profile.work_counters,
         *filter(None, (profile.cached_tokens_counter, profile.decode_counter)),
+        *profile.kept_work_counters,
     )
     if not refs:
         return
@@ -814,20 +815,35 @@ def _counted_in_some_only(
     and is not dropped after; one missing after that was taken out where it would have
     told against its request. Nor may it move between two requests of one server: work
     counted there was served beside the record, by requests nobody recorded, that finished
-    after the answer's snapshot."""
+    after the answer's snapshot. One that no snapshot holds, where the server's metrics
+    were read, is a warning: the requests are not shown to be alone on their server."""
     profile, rules = ctx.profile, ctx.rules
     if profile is None:
         return
     needed = {
         *profile.work_counters,
         *filter(None, (profile.cached_tokens_counter, profile.decode_counter)),
+        *profile.kept_work_counters,
         *(rules.signals.all if rules is not None else ()),
     }
     records = sorted(ctx.records, key=lambda r: (r.condition, r.sequence))
-    for ref in dict.fromkeys(ref for ref, _ in counted):
+    firsts: dict[str, str] = {}
+    for ref, what in counted:
+        firsts.setdefault(ref, what)
+    for ref, what in firsts.items():
         holds = _holds(ref)
-        if ref not in needed and any(holds(r.before) or holds(r.after) for r in records):
-            yield from _dropped_after_answers(records, ref, holds)
+        if ref not in needed:
+            held = [held for r in records for held in (holds(r.before), holds(r.after))]
+            if any(held):
+                yield from _dropped_after_answers(records, ref, holds)
+            elif False in held:
+                yield Finding(
+                    CHECK,
+                    Severity.WARNING,
+                    f"no metrics snapshot holds {_names([ref])}, the server's count of "
+                    f"{_COUNTED_AS.get(what, what)} (an older build may not write it): work "
+                    "served beside the recorded requests is not ruled out",
+                )
         if ref not in profile.work_counters:  # (those, `_undisclosed_work` reads)
             yield from _counted_between(records, ref)
 

@@ -312,6 +312,14 @@ class ServerProfile(ABC):
         return None
 
     @property
+    def kept_work_counters(self) -> tuple[str, ...]:
+        """Counters of its counted work (`counted_work`) that every build of the server that
+        its rules describe writes in each /metrics answer, as it writes the counters its
+        rules read: required in every snapshot that holds its metrics (none by default: a
+        counter of counted work that no snapshot holds is read as an older build's)."""
+        return ()
+
+    @property
     def work_counters(self) -> tuple[str, ...]:
         """Counters of the work a server did (tokens read and written), cache or no cache: a
         server started by the harness starts them at zero, and only the recorded requests

@@ -754,10 +754,18 @@ def test_known_values_are_tried_at_each_of_their_places_however_many() -> None:
     # (`/al` * 87,381 took 9.7 s of CPU that way, 2.3 s place by place).
     text = "al " * 3000
     fast, _ = detectors()
-    assert [
-        where.starts(leaks._Places(text)) for where in (r.places for r in fast._regexes[:1])
-    ] == [list(range(0, len(text), 3))]
+    (where,) = [r.places for r in fast._regexes if any(k.value == "al" for _, k in r._group)]
+    assert list(where.starts(leaks._Places(text)) or [-1]) == list(range(0, len(text), 3))
     same_text(text)
+    # A character that `(?i)` reads as an ASCII letter (`İ` as `i`) is read so: `alİce` is
+    # a place of `alice` (and of `al`), once.
+    odd = text + "al\u0130ce " + text
+    assert list(where.starts(leaks._Places(odd)) or [-1]) == [
+        at for at in range(len(odd)) if odd.startswith("al", at)
+    ]
+    same_text(odd)
+    found = fast.scan_text("USER=al\u0130ce")
+    assert [(h.start, h.end, h.placeholder) for h in found] == [(5, 10, "<user>")]
 
 
 def test_known_patterns_compile_where_a_text_first_needs_them() -> None:
@@ -836,6 +844,21 @@ def test_a_long_repeated_fragment_cannot_hang_the_scan(unit: str) -> None:
     leaks.scan_text(text + "=abcdefgh1")
     leaks.scan_document({"a": text, text: ["--api-key", text], "b": [unit] * 4096})
     detectors()[0].scan_text(text + "@x")
+    assert time.process_time() - started < HANG_CPU_SECONDS, "the leak scan is not linear"
+
+
+@pytest.mark.parametrize("unit", HOSTILE_UNITS)
+def test_a_character_read_as_ascii_cannot_hang_the_scan(unit: str) -> None:
+    # A text that holds one (`K` for `k`, a fullwidth `Ａ`, `²`) is read in a second view
+    # too, and its known values' places are read as `(?i)` reads it: each hit of that view
+    # was masked from a copy of the whole hit (`-----BEGIN PRIVATE KEY-----` repeated, each
+    # to the string's end: 256 KB took 59 s), and a known value's pattern searched every
+    # character (`/al` repeated: 18 s).
+    text = unit * (HANG_CHARS // len(unit))
+    started = time.process_time()
+    for odd in ("\u212a", "\uff21", "\u00b2"):
+        leaks.scan_text(text + odd)
+    detectors()[0].scan_text(text + "\u212a")
     assert time.process_time() - started < HANG_CPU_SECONDS, "the leak scan is not linear"
 
 

@@ -75,6 +75,7 @@ import codecs
 import contextlib
 import enum
 import functools
+import heapq
 import ipaddress
 import itertools
 import re
@@ -472,12 +473,16 @@ _ADDRESS_AFTER = _Lazy(r":\d{1,5}(?!\d)|/\d{1,2}(?!\d)|\]")
 _ADDRESS_WINDOW = 24
 
 
-def _mask(text: str) -> str:
-    """Keep a short head and tail, so a reader can find the string but not learn it."""
-    text = text.translate(_SEP_TO_SPACE)
-    head = min(8, len(text) // 2)
-    tail = min(4, len(text) // 4)
-    return text[:head] + ELLIPSIS + (text[len(text) - tail :] if tail else "")
+def _mask(text: str, start: int = 0, end: int | None = None) -> str:
+    """Keep a short head and tail of `text[start:end]`, so a reader can find the string but
+    not learn it (read from `text` in place: a text of many long hits, each to its end, is
+    not copied once a hit)."""
+    end = len(text) if end is None else end
+    size = end - start
+    head = min(8, size // 2)
+    tail = min(4, size // 4)
+    shown = text[start : start + head] + ELLIPSIS + (text[end - tail : end] if tail else "")
+    return shown.translate(_SEP_TO_SPACE)
 
 
 _SEP_TO_SPACE = str.maketrans({c: " " for c in _SEPS})
@@ -863,6 +868,14 @@ def _run_starts(text: str, ends: list[int] | None, chars: frozenset[str]) -> lis
 _T = TypeVar("_T")
 
 
+def _ascii_low(text: str) -> str:
+    """`text` with its ASCII letters in lower case and every other character `?` (one
+    character for one: the offsets are the text's)."""
+    if not text.isascii():
+        text = text.encode("ascii", "replace").decode("ascii")
+    return text.lower()
+
+
 class _Places:
     """Where each generic pattern can match in one text (`starts`), found once per text.
 
@@ -906,10 +919,7 @@ class _Places:
     def low(self) -> str:
         """The text with its ASCII letters in lower case (as `(?i)` under re.ASCII)."""
         if self._low is None:
-            text = self.text
-            if not text.isascii():  # one character for one: the offsets are the text's
-                text = text.encode("ascii", "replace").decode("ascii")
-            self._low = text.lower()
+            self._low = _ascii_low(self.text)
         return self._low
 
     @property
@@ -1353,24 +1363,32 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
         if starts == []:
             continue
         for match in _matches_at(pattern, text, starts, accept):
-            yield _found(category, match.start(), match.end(), _mask(match.group()))
+            yield _found(
+                category, match.start(), match.end(), _mask(text, match.start(), match.end())
+            )
     windows = colon and ("U" in text or "users" in places.low or "settings" in places.low)
     for match in _WINDOWS_HOME.finditer(text) if windows else ():
         start = match.start() - 1
-        yield _found(HOME_PATH, start, match.end(), _mask(text[start : match.end()]))
+        yield _found(HOME_PATH, start, match.end(), _mask(text, start, match.end()))
     for match in _WSL_HOME.finditer(text) if "wsl" in places.low else ():
-        yield _found(HOME_PATH, match.start(), match.end(), _mask(match.group()))
+        yield _found(HOME_PATH, match.start(), match.end(), _mask(text, match.start(), match.end()))
     if not at and places.schemes == []:
         return
     for match in _matches_at(
         _ACCOUNT, text, places.starts(_ACCOUNT), lambda m: _is_machine_name(m.group("host"))
     ):
-        yield _found(USER_NAME, match.start(), match.end(), _mask(match.group()), "<user>@<host>")
+        yield _found(
+            USER_NAME,
+            match.start(),
+            match.end(),
+            _mask(text, match.start(), match.end()),
+            "<user>@<host>",
+        )
     for match in _matches_at(
         _URL_HOST, text, places.starts(_URL_HOST), lambda m: _is_machine_name(m.group("host"))
     ):
         start, end = match.span("host")
-        yield _found(HOST_NAME, start, end, _mask(match.group()))
+        yield _found(HOST_NAME, start, end, _mask(text, match.start(), match.end()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1981,8 +1999,11 @@ class _KnownRegex:
         """`self.regex.finditer(places.text)`."""
         text = places.text
         starts = self.places.starts(places)
-        if starts == []:  # (nowhere to match: nothing compiled)
-            return
+        if starts is not None:
+            first = next(starts, None)
+            if first is None:  # (nowhere to match: nothing compiled)
+                return
+            starts = itertools.chain((first,), starts)
         if not self._splits:
             yield from _finditer_at(self.regex, text, starts)
             return
@@ -2931,7 +2952,7 @@ class Detector:
             yield from self._known_matches(_Places(text.translate(_FROM_FULLWIDTH)), text)
         for start, end, index in self._base64.hits(text, places.low):
             known = self.known[index]
-            excerpt = _mask(text[start:end])
+            excerpt = _mask(text, start, end)
             identifying = known.kind is not KnownKind.OPAQUE
             yield _Found(known.category, start, end, excerpt, known.placeholder, identifying, True)
         if not self._encoded:
@@ -2962,7 +2983,12 @@ class Detector:
             inside = list(self._known_matches(_Places(joined), joined))
             if inside:  # an identifying value first: an opaque one identifies nobody
                 first = min(inside, key=lambda h: (not h.identifying, h.start))
-                yield replace(first, start=run.start(), end=run.end(), excerpt=_mask(run.group()))
+                yield replace(
+                    first,
+                    start=run.start(),
+                    end=run.end(),
+                    excerpt=_mask(text, run.start(), run.end()),
+                )
 
     def _compressed_hits(self, text: str) -> Iterator[_Found]:
         """Each run of base64 (on one line, or wrapped in lines) that holds gzip, zlib,
@@ -2990,7 +3016,7 @@ class Detector:
             raw = _compressed(data)
             if raw is None:
                 continue
-            excerpt = _mask(text[start:end])
+            excerpt = _mask(text, start, end)
             if left <= 0:
                 yield _Found(TOKEN, start, end, excerpt, UNREAD_PLACEHOLDER, True, True)
                 continue
@@ -3030,7 +3056,7 @@ class Detector:
                 hit.start + gone[after - 1] if after else hit.start,
                 hit.end + gone[last - 1],
             )
-            yield replace(hit, start=start, end=end, excerpt=_mask(text[start:end]))
+            yield replace(hit, start=start, end=end, excerpt=_mask(text, start, end))
 
     def _dump_hits(self, text: str) -> Iterator[_Found]:
         """Each run of hex dump lines (`_dump_runs`) whose bytes' readable runs
@@ -3042,7 +3068,7 @@ class Detector:
         for start, end, streams in _dump_runs(text):
             if left <= 0:
                 yield _Found(
-                    TOKEN, start, end, _mask(text[start:end]), DUMP_PLACEHOLDER, True, True
+                    TOKEN, start, end, _mask(text, start, end), DUMP_PLACEHOLDER, True, True
                 )
                 continue
             left -= len(streams[0])
@@ -3054,7 +3080,7 @@ class Detector:
             ]
             if found:
                 first = min(found, key=lambda h: (not h.identifying, h.category, h.placeholder))
-                yield replace(first, start=start, end=end, excerpt=_mask(text[start:end]))
+                yield replace(first, start=start, end=end, excerpt=_mask(text, start, end))
 
     def _first_inside(self, text: str) -> _Found | None:
         """The known value's hit that names a text read out of another (compressed data): in
@@ -3110,7 +3136,7 @@ class Detector:
                     known.category,
                     match.start(),
                     match.end(),
-                    _mask(text[match.start() : match.end()]),
+                    _mask(text, match.start(), match.end()),
                     known.placeholder,
                     identifying,
                     known.kind not in (KnownKind.USER, KnownKind.HOST),
@@ -3129,7 +3155,7 @@ class Detector:
             alike = _Places(read)
             yield from self._known_matches(alike, text)
             for hit in _generic(read, alike):
-                yield replace(hit, excerpt=_mask(text[hit.start : hit.end]))
+                yield replace(hit, excerpt=_mask(text, hit.start, hit.end))
 
     def scan_text(self, text: str, most: int | None = None) -> list[LeakHit]:
         """Every private string in `text`, in order, without overlaps; with `most`, the
@@ -3201,7 +3227,7 @@ class Detector:
             left = None if most is None else most - len(found)
             for hit in itertools.islice(self._view_hits(view.text), left):
                 start, end = view.original(hit.start, hit.end)
-                excerpt = _mask(text[start:end]) if hit.category != PRIVATE_KEY else hit.excerpt
+                excerpt = _mask(text, start, end) if hit.category != PRIVATE_KEY else hit.excerpt
                 found.append(
                     _Found(
                         hit.category, start, end, excerpt, hit.placeholder, hit.identifying,
@@ -3369,6 +3395,8 @@ _CONTEXT_STRINGS = 3
 
 # The characters that `(?i)` matches with an ASCII letter, in a pattern without re.ASCII.
 _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")  # İ ı ſ K (Kelvin)
+# Each as the one ASCII letter it matches (a place of a value in any case starts there too).
+_FOLDED_TO_ASCII = str.maketrans(dict(zip(_FOLDS_TO_ASCII, "iisk", strict=True)))
 
 
 class _KnownPlaces:
@@ -3392,21 +3420,25 @@ class _KnownPlaces:
         self._exact = _prefixes(exact)
         self._folded = _prefixes(folded)
 
-    def starts(self, places: _Places) -> list[int] | None:
+    def starts(self, places: _Places) -> Iterator[int] | None:
+        """The places, ascending, each once, as they are found (a text of millions of
+        places is not listed); None: everywhere."""
         if self._plain:
             return None
         text = places.text
+        low = places.low
         if self._folded and not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII):
-            return None
+            low = _ascii_low(text.translate(_FOLDED_TO_ASCII))
         # (Unbounded, unlike a generic pattern's places: the known values' pattern has no
         # literal to search by, and tries each of its many lookbehinds at every place a
         # search passes; a place where a value starts is one it would try anyway.)
-        return sorted(
-            {
-                *(at for prefix in self._exact for at in _occurrences(text, prefix)),
-                *(at for prefix in self._folded for at in _occurrences(places.low, prefix)),
-            }
-        )
+        found = [
+            *(_occurrences(text, prefix) for prefix in self._exact),
+            *(_occurrences(low, prefix) for prefix in self._folded),
+        ]
+        if len(found) == 1:
+            return found[0]
+        return (at for at, _ in itertools.groupby(heapq.merge(*found)))
 
 
 def _prefixes(values: Sequence[str]) -> list[str]:
@@ -3419,7 +3451,7 @@ def _prefixes(values: Sequence[str]) -> list[str]:
 
 
 def _finditer_at(
-    regex: re.Pattern[str], text: str, starts: list[int] | None
+    regex: re.Pattern[str], text: str, starts: Iterable[int] | None
 ) -> Iterator[re.Match[str]]:
     """`regex.finditer(text)`, trying it only at `starts` (ascending; None: everywhere),
     for a regex that never matches an empty string."""

@@ -35,6 +35,7 @@ class State:
         self.lock = threading.Lock()
         self.entries: set[str] = set()
         self.hits = self.misses = self.reused = 0
+        self.prompt = 0  # the prompt tokens computed (llama.cpp's reading; SERVERS.md)
         self.lookups = self.store_hits = self.inserts = 0
         self.gather = 0
 
@@ -113,7 +114,7 @@ def metrics(state: State) -> str:
         f'mlxcel_paged_decode_launches_total{{path="gather"}} {state.gather}\n'
         'mlxcel_paged_decode_launches_total{path="fused_v2"} 0\n'
         'mlxcel_paged_decode_launches_total{path="cascade"} 0\n'
-        f"llamacpp:prompt_tokens_total {state.misses * PROMPT_TOKENS}\n"
+        f"llamacpp:prompt_tokens_total {state.prompt}\n"
         f"llamacpp:prompt_tokens_cached_total {state.reused}\n"  # (SERVERS.md)
     )
 
@@ -136,6 +137,7 @@ def complete(state: State, body: dict[str, Any]) -> dict[str, Any]:
                 state.inserts += 1
         if cached == 0:
             state.misses += 1
+        state.prompt += PROMPT_TOKENS - cached
         state.gather += 12 if cached else 9
     # twelve tokens, or the request's cap if less: a server stops at its cap
     caps = [c for c in (body.get("max_tokens"), body.get("n_predict")) if isinstance(c, int)]

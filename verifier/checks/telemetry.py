@@ -767,7 +767,10 @@ _COUNTED_AS = {
     "prompt": "prompt tokens",
     "looked_up": "prompt tokens",
 }
-_LEAST_AS = {"looked_up": "cached tokens, which the cache was asked for"}
+_LEAST_AS = {
+    "looked_up": "cached tokens, which the cache was asked for",
+    "prompt": "prompt tokens computed",
+}
 COUNTED_KINDS = frozenset(_COUNTED_AS)
 
 
@@ -785,8 +788,8 @@ def _counted_bounds(
         return None, None
     if what == "computed":
         return (None, None) if cached is None else (prompt - cached, prompt - cached)
-    if what == "prompt":  # with or without the cached tokens: only the most is read
-        return None, prompt
+    if what == "prompt":  # with or without the cached tokens: at least those computed
+        return (None if cached is None else prompt - cached), prompt
     if what == "looked_up":  # none where the request did not reach the cache
         return (cached or 0), prompt
     return None, None  # a kind this tool does not know (COUNTED_KINDS): nothing read

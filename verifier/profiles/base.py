@@ -345,9 +345,10 @@ class ServerProfile(ABC):
         (counter, what it counts). Exactly: `computed`, the prompt tokens computed
         (prompt_tokens - cached_tokens); `completion`, usage.completion_tokens; `cached`,
         cached_tokens. Within bounds, where SERVERS.md names what the counter counts but
-        not all of how: `prompt`, prompt tokens with or without the cached ones (at most
-        prompt_tokens); `looked_up`, the prompt tokens looked up in the cache (from
-        cached_tokens to prompt_tokens: none where the request did not reach it). A move
+        not all of how: `prompt`, prompt tokens with or without the cached ones (from the
+        prompt tokens computed to prompt_tokens); `looked_up`, the prompt tokens looked up
+        in the cache (from cached_tokens to prompt_tokens: none where the request did not
+        reach it). A move
         past the most is other work beside the request, which nobody recorded; one short
         of the least is an answer the server did not give.
         Not in ProfileRules: the rule copies that bundles carry stay valid. None known by

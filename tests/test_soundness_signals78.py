@@ -19,7 +19,6 @@ build) does not write the newer counters at all."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -159,35 +158,13 @@ def test_mlxcel_prompts_served_beside_the_warm_requests(tmp_path: Path) -> None:
 
 
 def test_mlxcels_prompt_counter_taken_out_of_every_snapshot(tmp_path: Path) -> None:
-    # SERVERS.md: mlxcel writes it beside the cached-token counter, which the rules need: a
-    # bundle without it hid the work served beside its warm requests
+    # Read as an older build's (tests/export/rawfactory.py's mlxcel captures write none):
+    # not an error, but the report says that work beside the requests is not ruled out.
     counter = "llamacpp:prompt_tokens_total"
     files = _add_work(dict(SEED_FILES), counter, _warm_load(4000.0))
-    for n, lie in enumerate((_without(files, counter), _without(dict(SEED_FILES), counter))):
-        _invalid(lie, tmp_path / str(n), "telemetry", f"metrics lack {counter}")
-
-
-def test_a_prompt_counter_that_never_moves(tmp_path: Path) -> None:
-    # mlxcel's or SGLang's counts a prompt with or without its cached tokens: at least the
-    # tokens computed (the seed's warm requests compute 10 of their 42: not none)
-    for n, (files, counter) in enumerate(
-        (
-            (dict(SEED_FILES), "llamacpp:prompt_tokens_total"),
-            (_sglang_files(), "sglang:prompt_tokens_total"),
-        )
-    ):
-        frozen = _add_work(files, counter, lambda record: 0.0)
-        for name in [n for n in frozen if n.startswith(layout.RECORDS_DIR + "/")]:
-            record = json.loads(frozen[name])
-            for side in ("before", "after"):
-                metrics = record["telemetry"][side]["metrics"]
-                if metrics is not None and counter in metrics:
-                    metrics[counter] = 0.0
-            frozen[name] = _dump(record)
-        words = f"{counter} moved by 0 across this request, less than its answer's "
-        result = _invalid(frozen, tmp_path / str(n), "telemetry", words)
-        computed = re.compile(re.escape(words) + r"[1-9][0-9]* prompt tokens computed: ")
-        assert any(computed.match(f.message) for f in result.findings)
+    result = _verify(_without(files, counter), tmp_path)
+    warned = [f.message for f in result.findings if f.severity == "warning"]
+    assert [m for m in warned if f"holds {counter}" in m and "not ruled out" in m], warned
 
 
 def test_mlxcels_prompt_counter_without_the_cached_tokens(tmp_path: Path) -> None:

@@ -342,8 +342,8 @@ def _names(refs: list[str]) -> str:
 
 def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     """The counters the profile's rules read beyond its signals (`work_counters`,
-    `cached_tokens_counter`, `decode_counter`, `kept_work_counters`) are in every snapshot
-    that holds the server's metrics: the server writes them in each /metrics answer, so a snapshot
+    `cached_tokens_counter`, `decode_counter`) are in every snapshot that holds the
+    server's metrics: the server writes them in each /metrics answer, so a snapshot
     without one is one a rule could not read (a counter taken out where it moved, in one
     snapshot or in all). A snapshot without metrics (a read that failed) leaves its
     request unproven instead."""
@@ -353,7 +353,6 @@ def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     refs = (
         *profile.work_counters,
         *filter(None, (profile.cached_tokens_counter, profile.decode_counter)),
-        *profile.kept_work_counters,
     )
     if not refs:
         return
@@ -767,10 +766,7 @@ _COUNTED_AS = {
     "prompt": "prompt tokens",
     "looked_up": "prompt tokens",
 }
-_LEAST_AS = {
-    "looked_up": "cached tokens, which the cache was asked for",
-    "prompt": "prompt tokens computed",
-}
+_LEAST_AS = {"looked_up": "cached tokens, which the cache was asked for"}
 COUNTED_KINDS = frozenset(_COUNTED_AS)
 
 
@@ -788,8 +784,8 @@ def _counted_bounds(
         return None, None
     if what == "computed":
         return (None, None) if cached is None else (prompt - cached, prompt - cached)
-    if what == "prompt":  # with or without the cached tokens: at least those computed
-        return (None if cached is None else prompt - cached), prompt
+    if what == "prompt":  # with or without the cached tokens: only the most is read
+        return None, prompt
     if what == "looked_up":  # none where the request did not reach the cache
         return (cached or 0), prompt
     return None, None  # a kind this tool does not know (COUNTED_KINDS): nothing read
@@ -826,7 +822,6 @@ def _counted_in_some_only(
     needed = {
         *profile.work_counters,
         *filter(None, (profile.cached_tokens_counter, profile.decode_counter)),
-        *profile.kept_work_counters,
         *(rules.signals.all if rules is not None else ()),
     }
     records = sorted(ctx.records, key=lambda r: (r.condition, r.sequence))

@@ -312,14 +312,6 @@ class ServerProfile(ABC):
         return None
 
     @property
-    def kept_work_counters(self) -> tuple[str, ...]:
-        """Counters of its counted work (`counted_work`) that every build of the server that
-        its rules describe writes in each /metrics answer, as it writes the counters its
-        rules read: required in every snapshot that holds its metrics (none by default: a
-        counter of counted work that no snapshot holds is read as an older build's)."""
-        return ()
-
-    @property
     def work_counters(self) -> tuple[str, ...]:
         """Counters of the work a server did (tokens read and written), cache or no cache: a
         server started by the harness starts them at zero, and only the recorded requests
@@ -345,10 +337,9 @@ class ServerProfile(ABC):
         (counter, what it counts). Exactly: `computed`, the prompt tokens computed
         (prompt_tokens - cached_tokens); `completion`, usage.completion_tokens; `cached`,
         cached_tokens. Within bounds, where SERVERS.md names what the counter counts but
-        not all of how: `prompt`, prompt tokens with or without the cached ones (from the
-        prompt tokens computed to prompt_tokens); `looked_up`, the prompt tokens looked up
-        in the cache (from cached_tokens to prompt_tokens: none where the request did not
-        reach it). A move
+        not all of how: `prompt`, prompt tokens with or without the cached ones (at most
+        prompt_tokens); `looked_up`, the prompt tokens looked up in the cache (from
+        cached_tokens to prompt_tokens: none where the request did not reach it). A move
         past the most is other work beside the request, which nobody recorded; one short
         of the least is an answer the server did not give.
         Not in ProfileRules: the rule copies that bundles carry stay valid. None known by

@@ -41,13 +41,6 @@ class MlxcelProfile(ServerProfile):
         # request, 32 of them cached): only the bound both readings meet is read
         return (("metric:llamacpp:prompt_tokens_total", "prompt"),)
 
-    @property
-    def kept_work_counters(self) -> tuple[str, ...]:
-        # SERVERS.md lists it in mlxcel's /metrics with the cached-token counter beside it
-        # (the pair llama.cpp writes), which the rules already need in every snapshot: a
-        # build that writes that one writes this one
-        return ("metric:llamacpp:prompt_tokens_total",)
-
     def toggle_options(self, toggle: str) -> tuple[str, ...]:
         """MLXCEL_PREFILL_CHUNK is also `--prefill-chunk-size` (SERVERS.md)."""
         return _TOGGLE_OPTIONS.get(toggle, ())

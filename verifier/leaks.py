@@ -1921,18 +1921,33 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
     return rf"(?<![A-Za-z0-9]){v}(?![A-Za-z0-9])"
 
 
-def _known_lead(known: Known) -> str:
-    """A lookahead of what a match of the known value starts with (`_KnownPlaces`), to put
-    before its pattern: where another value stands, the pattern is refused at once, not by
-    each of its lookbehinds (a place of `al` in `/al/al/...` tried every host's dozens)."""
-    if known.kind in (KnownKind.USER, KnownKind.HOST, KnownKind.STRING):
+_ANY_CASE = (KnownKind.USER, KnownKind.HOST, KnownKind.STRING)
+
+
+def _lead(known: Known) -> list[str] | None:
+    """What every match of the known value starts with, one of these: of a user or host
+    name, or a named string's first word (`string_head`), its first four characters, in
+    any case; of another value, `_place_prefixes`. None where there is nothing to look for:
+    an empty prefix, or one matched in any case that is not ASCII. Both the lookahead that
+    leads the value's pattern (`_known_lead`) and the places it is tried at (`_KnownPlaces`)
+    come from it, so that the two cannot differ."""
+    if known.kind in _ANY_CASE:
         first = (string_head(known.value) if known.kind is KnownKind.STRING else known.value)[:4]
-        # (as the pattern reads it: in any case, `K` for `k` too)
-        return f"(?i:(?={re.escape(first)}))" if first and first.isascii() else ""
+        return [first] if first and first.isascii() else None
     prefixes = _place_prefixes(known)
-    if not all(prefixes):
+    return prefixes if all(prefixes) else None
+
+
+def _known_lead(known: Known) -> str:
+    """A lookahead of what a match of the known value starts with (`_lead`), to put before
+    its pattern: where another value stands, the pattern is refused at once, not by each of
+    its lookbehinds (a place of `al` in `/al/al/...` tried every host's dozens)."""
+    prefixes = _lead(known)
+    if prefixes is None:
         return ""
-    return "(?=" + "|".join(map(re.escape, prefixes)) + ")"
+    ahead = "(?=" + "|".join(map(re.escape, prefixes)) + ")"
+    # (as the pattern reads it: in any case, `K` for `k` too)
+    return f"(?i:{ahead})" if known.kind in _ANY_CASE else ahead
 
 
 # A command line's short option with its value glued on (`mysql -pSECRET`, `-aSECRET`).
@@ -3400,23 +3415,19 @@ _FOLDED_TO_ASCII = str.maketrans(dict(zip(_FOLDS_TO_ASCII, "iisk", strict=True))
 
 
 class _KnownPlaces:
-    """Where a match of known values can start: where the first characters of one are (four,
-    or a private path's up to its second slash: `_place_prefix`).
+    """Where a match of known values can start: where the first characters of one are
+    (`_lead`, the lookahead that leads its pattern).
 
     Those of user and host names and named strings (matched in any case) are looked for in
-    the lower-cased text; where the text holds a character that `(?i)` matches with an ASCII
-    letter, or a value is empty or not ASCII, the pattern's own search runs (None).
+    the lower-cased text, each character that `(?i)` matches with an ASCII letter read as
+    that letter; where a value has no lead, the pattern's own search runs (None).
     """
 
     def __init__(self, known: Sequence[Known]) -> None:
-        any_case = (KnownKind.USER, KnownKind.HOST, KnownKind.STRING)
-        exact = [p for k in known if k.kind not in any_case for p in _place_prefixes(k)]
-        folded = [
-            (string_head(k.value) if k.kind is KnownKind.STRING else k.value).lower()
-            for k in known
-            if k.kind in any_case
-        ]
-        self._plain = not all(exact + folded) or not all(v.isascii() for v in folded)
+        leads = [(k.kind in _ANY_CASE, _lead(k)) for k in known]
+        exact = [p for any_case, lead in leads if not any_case for p in lead or ()]
+        folded = [p.lower() for any_case, lead in leads if any_case for p in lead or ()]
+        self._plain = any(lead is None for _, lead in leads)
         self._exact = _prefixes(exact)
         self._folded = _prefixes(folded)
 

@@ -814,8 +814,7 @@ def _counted_in_some_only(
     and is not dropped after; one missing after that was taken out where it would have
     told against its request. Nor may it move between two requests of one server: work
     counted there was served beside the record, by requests nobody recorded, that finished
-    after the answer's snapshot. One that no snapshot holds, where the server's metrics
-    were read, is a warning: the requests are not shown to be alone on their server."""
+    after the answer's snapshot. One that no snapshot holds is a warning (`_held_by_none`)."""
     profile, rules = ctx.profile, ctx.rules
     if profile is None:
         return
@@ -835,15 +834,21 @@ def _counted_in_some_only(
             if any(held):
                 yield from _dropped_after_answers(records, ref, holds)
             elif False in held:
-                yield Finding(
-                    CHECK,
-                    Severity.WARNING,
-                    f"no metrics snapshot holds {_names([ref])}, the server's count of "
-                    f"{_COUNTED_AS.get(what, what)} (an older build may not write it): work "
-                    "served beside the recorded requests is not ruled out",
-                )
+                yield _held_by_none(ref, what)
         if ref not in profile.work_counters:  # (those, `_undisclosed_work` reads)
             yield from _counted_between(records, ref)
+
+
+def _held_by_none(ref: str, what: str) -> Finding:
+    """A counter of counted work that no snapshot holds, where the server's metrics were read
+    (`_counted_in_some_only`): the requests are not shown to be alone on their server."""
+    return Finding(
+        CHECK,
+        Severity.WARNING,
+        f"no metrics snapshot holds {_names([ref])}, the server's count of "
+        f"{_COUNTED_AS.get(what, what)} (an older build may not write it): work served beside "
+        "the recorded requests is not ruled out",
+    )
 
 
 def _dropped_after_answers(

@@ -1155,6 +1155,10 @@ def test_an_only_choice_that_says_it_is_the_second_is_refused(tmp_path: Path) ->
             {"name": "get_weather", "arguments": '{"city": "Lyon"}'},
         ),
         ("refusal", "I cannot help with that.", "Sure, here it is."),
+        # helper-91: any field the hash does not read, not only those named before
+        ("thinking", "The tide is out.", "The tide is in."),
+        ("x_reply", ["a"], ["b"]),
+        ("annotations", [{"type": "url_citation"}], [{"type": "other"}]),
     ],
 )
 def test_a_reply_in_a_part_the_output_hash_does_not_read_is_refused(
@@ -1180,7 +1184,8 @@ def test_parts_the_output_hash_does_not_read_sent_as_null_are_no_finding(tmp_pat
 
     def nulls(record: Any) -> None:
         message = record["response"]["choices"][0]["message"]
-        message.update(refusal=None, function_call=None, audio=None)
+        message.update(refusal=None, function_call=None, audio=None, annotations=None)
+        message.update(tool_calls=[], reasoning_content=None, thinking="")
         record["output_hash"] = output_hash(record["response"])
 
     result = verify_path(write(_resum(_records(dict(SEED_FILES), nulls)), tmp_path / "b"))

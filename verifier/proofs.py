@@ -131,23 +131,74 @@ def _body_caps(record: Record) -> tuple[int | None, bool, bool]:
 def used_another_cache(proofs: list[RequestProof], counters: Sequence[str]) -> list[RequestProof]:
     """The proofs, with each proven request that claims the cache was not used (cold,
     opt-out, cache-off) left unproven where one of `counters` (a cache beside the rules'
-    signals: `ServerProfile.other_hit_counters`) rose across it."""
+    signals: `ServerProfile.other_hit_counters`) says it may have been (`_other_doubts`)."""
     if not counters:
         return proofs
+    doubts = _other_doubts([proof.record for proof in proofs], counters)
     found = []
-    for proof in proofs:
-        if proof.proven and proof.arm is not Arm.WARM:
-            before, after = proof.record.before, proof.record.after
-            rose = [
-                f"{_short(ref)} +{max(moves):g}"
-                for ref in counters
-                if (moves := _other_moves(ref, before, after)) and max(moves) > 0
-            ]
-            if rose:
-                reason = f"{', '.join(rose)}: the server says another cache supplied state"
-                proof = replace(proof, proven=False, reason=reason)
+    for index, proof in enumerate(proofs):
+        if proof.proven and proof.arm is not Arm.WARM and index in doubts:
+            said = doubts[index]
+            reason = "; ".join(said) + (
+                ": whether another cache supplied state is not known"
+                if all(_MISSING in why for why in said)
+                else ": the server says another cache supplied state"
+            )
+            proof = replace(proof, proven=False, reason=reason)
         found.append(proof)
     return found
+
+
+def _other_doubts(records: Sequence[Record], counters: Sequence[str]) -> dict[int, list[str]]:
+    """By index in `records`, what each of `counters` says against a request's not using
+    another cache: it rose across the request; it rose between the request and the one
+    before or after it on its server (a use nobody recorded, or this request's, its
+    snapshot taken early); or the snapshot after the request lacks it where one of its
+    server's before it held it (a count the server keeps, taken out where it would have
+    told). Honest snapshots of one server carry such a counter from the first that does
+    on, and it moves only while a request is served."""
+    doubts: dict[int, list[str]] = {}
+    servers: dict[tuple[str, int], list[int]] = {}
+    for index, record in enumerate(records):
+        servers.setdefault((record.condition, record.server_instance), []).append(index)
+    for indices in servers.values():
+        for ref in counters:
+            name, held = _short(ref), False
+            for at, index in enumerate(indices):
+                record = records[index]
+                if (moves := _other_moves(ref, record.before, record.after)) and max(moves) > 0:
+                    doubts.setdefault(index, []).append(f"{name} +{max(moves):g} across it")
+                held = held or _held(ref, record.before)
+                if held and not _held(ref, record.after):
+                    doubts.setdefault(index, []).append(
+                        f"{name} {_MISSING}, where its server's snapshots before held it"
+                    )
+                held = held or _held(ref, record.after)
+                if at + 1 == len(indices):
+                    continue
+                after = records[indices[at + 1]]
+                moves = _other_moves(ref, record.after, after.before)
+                if moves and max(moves) > 0:
+                    rise = f"{name} +{max(moves):g} between"
+                    doubts.setdefault(index, []).append(
+                        f"{rise} it and the next request on its server"
+                    )
+                    doubts.setdefault(indices[at + 1], []).append(
+                        f"{rise} the request before it on its server and it"
+                    )
+    return doubts
+
+
+_MISSING = "is missing after it"
+
+
+def _held(ref: str, snapshot: Snapshot) -> bool:
+    """Whether a snapshot holds a counter beside the rules' signals: a family's samples (of a
+    reference that selects by a label, the family's), or a stats field's number."""
+    if ref.startswith("metric:"):
+        selected = _SELECTED.match(ref)
+        return bool(snapshot.samples(selected.group(1) if selected else ref))
+    return snapshot.counter(ref) is not None
 
 
 def _other_moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:

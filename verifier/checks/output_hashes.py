@@ -9,7 +9,7 @@ from typing import Any
 from verifier import layout
 from verifier.canonical import OutputHashError, canonical_hash, canonical_output
 from verifier.checks.context import BundleContext
-from verifier.model import Finding, Severity
+from verifier.model import Finding, Severity, json_pointer
 
 CHECK = "output-hash"
 
@@ -81,10 +81,13 @@ def check_output_hashes(ctx: BundleContext) -> Iterator[Finding]:
             )
 
 
-# What a chat completion's message may carry of the model's reply besides the three fields
-# the output hash reads (content, reasoning, tool_calls): the legacy single function call,
-# a refusal, audio. Servers send each as null (vLLM) or not at all.
-_UNHASHED = ("function_call", "refusal", "audio")
+# The fields of a chat completion's message that the output hash reads (content, reasoning
+# by either name, tool_calls), and its role. Any other that holds something is a part of
+# the reply the hash does not read: the legacy single function call, a refusal, audio,
+# another server's name for reasoning (`thinking`), whatever a newer build adds. Servers
+# send those they know but did not use as null (vLLM's `refusal`, `audio`,
+# `function_call`, `annotations`) or not at all.
+_READ = frozenset(("role", "content", "reasoning_content", "reasoning", "tool_calls"))
 
 
 def _calls_made(path: str, body: object, calls: list[Any]) -> Iterator[Finding]:
@@ -128,7 +131,7 @@ def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> I
     """The protocol asks one reply of each request, and the output hash reads the first
     choice alone: a body that asks more (`n`, `best_of`, llama.cpp's `n_cmpl`; vLLM's beam
     search), a second choice, a first one that says it is another (`index`), or a reply
-    with a part the hash does not read (`_UNHASHED`) would leave a reply unjudged."""
+    with a part the hash does not read (not `_READ`) would leave a reply unjudged."""
     body = record.get("request_body")
     for field in ("n", "best_of", "n_cmpl", "use_beam_search"):
         value = body.get(field) if isinstance(body, dict) else None
@@ -154,16 +157,22 @@ def _one_reply(path: str, record: dict[str, Any], response: dict[str, Any]) -> I
         )
     first = choices[0] if isinstance(choices, list) and choices else None
     message = first.get("message") if isinstance(first, dict) else None
-    for field in _UNHASHED:
-        if isinstance(message, dict) and message.get(field) not in (None, "", [], {}):
-            yield Finding(
-                CHECK,
-                Severity.ERROR,
-                f"the reply holds message.{field}, which the output hash does not read: two "
-                "replies that differ there would be judged alike",
-                file=path,
-                pointer=f"/response/choices/0/message/{field}",
-            )
+    unread = [
+        field
+        for field, value in (message.items() if isinstance(message, dict) else ())
+        if field not in _READ and value not in (None, "", [], {})
+    ]
+    if unread:
+        named = ", ".join(f"message.{field[:64]}" for field in unread[:5])
+        more = f" and {len(unread) - 5} more" if len(unread) > 5 else ""
+        yield Finding(
+            CHECK,
+            Severity.ERROR,
+            f"the reply holds {named}{more}, which the output hash does not read: two "
+            "replies that differ there would be judged alike",
+            file=path,
+            pointer=json_pointer("response", "choices", 0, "message", unread[0]),
+        )
     calls = message.get("tool_calls") if isinstance(message, dict) else None
     if isinstance(calls, list) and calls:
         yield from _calls_made(path, body, calls)

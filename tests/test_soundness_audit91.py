@@ -1,0 +1,109 @@
+"""What helper-91's audit found: a counter of mlxcel's snapshot cache, a cache beside the
+rules' signals (`ServerProfile.other_hit_counters`), kept from telling against a cold
+request by leaving it out of that request's snapshot after, or by letting its rise fall
+between two requests of the server; and that honest captures of the counter keep their
+verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_soundness import SEED_FILES
+from test_soundness_audit70 import _verify
+from test_soundness_signals import Files, _records
+
+from verifier.model import Verdict
+from verifier.verify import VerificationResult, verify_path
+
+# A value of the counter in one snapshot: (sequence, side) -> value; None leaves it out.
+Values = Callable[[int, str], float | None]
+
+
+def _counting(surface: str, name: str, values: Values) -> Files:
+    """The seed with the counter written into every snapshot of its first server (the one
+    of the requests 1-9 of condition sdpa-det-0) as `values` says."""
+
+    def edit(record: Any) -> None:
+        if record["condition"] != "sdpa-det-0" or record["server_instance"] != 1:
+            return
+        for side in ("before", "after"):
+            value = values(record["sequence"], side)
+            if value is not None:
+                record["telemetry"][side][surface][name] = (
+                    value if surface == "metrics" else int(value)
+                )
+
+    return _records(dict(SEED_FILES), edit)
+
+
+def _reasons(result: VerificationResult) -> list[str]:
+    assert result.classification is not None
+    (condition,) = [c for c in result.classification.conditions if c.condition.id == "sdpa-det-0"]
+    return list(condition.reasons)
+
+
+SURFACES = [
+    ("metrics", "mlxcel_prompt_cache_snapshot_hits_total"),
+    ("cache_stats", "snapshot_hits"),
+]
+
+
+@pytest.mark.parametrize(("surface", "name"), SURFACES)
+def test_a_snapshot_hit_left_out_of_a_cold_requests_snapshot_after(
+    tmp_path: Path, surface: str, name: str
+) -> None:
+    # 0 up to the second cold request (4), 1 from then on, and left out after request 4
+    def values(sequence: int, side: str) -> float | None:
+        if (sequence, side) == (4, "after"):
+            return None
+        return 1.0 if sequence > 4 else 0.0
+
+    result = _verify(_counting(surface, name, values), tmp_path)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("is missing after it" in reason for reason in _reasons(result))
+
+
+@pytest.mark.parametrize(("surface", "name"), SURFACES)
+def test_a_snapshot_hit_counted_between_two_requests(
+    tmp_path: Path, surface: str, name: str
+) -> None:
+    # 0 up to request 3, 1 from request 4's snapshot before on: its rise fell between them
+    def values(sequence: int, side: str) -> float | None:
+        return 1.0 if sequence >= 4 else 0.0
+
+    result = _verify(_counting(surface, name, values), tmp_path)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("between the request before it" in reason for reason in _reasons(result))
+
+
+def test_a_rise_between_two_requests_leaves_the_earlier_one_unproven(tmp_path: Path) -> None:
+    # left out of every snapshot up to request 4's after, 1 from request 5 on: where the
+    # counter first appears, above zero, between the cold request 4 and the warm 5
+    def values(sequence: int, side: str) -> float | None:
+        return 1.0 if sequence > 4 else None
+
+    files = _counting("metrics", "mlxcel_prompt_cache_snapshot_hits_total", values)
+    result = _verify(files, tmp_path)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("between it and the next request" in reason for reason in _reasons(result))
+
+
+@pytest.mark.parametrize(("surface", "name"), SURFACES)
+@pytest.mark.parametrize("first", [1, 5])
+def test_a_snapshot_hit_across_a_warm_request_keeps_the_verdict(
+    tmp_path: Path, surface: str, name: str, first: int
+) -> None:
+    # honest: the counter rises across the warm request 5 alone; from the first snapshot
+    # on (0 until then), or first written in request 5's snapshot after (registered late)
+    def values(sequence: int, side: str) -> float | None:
+        if sequence < first:
+            return None
+        return 1.0 if sequence > 5 or (sequence, side) == (5, "after") else 0.0
+
+    result = _verify(_counting(surface, name, values), tmp_path)
+    seed = verify_path(Path(__file__).parent.parent / "sample_bundles" / "seed-mlxcel")
+    assert result.verdict is seed.verdict is Verdict.CACHE_STATE_DEPENDENT
+    assert not any("another cache" in reason for reason in _reasons(result))

@@ -1,8 +1,9 @@
-"""What helper-91's audit found: a counter of mlxcel's snapshot cache, a cache beside the
-rules' signals (`ServerProfile.other_hit_counters`), kept from telling against a cold
-request by leaving it out of that request's snapshot after, or by letting its rise fall
-between two requests of the server; and that honest captures of the counter keep their
-verdict."""
+"""What helper-91's and helper-92's audits found: a counter of mlxcel's snapshot cache, a
+cache beside the rules' signals (`ServerProfile.other_hit_counters`), kept from telling
+against a cold request by leaving it (or one of its samples) out of that request's
+snapshot after, by letting its rise fall between two requests of the server, by a server
+that starts with it above zero, or by writing it as no count; and that honest captures of
+the counter keep their verdict."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ from verifier.model import Verdict
 from verifier.verify import VerificationResult, verify_path
 
 # A value of the counter in one snapshot: (sequence, side) -> value; None leaves it out.
-Values = Callable[[int, str], float | None]
+Values = Callable[[int, str], object]
 
 
-def _counting(surface: str, name: str, values: Values) -> Files:
-    """The seed with the counter written into every snapshot of its first server (the one
-    of the requests 1-9 of condition sdpa-det-0) as `values` says."""
+def _counting(surface: str, name: str, values: Values, files: Files = SEED_FILES) -> Files:
+    """The seed (or `files`) with the counter written into every snapshot of its first
+    server (the one of the requests 1-9 of condition sdpa-det-0) as `values` says (a
+    float in the stats as an integer)."""
 
     def edit(record: Any) -> None:
         if record["condition"] != "sdpa-det-0" or record["server_instance"] != 1:
@@ -33,10 +35,10 @@ def _counting(surface: str, name: str, values: Values) -> Files:
             value = values(record["sequence"], side)
             if value is not None:
                 record["telemetry"][side][surface][name] = (
-                    value if surface == "metrics" else int(value)
+                    int(value) if surface == "cache_stats" and type(value) is float else value
                 )
 
-    return _records(dict(SEED_FILES), edit)
+    return _records(dict(files), edit)
 
 
 def _reasons(result: VerificationResult) -> list[str]:
@@ -56,7 +58,7 @@ def test_a_snapshot_hit_left_out_of_a_cold_requests_snapshot_after(
     tmp_path: Path, surface: str, name: str
 ) -> None:
     # 0 up to the second cold request (4), 1 from then on, and left out after request 4
-    def values(sequence: int, side: str) -> float | None:
+    def values(sequence: int, side: str) -> object:
         if (sequence, side) == (4, "after"):
             return None
         return 1.0 if sequence > 4 else 0.0
@@ -71,7 +73,7 @@ def test_a_snapshot_hit_counted_between_two_requests(
     tmp_path: Path, surface: str, name: str
 ) -> None:
     # 0 up to request 3, 1 from request 4's snapshot before on: its rise fell between them
-    def values(sequence: int, side: str) -> float | None:
+    def values(sequence: int, side: str) -> object:
         return 1.0 if sequence >= 4 else 0.0
 
     result = _verify(_counting(surface, name, values), tmp_path)
@@ -82,7 +84,7 @@ def test_a_snapshot_hit_counted_between_two_requests(
 def test_a_rise_between_two_requests_leaves_the_earlier_one_unproven(tmp_path: Path) -> None:
     # left out of every snapshot up to request 4's after, 1 from request 5 on: where the
     # counter first appears, above zero, between the cold request 4 and the warm 5
-    def values(sequence: int, side: str) -> float | None:
+    def values(sequence: int, side: str) -> object:
         return 1.0 if sequence > 4 else None
 
     files = _counting("metrics", "mlxcel_prompt_cache_snapshot_hits_total", values)
@@ -98,7 +100,7 @@ def test_a_snapshot_hit_across_a_warm_request_keeps_the_verdict(
 ) -> None:
     # honest: the counter rises across the warm request 5 alone; from the first snapshot
     # on (0 until then), or first written in request 5's snapshot after (registered late)
-    def values(sequence: int, side: str) -> float | None:
+    def values(sequence: int, side: str) -> object:
         if sequence < first:
             return None
         return 1.0 if sequence > 5 or (sequence, side) == (5, "after") else 0.0
@@ -107,3 +109,40 @@ def test_a_snapshot_hit_across_a_warm_request_keeps_the_verdict(
     seed = verify_path(Path(__file__).parent.parent / "sample_bundles" / "seed-mlxcel")
     assert result.verdict is seed.verdict is Verdict.CACHE_STATE_DEPENDENT
     assert not any("another cache" in reason for reason in _reasons(result))
+
+
+def test_a_labelled_sample_left_out_after_a_cold_request(tmp_path: Path) -> None:
+    # helper-92: the family keeps a sample of another label, so it is still there after
+    # request 4; the sample that rose across it is what was left out, from there on
+    family = "mlxcel_prompt_cache_snapshot_hits_total"
+
+    def rose(sequence: int, side: str) -> object:
+        return None if sequence > 4 or (sequence, side) == (4, "after") else 0.0
+
+    files = _counting("metrics", family + '{kind="a"}', rose)
+    files = _counting("metrics", family + '{kind="b"}', lambda sequence, side: 0.0, files)
+    result = _verify(files, tmp_path)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("is missing after it" in reason for reason in _reasons(result))
+
+
+@pytest.mark.parametrize(("surface", "name"), SURFACES)
+def test_a_counter_above_zero_in_a_fresh_servers_first_snapshot(
+    tmp_path: Path, surface: str, name: str
+) -> None:
+    # helper-92: 1 from the first snapshot of the server on, never moving: a use before
+    # its first request (a cold one) was recorded
+    result = _verify(_counting(surface, name, lambda sequence, side: 1.0), tmp_path)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("fresh server's first snapshot" in reason for reason in _reasons(result))
+
+
+@pytest.mark.parametrize(("low", "high"), [("0", "1"), (False, True), (-1, 0)])
+def test_a_stats_counter_that_is_no_count(tmp_path: Path, low: object, high: object) -> None:
+    # helper-92: a value read as no number at all hid the rise across request 4
+    def values(sequence: int, side: str) -> object:
+        return high if sequence > 4 or (sequence, side) == (4, "after") else low
+
+    result = _verify(_counting("cache_stats", "snapshot_hits", values), tmp_path)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("is not a count" in reason for reason in _reasons(result))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -128,77 +128,146 @@ def _body_caps(record: Record) -> tuple[int | None, bool, bool]:
     return least, some, uncounted
 
 
-def used_another_cache(proofs: list[RequestProof], counters: Sequence[str]) -> list[RequestProof]:
+def used_another_cache(
+    proofs: list[RequestProof], counters: Sequence[str], *, attached: bool = False
+) -> list[RequestProof]:
     """The proofs, with each proven request that claims the cache was not used (cold,
     opt-out, cache-off) left unproven where one of `counters` (a cache beside the rules'
-    signals: `ServerProfile.other_hit_counters`) says it may have been (`_other_doubts`)."""
+    signals: `ServerProfile.other_hit_counters`) says it may have been (`_other_doubts`).
+    `attached`: the harness did not start the servers (as `prove_request` reads it)."""
     if not counters:
         return proofs
-    doubts = _other_doubts([proof.record for proof in proofs], counters)
+    wanted = {i for i, proof in enumerate(proofs) if proof.proven and proof.arm is not Arm.WARM}
+    doubts = _other_doubts([proof.record for proof in proofs], counters, wanted, attached)
     found = []
     for index, proof in enumerate(proofs):
-        if proof.proven and proof.arm is not Arm.WARM and index in doubts:
+        if index in doubts:
             said = doubts[index]
-            reason = "; ".join(said) + (
-                ": whether another cache supplied state is not known"
-                if all(_MISSING in why for why in said)
-                else ": the server says another cache supplied state"
+            reason = "; ".join(why for why, _ in said) + (
+                ": the server says another cache supplied state"
+                if any(rose for _, rose in said)
+                else ": whether another cache supplied state is not known"
             )
             proof = replace(proof, proven=False, reason=reason)
         found.append(proof)
     return found
 
 
-def _other_doubts(records: Sequence[Record], counters: Sequence[str]) -> dict[int, list[str]]:
-    """By index in `records`, what each of `counters` says against a request's not using
-    another cache: it rose across the request; it rose between the request and the one
-    before or after it on its server (a use nobody recorded, or this request's, its
-    snapshot taken early); or the snapshot after the request lacks it where one of its
-    server's before it held it (a count the server keeps, taken out where it would have
-    told). Honest snapshots of one server carry such a counter from the first that does
-    on, and it moves only while a request is served."""
-    doubts: dict[int, list[str]] = {}
+def _other_doubts(
+    records: Sequence[Record], counters: Sequence[str], wanted: Collection[int], attached: bool
+) -> dict[int, list[tuple[str, bool]]]:
+    """By index in `records`, of those `wanted`, what each of `counters` says against a
+    request's not using another cache, and whether it says the cache was used (a rise):
+    - it rose across the request;
+    - it rose between the request and the one before or after it on its server (a use
+      nobody recorded, or this request's, its snapshot taken early);
+    - it stands above zero in a fresh server's first snapshot (a use before this request,
+      as `prove_request` reads the rules' signals);
+    - a sample of it (a stats field) that one of the server's snapshots before held is
+      missing after the request (a count the server keeps, taken out where it would have
+      told), or a value of it is no count (`"1"`, `true`: read as nothing).
+    Honest snapshots of one server carry each sample of such a counter from the first that
+    does on, as a count, and it moves only while a request is served. (Two snapshots that
+    hold the same documents, `unmoved_since`, show no counter rising between them.)"""
+    doubts: dict[int, list[tuple[str, bool]]] = {}
+    keys = {ref: _held_key(ref) for ref in counters}
     servers: dict[tuple[str, int], list[int]] = {}
     for index, record in enumerate(records):
         servers.setdefault((record.condition, record.server_instance), []).append(index)
     for indices in servers.values():
-        for ref in counters:
-            name, held = _short(ref), False
-            for at, index in enumerate(indices):
-                record = records[index]
-                if (moves := _other_moves(ref, record.before, record.after)) and max(moves) > 0:
-                    doubts.setdefault(index, []).append(f"{name} +{max(moves):g} across it")
-                held = held or _held(ref, record.before)
-                if held and not _held(ref, record.after):
-                    doubts.setdefault(index, []).append(
-                        f"{name} {_MISSING}, where its server's snapshots before held it"
-                    )
-                held = held or _held(ref, record.after)
-                if at + 1 == len(indices):
+        # Those no snapshot of the server holds say nothing of it (no value, no move)
+        refs = [
+            ref
+            for ref in counters
+            if any(
+                _held(keys[ref], s) for i in indices for s in (records[i].before, records[i].after)
+            )
+        ]
+        if not refs:
+            continue
+        seen: dict[str, set[str]] = {ref: set() for ref in refs}  # samples held so far
+        for at, index in enumerate(indices):
+            record = records[index]
+            said = doubts.setdefault(index, []) if index in wanted else None
+            fresh = at == 0 and (record.preceded_by == "server-start" or not attached)
+            for ref in refs:
+                name, key = _short(ref), keys[ref]
+                seen[ref].update(_held(key, record.before))
+                if said is None:
                     continue
-                after = records[indices[at + 1]]
-                moves = _other_moves(ref, record.after, after.before)
-                if moves and max(moves) > 0:
-                    rise = f"{name} +{max(moves):g} between"
-                    doubts.setdefault(index, []).append(
-                        f"{rise} it and the next request on its server"
+                if fresh and (start := max(_other_values(ref, record.before), default=0)) > 0:
+                    said.append((f"{name} at {start:g} in a fresh server's first snapshot", True))
+                if (moves := _other_moves(ref, record.before, record.after)) and max(moves) > 0:
+                    said.append((f"{name} +{max(moves):g} across it", True))
+                if not seen[ref].issubset(_held(key, record.after)):
+                    said.append(
+                        (f"{name} {_MISSING}, where its server's snapshots before held it", False)
                     )
-                    doubts.setdefault(indices[at + 1], []).append(
-                        f"{rise} the request before it on its server and it"
-                    )
-    return doubts
+                if not (_counts(key, record.before) and _counts(key, record.after)):
+                    said.append((f"{name} is not a count in its snapshots", False))
+            for ref in refs:
+                seen[ref].update(_held(keys[ref], record.after))
+            if at + 1 == len(indices):
+                continue
+            later = indices[at + 1]
+            after = records[later].before
+            if (index in wanted or later in wanted) and not unmoved_since(record.after, after):
+                for ref in refs:
+                    if (moves := _other_moves(ref, record.after, after)) and max(moves) > 0:
+                        rise = f"{_short(ref)} +{max(moves):g} between"
+                        if index in wanted:
+                            doubts[index].append(
+                                (f"{rise} it and the next request on its server", True)
+                            )
+                        if later in wanted:
+                            doubts.setdefault(later, []).append(
+                                (f"{rise} the request before it on its server and it", True)
+                            )
+    return {index: said for index, said in doubts.items() if said}
 
 
 _MISSING = "is missing after it"
 
 
-def _held(ref: str, snapshot: Snapshot) -> bool:
-    """Whether a snapshot holds a counter beside the rules' signals: a family's samples (of a
-    reference that selects by a label, the family's), or a stats field's number."""
-    if ref.startswith("metric:"):
-        selected = _SELECTED.match(ref)
-        return bool(snapshot.samples(selected.group(1) if selected else ref))
-    return snapshot.counter(ref) is not None
+def _held(key: str, snapshot: Snapshot) -> tuple[str, ...]:
+    """What a snapshot holds of a counter beside the rules' signals (`_held_key`): the keys
+    of a family's samples, or a stats field's name where the stats have it (a number or
+    not: `_counts`)."""
+    if key.startswith("metric:"):
+        return tuple(snapshot.samples(key))
+    name = key.partition(":")[2]
+    return (name,) if key.startswith("stats:") and name in (snapshot.cache_stats or {}) else ()
+
+
+def _counts(key: str, snapshot: Snapshot) -> bool:
+    """Whether each value a snapshot holds of the counter (`_held`) is a count."""
+    if key.startswith("metric:"):
+        return all(map(_is_count, snapshot.samples(key).values()))
+    stats, name = snapshot.cache_stats or {}, key.partition(":")[2]
+    if name not in stats:
+        return True
+    value = stats[name]  # (null too is no count)
+    return as_count(value) is not None or (type(value) is float and _is_count(value))
+
+
+def _other_values(ref: str, snapshot: Snapshot) -> list[float]:
+    """The values of a counter beside the rules' signals that a snapshot holds (of a
+    reference that selects by a label, the samples it selects)."""
+    selected = _SELECTED.match(ref)
+    if selected is None:
+        if ref.startswith("metric:"):
+            return list(snapshot.samples(ref).values())
+        value = snapshot.counter(ref)
+        return [] if value is None else [value]
+    family, label, how, chosen = selected.groups()
+    return list(_having(snapshot.samples(family), label, how == "=", chosen).values())
+
+
+def _held_key(ref: str) -> str:
+    """What `_held` reads of a counter: of a reference that selects by a label, its family;
+    otherwise the reference."""
+    selected = _SELECTED.match(ref)
+    return selected.group(1) if selected else ref
 
 
 def _other_moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:

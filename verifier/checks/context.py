@@ -294,7 +294,9 @@ class BundleContext:
         )
         proofs = capped_by_servers(proofs, self.server_limits)
         profile = self.profile
-        return used_another_cache(proofs, profile.other_hit_counters if profile else ())
+        return used_another_cache(
+            proofs, profile.other_hit_counters if profile else (), attached=experiment.attached
+        )
 
     @cached_property
     def server_limits(self) -> dict[tuple[str, int], ServerLimits]:

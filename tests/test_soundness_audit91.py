@@ -146,3 +146,17 @@ def test_a_stats_counter_that_is_no_count(tmp_path: Path, low: object, high: obj
     result = _verify(_counting("cache_stats", "snapshot_hits", values), tmp_path)
     assert result.verdict is Verdict.INCONCLUSIVE
     assert any("is not a count" in reason for reason in _reasons(result))
+
+
+@pytest.mark.parametrize(("surface", "name"), SURFACES)
+def test_a_counter_that_goes_down_hides_no_rise(tmp_path: Path, surface: str, name: str) -> None:
+    # helper-93: 0 until request 3, 5 after the warm request 3 and before the cold 4, then
+    # 1 (its true value) from 4 on: the cold request's rise hid behind a fall across it
+    def values(sequence: int, side: str) -> object:
+        if sequence < 3 or (sequence, side) == (3, "before"):
+            return 0.0
+        return 5.0 if sequence == 3 or (sequence, side) == (4, "before") else 1.0
+
+    result = _verify(_counting(surface, name, values), tmp_path)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert any("went down on its server" in reason for reason in _reasons(result))

@@ -165,7 +165,9 @@ def _other_doubts(
       as `prove_request` reads the rules' signals);
     - a sample of it (a stats field) that one of the server's snapshots before held is
       missing after the request (a count the server keeps, taken out where it would have
-      told), or a value of it is no count (`"1"`, `true`: read as nothing).
+      told), or a value of it is no count (`"1"`, `true`: read as nothing);
+    - it went down anywhere on the server (5 after a warm request, 1 after the cold one
+      hid the cold one's rise), across a request or between two.
     Honest snapshots of one server carry each sample of such a counter from the first that
     does on, as a count, and it moves only while a request is served. (Two snapshots that
     hold the same documents, `unmoved_since`, show no counter rising between them.)"""
@@ -186,18 +188,22 @@ def _other_doubts(
         if not refs:
             continue
         seen: dict[str, set[str]] = {ref: set() for ref in refs}  # samples held so far
+        fell: dict[str, str] = {}  # where each that went down first did
         for at, index in enumerate(indices):
             record = records[index]
             said = doubts.setdefault(index, []) if index in wanted else None
-            fresh = at == 0 and (record.preceded_by == "server-start" or not attached)
+            fresh = record.preceded_by == "server-start" or (at == 0 and not attached)
             for ref in refs:
                 name, key = _short(ref), keys[ref]
                 seen[ref].update(_held(key, record.before))
+                moves = _other_moves(ref, record.before, record.after)
+                if moves and min(moves) < 0:
+                    fell.setdefault(ref, f"across {record.file}")
                 if said is None:
                     continue
                 if fresh and (start := max(_other_values(ref, record.before), default=0)) > 0:
                     said.append((f"{name} at {start:g} in a fresh server's first snapshot", True))
-                if (moves := _other_moves(ref, record.before, record.after)) and max(moves) > 0:
+                if moves and max(moves) > 0:
                     said.append((f"{name} +{max(moves):g} across it", True))
                 if not seen[ref].issubset(_held(key, record.after)):
                     said.append(
@@ -211,9 +217,12 @@ def _other_doubts(
                 continue
             later = indices[at + 1]
             after = records[later].before
-            if (index in wanted or later in wanted) and not unmoved_since(record.after, after):
+            if not unmoved_since(record.after, after):
                 for ref in refs:
-                    if (moves := _other_moves(ref, record.after, after)) and max(moves) > 0:
+                    moves = _other_moves(ref, record.after, after)
+                    if moves and min(moves) < 0:
+                        fell.setdefault(ref, f"after {record.file}")
+                    if moves and max(moves) > 0:
                         rise = f"{_short(ref)} +{max(moves):g} between"
                         if index in wanted:
                             doubts[index].append(
@@ -223,6 +232,12 @@ def _other_doubts(
                             doubts.setdefault(later, []).append(
                                 (f"{rise} the request before it on its server and it", True)
                             )
+        for ref, where in fell.items():  # (a rise may hide behind a fall: none is read)
+            for index in indices:
+                if index in wanted:
+                    doubts[index].append(
+                        (f"{_short(ref)} went down on its server ({where})", False)
+                    )
     return {index: said for index, said in doubts.items() if said}
 
 

@@ -223,14 +223,18 @@ def _other_doubts(
                     if moves and min(moves) < 0:
                         fell.setdefault(ref, f"after {record.file}")
                     if moves and max(moves) > 0:
-                        rise = f"{_short(ref)} +{max(moves):g} between"
+                        # (where the snapshot before lacks it, a failed read perhaps, what
+                        # rose since the last one that held it is not known)
+                        rose = bool(_held(keys[ref], record.after))
+                        how = f"+{max(moves):g}" if rose else f"first held, at {max(moves):g},"
+                        rise = f"{_short(ref)} {how} between"
                         if index in wanted:
                             doubts[index].append(
-                                (f"{rise} it and the next request on its server", True)
+                                (f"{rise} it and the next request on its server", rose)
                             )
                         if later in wanted:
                             doubts.setdefault(later, []).append(
-                                (f"{rise} the request before it on its server and it", True)
+                                (f"{rise} the request before it on its server and it", rose)
                             )
         for ref, where in fell.items():  # (a rise may hide behind a fall: none is read)
             for index in indices:

@@ -207,7 +207,11 @@ def _other_doubts(
                     said.append((f"{name} +{max(moves):g} across it", True))
                 if not seen[ref].issubset(_held(key, record.after)):
                     said.append(
-                        (f"{name} {_MISSING}, where its server's snapshots before held it", False)
+                        (
+                            f"{name} is missing after it, where its server's snapshots before "
+                            "held it",
+                            False,
+                        )
                     )
                 if not (_counts(key, record.before) and _counts(key, record.after)):
                     said.append((f"{name} is not a count in its snapshots", False))
@@ -243,9 +247,6 @@ def _other_doubts(
                         (f"{_short(ref)} went down on its server ({where})", False)
                     )
     return {index: said for index, said in doubts.items() if said}
-
-
-_MISSING = "is missing after it"
 
 
 def _held(key: str, snapshot: Snapshot) -> tuple[str, ...]:

@@ -279,8 +279,7 @@ def _other_values(ref: str, snapshot: Snapshot) -> list[float]:
             return list(snapshot.samples(ref).values())
         value = snapshot.counter(ref)
         return [] if value is None else [value]
-    family, label, how, chosen = selected.groups()
-    return list(_having(snapshot.samples(family), label, how == "=", chosen).values())
+    return list(_chosen(selected, snapshot).values())
 
 
 def _held_key(ref: str) -> str:
@@ -297,8 +296,7 @@ def _other_moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | N
     selected = _SELECTED.match(ref)
     if selected is None:
         return counter_moves(ref, before, after) or _appeared(ref, before, after)
-    family, label, how, value = selected.groups()
-    old, new = (_having(s.samples(family), label, how == "=", value) for s in (before, after))
+    old, new = _chosen(selected, before), _chosen(selected, after)
     if not new:
         return None
     if not old:  # absent before, there after: moved from zero (_appeared)
@@ -309,6 +307,13 @@ def _other_moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | N
 # `metric:FAMILY{label="value"}` (the family's samples with that label value) or
 # `metric:FAMILY{label!="value"}` (those without it: other values, or no such label).
 _SELECTED = re.compile(r'^(metric:[^{]+)\{([A-Za-z_][A-Za-z0-9_]*)(!?=)"([^"\\]*)"\}$')
+
+
+def _chosen(selected: re.Match[str], snapshot: Snapshot) -> dict[str, float]:
+    """The samples of a snapshot that a reference selecting by one label reads (`_SELECTED`
+    matched it)."""
+    family, label, how, value = selected.groups()
+    return _having(snapshot.samples(family), label, how == "=", value)
 
 
 def _having(samples: Mapping[str, float], label: str, equal: bool, value: str) -> dict[str, float]:

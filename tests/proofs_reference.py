@@ -10,6 +10,7 @@ word, and that uses nothing changed, is imported from it.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -156,6 +157,9 @@ def _contradiction(cached: int | None, hit_evidence: _Readings) -> str | None:
     return None
 
 
+LABEL = r'[A-Za-z_][A-Za-z0-9_]*="([^"\\\n]|\\[\\"n])*"'  # as capture writes a label
+
+
 def prove_request(
     record: Record,
     rules: ProfileRules | None,
@@ -223,6 +227,19 @@ def prove_request(
     if bad_counters:
         return proof(
             False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
+        )
+
+    odd = [
+        key
+        for snapshot in (record.before, record.after)
+        for key in snapshot.metrics or ()
+        if re.fullmatch(rf"[A-Za-z_:][A-Za-z0-9_:]*(\{{{LABEL}(,{LABEL})*\}})?", key) is None
+    ]
+    if odd:
+        return verdict(
+            False,
+            f"the telemetry holds a metric key that is no Prometheus sample's name and labels "
+            f"({odd[0][:80]!r}): a cache counter written under it would not be read",
         )
 
     across = _Moves(record.before, record.after)

@@ -156,6 +156,8 @@ _METRIC_KEYS = st.sampled_from(
         "vllm:prefix_cache_hits_total",
         "vllm:prefix_cache_queries_total",
         "sglang:cached_tokens_total",
+        'mlxcel_prompt_cache_hits_total {slot="2"}',  # no sample's key (Snapshot.odd_key)
+        "",
     ]
 )
 _STATS_KEYS = st.sampled_from(

@@ -750,6 +750,16 @@ def prove_request(
             False, "a cache counter is not a whole number >= 0", cached, prompt, bad=bad_counters
         )
 
+    odd = record.before.odd_key()
+    if odd is None:
+        odd = record.after.odd_key()
+    if odd is not None:
+        return verdict(
+            False,
+            f"the telemetry holds a metric key that is no Prometheus sample's name and labels "
+            f"({odd[:80]!r}): a cache counter written under it would not be read",
+        )
+
     across = _Moves(record.before, record.after, everything)
     backwards = across.fallen(everything) if across.fell_any else []
     moved_between: list[str] = []

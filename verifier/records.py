@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from dataclasses import dataclass
 from functools import cached_property
@@ -15,6 +16,7 @@ _NO_NAMES: frozenset[str] = frozenset()
 _UNSET: Any = object()  # not worked out yet (None is a value: not recorded)
 _FAMILIES: Any = object()  # the key of a snapshot's family index in its memo
 _MANY: Any = object()  # the key, in its memo, of "a family read holds more than one sample"
+_ODD: Any = object()  # the key, in its memo, of its first key that is no sample's (odd_key)
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,17 @@ class Snapshot:
             self._samples_[ref] = found
         return found
 
+    def odd_key(self) -> str | None:
+        """The first metric key that is not a Prometheus sample's name and labels as capture
+        writes them (`name`, `name{a="x",b="y"}`: _SAMPLE_KEY), or None. A counter written
+        under such a key (`name {a="x"}`, ` name`, `name{a="x"`) would be read as no family
+        the rules read, or with labels the server did not give it."""
+        memo = self._memo_
+        odd: Any = memo.get(_ODD, _UNSET)
+        if odd is _UNSET:
+            odd = memo[_ODD] = _first_odd(self._families, self.metrics)
+        return odd  # type: ignore[no-any-return]
+
     def stat_names(self, prefix: str) -> frozenset[str]:
         """The cache stats fields named `prefix...` whose value is an integer."""
         memo = self._memo_
@@ -228,6 +241,30 @@ def _family_index(keys: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     index = {family: tuple(members) for family, members in families.items()}
     _last_families = (keys, index)
     return index
+
+
+# A sample's key as capture writes it (verifier/capture/prometheus.py, sample_key): the
+# Prometheus name, then its labels in braces, if any, each `name="value"` (`\\`, `\"` and
+# `\n` escaped), with a comma and nothing else between two.
+_LABEL = r'[A-Za-z_][A-Za-z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+_SAMPLE_KEY = re.compile(rf"[A-Za-z_:][A-Za-z0-9_:]*(?:\{{{_LABEL}(?:,{_LABEL})*\}})?")
+_last_odd: tuple[dict[str, tuple[str, ...]], str | None] | None = None
+
+
+def _first_odd(
+    families: dict[str, tuple[str, ...]], metrics: dict[str, float] | None
+) -> str | None:
+    """The first key of `metrics` that is no sample's key (_SAMPLE_KEY), or None, where
+    `families` is their family index; worked out once for the index last seen
+    (_family_index gives the same index for the same keys in the same order)."""
+    global _last_odd
+    last = _last_odd
+    if last is not None and last[0] is families:
+        return last[1]
+    match = _SAMPLE_KEY.fullmatch
+    odd = next((key for key in metrics or () if match(key) is None), None)
+    _last_odd = (families, odd)
+    return odd
 
 
 # A reading plan (Snapshot.counters): for each reference, in order, the keys of its metric

@@ -35,6 +35,18 @@ def test_escapes_in_label_values_round_trip() -> None:
     assert list(samples) == ['m{p="a\\"b\\\\c\\nd"}']
 
 
+def test_blanks_between_tokens_are_read_as_prometheus_reads_them() -> None:
+    # The format allows blanks and tabs between any two tokens of a line: these are the
+    # samples `spaced{a="1",b="2"}`, `{a="3",b="4"}` and `{a="5",b="6"}`, and a counter
+    # written so is a counter, not a line to skip.
+    text = 'spaced {a="1",b="2"} 1\nspaced { a = "3" , b="4" , } 2\nspaced\t{\ta=\t"5",b="6"\t} 3\n'
+    assert parse_metrics(text) == {
+        'spaced{a="1",b="2"}': 1.0,
+        'spaced{a="3",b="4"}': 2.0,
+        'spaced{a="5",b="6"}': 3.0,
+    }
+
+
 def test_garbage_lines_are_skipped() -> None:
     text = "\n".join(
         [

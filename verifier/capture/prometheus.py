@@ -23,12 +23,13 @@ def _parse_labels(text: str, pos: int) -> tuple[dict[str, str], int]:
         if match is None:
             raise ValueError("bad label name")
         name = match.group()
-        pos = match.end()
-        while pos < len(text) and text[pos] in " \t":
-            pos += 1
-        if text[pos : pos + 2] != '="':
+        pos = _blanks(text, match.end())
+        if text[pos : pos + 1] != "=":
             raise ValueError("bad label value")
-        pos += 2
+        pos = _blanks(text, pos + 1)
+        if text[pos : pos + 1] != '"':
+            raise ValueError("bad label value")
+        pos += 1
         value: list[str] = []
         while True:
             if pos >= len(text):
@@ -44,6 +45,14 @@ def _parse_labels(text: str, pos: int) -> tuple[dict[str, str], int]:
                 value.append(char)
                 pos += 1
         labels[name] = "".join(value)
+
+
+def _blanks(text: str, pos: int) -> int:
+    """The index of the first character at or after `pos` that is no blank or tab (the
+    format's token separators, which it allows between any two tokens of a line)."""
+    while pos < len(text) and text[pos] in " \t":
+        pos += 1
+    return pos
 
 
 def _escape(value: str) -> str:
@@ -65,8 +74,9 @@ def _parse_line(line: str) -> tuple[str, float] | None:
     name = match.group()
     pos = match.end()
     labels: dict[str, str] = {}
-    if pos < len(line) and line[pos] == "{":
-        labels, pos = _parse_labels(line, pos)
+    brace = _blanks(line, pos)  # (`name {a="x"} 1` is `name{a="x"} 1`, as Prometheus reads it)
+    if brace < len(line) and line[brace] == "{":
+        labels, pos = _parse_labels(line, brace)
     rest = line[pos:].split()
     if not rest or (pos < len(line) and line[pos] not in " \t"):
         return None

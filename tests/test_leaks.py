@@ -712,6 +712,42 @@ def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("restarted srv-" + HF_TOKEN + " after", HF_TOKEN),
+        ("key file run_" + OPENAI_KEY + " used", OPENAI_KEY),
+        ("/var/log/srv-" + GITHUB_TOKEN + ".log", GITHUB_TOKEN),
+        ("job_" + GROQ, GROQ),
+        # `sk-` in `task` is after a letter: no token, and not the word's first token prefix
+        ("/var/log/task-" + HF_TOKEN + ".log", HF_TOKEN),
+        ("flask-" + OPENAI_KEY, OPENAI_KEY),
+        ("EAST_ASIA_" + HF_TOKEN, HF_TOKEN),  # an AWS key's prefix is tried on its own
+    ],
+)
+def test_a_token_glued_to_a_word_by_a_dash_or_an_underscore(text: str, secret: str) -> None:
+    (hit,) = leaks.scan_text(text)
+    assert hit.category == leaks.TOKEN and text[hit.start : hit.end] == secret
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" + HF_TOKEN,  # inside a longer word
+        "sk-learn-sk-compatible-estimators",  # not its word's first token prefix
+        "nvapi-python-bindings_nvapi-python-bindings-for-windows-and-linux",
+        # glued, but no random key's mixed case: a revision, a model's name, prose
+        "/models/Llama-2-7b-hf_8cca527612d856d7d32bd94f8103728d614eb852",
+        "CodeLlama-7b-hf_01234567890123456789012",
+        "opus-mt-en-sk-finetuned-legal-2023",
+        "hugs-xoxo-lots-of-love-and-kisses",
+        "model = load_hf_PretrainedTokenizerFast(path)",  # camel case
+    ],
+)
+def test_a_token_prefix_inside_a_word_is_not_glued(text: str) -> None:
+    assert leaks.scan_text(text) == []
+
+
+@pytest.mark.parametrize(
     "text",
     ["GET /users/42/profile HTTP/1.1", "工作日为周一~周五。", "用户目录都在/home/下。",
      "Le dossier « /home/\u00a0» ...", "The folder “/Users/” holds them", "see /home/… for files",
@@ -1452,3 +1488,15 @@ def test_a_named_string_of_words_is_found_whatever_stands_between_them() -> None
         "PROJECT&nbsp;ZETA",
         "Project\u00a0Zeta",
     ]
+
+
+def test_webhooks_are_found_in_a_text_of_many_token_prefixes() -> None:
+    # Past the number of places the prefilter lists (_Places.limit), the prefixed tokens are
+    # tried wherever a token prefix is (_TOKEN_PREFIX): Slack's and Discord's webhooks (a
+    # host in any case) are among them
+    slack = "hooks.slack.com/services/T0123/B0456/abcdefghijklmnopqrstuvwx"
+    discord = "DISCORD.com/api/webhooks/1122334455/abcdefghijklmnopqrstuvwx"
+    many = " ".join(f"hf_{'A' * 20}{i}" for i in range(3000))
+    text = f"{many} https://{slack} and https://{discord} ok"
+    found = {text[h.start : h.end] for h in leaks.scan_text(text)}
+    assert {slack, discord} <= found

@@ -391,6 +391,13 @@ HOSTILE_UNITS = (
     "Bearer x",
     "sk-",
     "xsk-",
+    "x-sk-",  # glued to a word: each word's first token prefix only (leaks._Words)
+    "-sk-a",
+    "a-eyJ",
+    "_nvapi-",
+    "-hooks.slack.com/services/",
+    "x-ya29.aaaa.",  # a value that runs on past its word, rejected (Google's OAuth)
+    "a-task-sk-",
     "sk-1",
     "glpat-",
     "ghp_",

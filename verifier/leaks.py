@@ -79,6 +79,7 @@ import heapq
 import ipaddress
 import itertools
 import re
+import string
 import sys
 import unicodedata
 import zlib
@@ -364,7 +365,8 @@ _PREFIXED_TOKENS = _Lazy(
     | pplx-(?P<pplx>[A-Za-z0-9]{40,})
     | nvapi-(?P<nvapi>[A-Za-z0-9_-]{40,})
     | r8_(?P<replicate>[A-Za-z0-9]{30,})
-    | ya29\.(?P<googleoauth>(?=[A-Za-z0-9_.-]{30})[A-Za-z0-9_-]++(?:\.(?!ya29\.)[A-Za-z0-9_-]++)*+)
+    | ya29\.(?P<googleoauth>(?=[A-Za-z0-9_.-]{30})[A-Za-z0-9_-]++
+      (?:\.(?![A-Za-z0-9_-]*ya29\.)[A-Za-z0-9_-]++)*+)
     | SG\.(?P<sendgrid>[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])
     | do[opr]_v1_(?P<digitalocean>[a-f0-9]{64})
     """,
@@ -644,19 +646,92 @@ def _after_boundary(match: re.Match[str], chars: str) -> bool:
     return not before or not (before.isalnum() or before in chars)
 
 
+def _token_boundary(match: re.Match[str], value: str) -> bool:
+    """Whether a prefixed token starts where a token can: not after a letter or a digit
+    (`xhf_...` is part of a longer word); after `-` or `_` (glued to a word: `srv-hf_...`,
+    `run_sk-...`, as names of files, hosts and jobs hold one) where it is the first token
+    prefix of its word (_Words: `sk-learn-sk-compatible-...` holds no second) and its value
+    has a random key's mix of cases (_random_case: not a revision's hex,
+    `Llama-2-7b-hf_8cca5276...`, a word, `opus-mt-en-sk-finetuned-legal-2023`, nor an
+    identifier in camel case, `load_hf_PretrainedTokenizerFast`)."""
+    text, start = match.string, match.start()
+    before = text[start - 1] if start else ""
+    if not before:
+        return True
+    if before.isalnum():
+        return False
+    if before not in "_-":
+        return True
+    return _random_case(value) and _Words(text).first(start)
+
+
+def _random_case(value: str) -> bool:
+    """Whether a fifth or more of the value's letters are upper case and a fifth or more
+    lower case, as in random letters (about half each), not in a word or in camel case
+    (`PretrainedTokenizerFast`: 3 of 23)."""
+    upper = sum(c.isupper() for c in value)
+    lower = sum(c.islower() for c in value)
+    return upper > 0 and lower > 0 and 5 * min(upper, lower) >= upper + lower
+
+
+# The characters of a word a token can be glued into (`srv-hf_...`).
+_WORD_TEXT = string.ascii_letters + string.digits + "_-"
+_WORD_RUN = _Lazy(r"[A-Za-z0-9_-]*", re.ASCII)
+_PREFIX_MOST = 40  # characters: the longest `_TOKEN_PREFIX` match (discordapp.com/...: 32)
+
+
+class _Words:
+    """Of the words of ASCII letters, digits, `_` and `-` in one text, where each one's first
+    token prefix (`_TOKEN_PREFIX`) that is not after a letter or a digit starts (one that is,
+    `sk-` in `task-hf_...`, is never a token itself), an AWS key's aside. For places asked
+    in ascending order, each word is read once, however many places it holds: the scans
+    stay linear."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._start = self._end = self._first = 0
+
+    def first(self, at: int) -> bool:
+        """Whether no token prefix starts before `at` in the word that holds `at`."""
+        if not self._start <= at < self._end:
+            text, size = self._text, 256
+            while True:  # the word's start, read back in C a window at a time
+                window = text[max(0, at - size) : at]
+                kept = window.rstrip(_WORD_TEXT)
+                if kept or len(window) < size:
+                    break
+                size *= 4
+            start = at - (len(window) - len(kept))
+            end = _end_of(_WORD_RUN.regex, text, at)
+            # (a prefix may run on past the word, `SG.`, `hooks.slack.com/services/`: the
+            # search reads no further than the longest one past it)
+            prefix, first = _TOKEN_PREFIX.regex, end
+            found = prefix.search(text, start, end + _PREFIX_MOST)
+            while found is not None and (place := found.start()) < end:
+                # (an AWS key's prefix is tried glued or not, without this: `ASIA_hf_...`)
+                if not (place and text[place - 1].isalnum()) and not text.startswith(
+                    ("AKIA", "ASIA"), place
+                ):
+                    first = place
+                    break
+                found = prefix.search(text, place + 1, end + _PREFIX_MOST)
+            self._start, self._end, self._first = start, max(end, at + 1), first
+        return self._first >= at
+
+
 def _accept_token(match: re.Match[str]) -> bool:
     group = _secret_group(match)
     value = match.group(group)
     if group == "sk":  # a key, not a word in kebab case (`sk-learn-compatible-estimators`)
         key = any(c.isdigit() for c in value) or not value.islower() or value.isalpha()
-        return key and _after_boundary(match, "_-")
+        return key and _token_boundary(match, value)
     if group in (
         "hf", "gh", "gl", "google", "slack", "slackhook", "jwt", "stripe", "pypi", "npm",
         "discordhook", "telegram", "sendgrid", "digitalocean",
     ):  # fmt: skip
-        return _after_boundary(match, "_-")
+        return _token_boundary(match, value)
     if group in ("groq", "xai", "pplx", "nvapi", "replicate", "googleoauth"):
-        return len(value) >= 30 and _after_boundary(match, "_-") and _random_key(value)
+        return len(value) >= 30 and _token_boundary(match, value) and _random_key(value)
     if group == "aws":
         return _after_boundary(match, "")
     if group == "awssecret":
@@ -1134,7 +1209,8 @@ _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
 _FLAG_BLANKS = _Lazy(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
 _TOKEN_PREFIX = _Lazy(
     r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ"
-    r"|[sr]k_(?:live|test)_|pypi-AgE|npm_|discord(?:app)?\.com/api/(?:v[0-9]{1,2}/)?webhooks/"
+    r"|[sr]k_(?:live|test)_|pypi-AgE|npm_|(?i:discord(?:app)?\.com)/api/(?:v[0-9]{1,2}/)?webhooks/"
+    r"|hooks\.slack\.com/(?:services|workflows|triggers)/"
     r"|(?:bot)?[0-9]{8,12}:AA|gsk_|xai-|pplx-|nvapi-|r8_|ya29\.|SG\.|do[opr]_v1_"
 )
 
@@ -1269,10 +1345,12 @@ def _prefixed_tokens(text: str, starts: list[int] | None) -> Iterator[re.Match[s
     `_matches`), in time linear in the text.
 
     After a letter or a digit no token is accepted, and after `_` or `-` only an AWS key (of
-    fixed length): the pattern runs only where its match can be accepted.
+    fixed length) or the first token prefix of its word (_Words, read once a word):
+    the pattern runs only where its match can be accepted.
     """
     tokens = _PREFIXED_TOKENS.regex
     cursor = _Cursor(text, starts, _TOKEN_PREFIX.regex)
+    words = _Words(text)
     position = 0
     while (start := cursor.next(position)) >= 0:
         position = start + 1
@@ -1280,7 +1358,11 @@ def _prefixed_tokens(text: str, starts: list[int] | None) -> Iterator[re.Match[s
             before = text[start - 1]
             if before.isalnum():
                 continue
-            if before in "_-" and not text.startswith(("AKIA", "ASIA"), start):
+            if (
+                before in "_-"
+                and not text.startswith(("AKIA", "ASIA"), start)
+                and not words.first(start)
+            ):
                 continue
         match = tokens.match(text, start)
         if match is not None and _accept_token(match):

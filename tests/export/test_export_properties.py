@@ -113,6 +113,9 @@ class Site:
     plant: Callable[[RawFactory, str], None]
     evidence: str | None = None
     """Where export must stop (file and pointer) when the site holds a private value."""
+    unread: bool = False
+    """A part of a reply the output hash does not read: whatever it holds, the bundle would
+    not verify, so export stops at its own check (after a stop for private evidence)."""
 
 
 def _exchange(f: RawFactory, index: int = 1) -> dict[str, Any]:
@@ -160,9 +163,10 @@ SITES: dict[str, Site] = {
     "response-field": Site(
         lambda f, t: _exchange(f, 2)["response"]["body"].__setitem__("service_tier", t)
     ),
-    "message-extra": Site(
-        lambda f, t: _exchange(f, 0)["response"]["body"]["choices"][0]["message"].__setitem__(
-            "refusal_note", t
+    # (SGLang writes the stop string that ended a reply beside the message)
+    "choice-extra": Site(
+        lambda f, t: _exchange(f, 0)["response"]["body"]["choices"][0].__setitem__(
+            "matched_stop", t
         )
     ),
     "error-text": Site(_failed),
@@ -194,6 +198,14 @@ SITES: dict[str, Site] = {
         lambda f, t: _exchange(f)["telemetry"]["before"].__setitem__("metrics_text", t)
     ),
     # evidence: export stops
+    # (a part of the reply the output hash does not read: the bundle would not verify, whatever
+    # the part holds, and the value is not shown)
+    "message-extra": Site(
+        lambda f, t: _exchange(f, 0)["response"]["body"]["choices"][0]["message"].__setitem__(
+            "refusal_note", t
+        ),
+        unread=True,
+    ),
     "request-body": Site(_set_request_field, "experiment.json/request_body/metadata"),
     "metric-key": Site(_add_metric, "records/c1/002.json/telemetry/before/metrics"),
     "toggle-env": Site(
@@ -314,6 +326,7 @@ def test_no_planted_form_survives_and_evidence_is_never_changed(
 ) -> None:
     f, chosen = planted_capture(private, planted)
     expected_stops = {SITES[site].evidence for site, _ in chosen} - {None}
+    unread = any(SITES[site].unread for site, _ in chosen)
     with tempfile.TemporaryDirectory() as tmp:
         raw = f.write(Path(tmp) / "raw")
         out, archive = Path(tmp) / "public", Path(tmp) / "public.tar.gz"
@@ -321,7 +334,10 @@ def test_no_planted_form_survives_and_evidence_is_never_changed(
             export_bundle(ExportOptions(raw, out, archive=archive))
         except ExportError as exc:
             event("stopped: evidence held a private value")
-            assert expected_stops, exc.message  # only evidence stops an export
+            assert expected_stops or unread, exc.message  # only evidence stops an export
+            if not expected_stops:
+                assert "does not verify" in exc.message, exc.message
+                assert "message/refusal_note" in exc.message, exc.message
             for where in expected_stops:
                 assert str(where) in exc.message, (where, exc.message)
             for _form, core in (form for _, form in chosen):
@@ -330,6 +346,7 @@ def test_no_planted_form_survives_and_evidence_is_never_changed(
             return
         event("published")
         assert not expected_stops, "an evidence field held a private value and was published"
+        assert not unread, "a reply with a part the output hash does not read was published"
         _evidence_is_unchanged(f, out)
         for name, text in _published_texts(out, archive):
             lowered = text.lower()

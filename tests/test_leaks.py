@@ -722,6 +722,9 @@ def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
         ("/var/log/task-" + HF_TOKEN + ".log", HF_TOKEN),
         ("flask-" + OPENAI_KEY, OPENAI_KEY),
         ("EAST_ASIA_" + HF_TOKEN, HF_TOKEN),  # an AWS key's prefix is tried on its own
+        # keys some providers write in hex (DeepSeek's, OpenRouter's)
+        ("prod-sk-0123456789abcdef0123456789abcdef", "sk-0123456789abcdef0123456789abcdef"),
+        ("prod_sk-or-v1-" + "0123456789abcdef" * 4, "sk-or-v1-" + "0123456789abcdef" * 4),
     ],
 )
 def test_a_token_glued_to_a_word_by_a_dash_or_an_underscore(text: str, secret: str) -> None:
@@ -741,6 +744,9 @@ def test_a_token_glued_to_a_word_by_a_dash_or_an_underscore(text: str, secret: s
         "opus-mt-en-sk-finetuned-legal-2023",
         "hugs-xoxo-lots-of-love-and-kisses",
         "model = load_hf_PretrainedTokenizerFast(path)",  # camel case
+        "def test_load_hf_AutoModelForCausalLM():",  # camel case: vowels of words
+        "feat-hf_TokenizerFastLoadingFixV2",
+        "bert-base-sk-Cased-Finetuned-NER-v2",
     ],
 )
 def test_a_token_prefix_inside_a_word_is_not_glued(text: str) -> None:

@@ -646,14 +646,12 @@ def _after_boundary(match: re.Match[str], chars: str) -> bool:
     return not before or not (before.isalnum() or before in chars)
 
 
-def _token_boundary(match: re.Match[str], value: str) -> bool:
+def _token_boundary(match: re.Match[str], group: str, value: str) -> bool:
     """Whether a prefixed token starts where a token can: not after a letter or a digit
     (`xhf_...` is part of a longer word); after `-` or `_` (glued to a word: `srv-hf_...`,
     `run_sk-...`, as names of files, hosts and jobs hold one) where it is the first token
     prefix of its word (_Words: `sk-learn-sk-compatible-...` holds no second) and its value
-    has a random key's mix of cases (_random_case: not a revision's hex,
-    `Llama-2-7b-hf_8cca5276...`, a word, `opus-mt-en-sk-finetuned-legal-2023`, nor an
-    identifier in camel case, `load_hf_PretrainedTokenizerFast`)."""
+    has a key's random characters (_glued_key)."""
     text, start = match.string, match.start()
     before = text[start - 1] if start else ""
     if not before:
@@ -662,16 +660,28 @@ def _token_boundary(match: re.Match[str], value: str) -> bool:
         return False
     if before not in "_-":
         return True
-    return _random_case(value) and _Words(text).first(start)
+    return _glued_key(group, value) and _Words(text).first(start)
 
 
-def _random_case(value: str) -> bool:
-    """Whether a fifth or more of the value's letters are upper case and a fifth or more
-    lower case, as in random letters (about half each), not in a word or in camel case
-    (`PretrainedTokenizerFast`: 3 of 23)."""
-    upper = sum(c.isupper() for c in value)
-    lower = sum(c.islower() for c in value)
-    return upper > 0 and lower > 0 and 5 * min(upper, lower) >= upper + lower
+# Keys some providers write in hex (DeepSeek's `sk-` and 32 digits, OpenRouter's `sk-or-v1-`
+# and 64, DigitalOcean's, Slack's legacy `xoxp-...-` and 32): a hex tail after dashed parts.
+_HEX_KEY = _Lazy(r"(?:[A-Za-z0-9]+-)*[0-9a-f]{32,}", re.ASCII)
+_HEX_KEYED = frozenset(("sk", "digitalocean", "slack"))
+
+
+def _glued_key(group: str, value: str) -> bool:
+    """Whether the value of a token glued to a word has a key's random characters, not a
+    word's: its letters of both cases, a fifth or more each, and fewer than a third of them
+    vowels (random letters hold about one in five; English in camel case about two in five,
+    `AutoModelForCausalLM` 9 of 20, `PretrainedTokenizerFast` 9 of 23, with 3 upper case);
+    or, of a provider that writes keys in hex, a hex tail (`_HEX_KEY`). Not a revision's hex
+    (`Llama-2-7b-hf_8cca5276...`) nor a name (`opus-mt-en-sk-finetuned-legal-2023`)."""
+    if group in _HEX_KEYED and _HEX_KEY.regex.fullmatch(value):
+        return True
+    letters = [c for c in value if c.isascii() and c.isalpha()]
+    upper = sum(c.isupper() for c in letters)
+    vowels = sum(c in "aeiouAEIOU" for c in letters)
+    return 0 < 5 * min(upper, len(letters) - upper) >= len(letters) > 3 * vowels
 
 
 # The characters of a word a token can be glued into (`srv-hf_...`).
@@ -724,14 +734,14 @@ def _accept_token(match: re.Match[str]) -> bool:
     value = match.group(group)
     if group == "sk":  # a key, not a word in kebab case (`sk-learn-compatible-estimators`)
         key = any(c.isdigit() for c in value) or not value.islower() or value.isalpha()
-        return key and _token_boundary(match, value)
+        return key and _token_boundary(match, group, value)
     if group in (
         "hf", "gh", "gl", "google", "slack", "slackhook", "jwt", "stripe", "pypi", "npm",
         "discordhook", "telegram", "sendgrid", "digitalocean",
     ):  # fmt: skip
-        return _token_boundary(match, value)
+        return _token_boundary(match, group, value)
     if group in ("groq", "xai", "pplx", "nvapi", "replicate", "googleoauth"):
-        return len(value) >= 30 and _token_boundary(match, value) and _random_key(value)
+        return len(value) >= 30 and _token_boundary(match, group, value) and _random_key(value)
     if group == "aws":
         return _after_boundary(match, "")
     if group == "awssecret":

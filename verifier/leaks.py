@@ -704,14 +704,8 @@ class _Words:
     def first(self, at: int) -> bool:
         """Whether no token prefix starts before `at` in the word that holds `at`."""
         if not self._start <= at < self._end:
-            text, size = self._text, 256
-            while True:  # the word's start, read back in C a window at a time
-                window = text[max(0, at - size) : at]
-                kept = window.rstrip(_WORD_TEXT)
-                if kept or len(window) < size:
-                    break
-                size *= 4
-            start = at - (len(window) - len(kept))
+            text = self._text
+            start = _run_start(text, at, _WORD_TEXT)
             end = _end_of(_WORD_RUN.regex, text, at)
             # (a prefix may run on past the word, `SG.`, `hooks.slack.com/services/`: the
             # search reads no further than the longest one past it)
@@ -1262,18 +1256,23 @@ class _Cursor:
         return self._starts[self._index] if self._index < len(self._starts) else -1
 
 
-def _name_at(text: str, start: int, end: int) -> str:
-    """`_name_before` for a member whose secret word starts at `start`, its run ending at
-    `end`: the run from its first letter (the run read back in C, a window at a time)."""
+def _run_start(text: str, at: int, chars: str) -> int:
+    """Where the run of `chars` that ends at `at` starts (read back in C, a window at a
+    time)."""
     size = 256
     while True:
-        window = text[max(0, start - size) : start]
-        kept = window.rstrip(_NAME_CHARS_TEXT)
+        window = text[max(0, at - size) : at]
+        kept = window.rstrip(chars)
         if kept or len(window) < size:
             break
         size *= 4
-    begin = start - (len(window) - len(kept))
-    return text[begin:end].lstrip(_NOT_LETTERS)
+    return at - (len(window) - len(kept))
+
+
+def _name_at(text: str, start: int, end: int) -> str:
+    """`_name_before` for a member whose secret word starts at `start`, its run ending at
+    `end`: the run from its first letter."""
+    return text[_run_start(text, start, _NAME_CHARS_TEXT) : end].lstrip(_NOT_LETTERS)
 
 
 def _secret_members(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:

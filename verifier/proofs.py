@@ -757,7 +757,8 @@ def prove_request(
         return verdict(
             False,
             f"the telemetry holds a metric key that is no Prometheus sample's name and labels "
-            f"({odd[:80]!r}): a cache counter written under it would not be read",
+            f"({odd[:80]!r}): a cache counter written under it would not be read as its "
+            "server wrote it",
         )
 
     across = _Moves(record.before, record.after, everything)

@@ -208,7 +208,10 @@ def _generic(text: str) -> Iterator[_Found]:
     for pattern in _TOKEN_PATTERNS:
         if pattern is _SECRET_FLAG and not has["-"]:
             continue
-        for match in _matches(pattern, text, _accept_token):
+        # (one _Words for the text: the same answers as a fresh one each time, its words
+        # read once)
+        accept = functools.partial(_accept_token, words=leaks._Words(text))
+        for match in _matches(pattern, text, accept):
             group = _secret_group(match)
             # A prefixed token goes whole; after a name or a flag, only the value.
             start, end = match.span() if pattern is _PREFIXED_TOKENS else match.span(group)

@@ -646,12 +646,15 @@ def _after_boundary(match: re.Match[str], chars: str) -> bool:
     return not before or not (before.isalnum() or before in chars)
 
 
-def _token_boundary(match: re.Match[str], group: str, value: str) -> bool:
+def _token_boundary(
+    match: re.Match[str], group: str, value: str, words: _Words | None = None
+) -> bool:
     """Whether a prefixed token starts where a token can: not after a letter or a digit
     (`xhf_...` is part of a longer word); after `-` or `_` (glued to a word: `srv-hf_...`,
     `run_sk-...`, as names of files, hosts and jobs hold one) where it is the first token
     prefix of its word (_Words: `sk-learn-sk-compatible-...` holds no second) and its value
-    has a key's random characters (_glued_key)."""
+    has a key's random characters (_glued_key). `words`: the text's _Words, if the caller
+    has one (asked in ascending order, it reads each word once)."""
     text, start = match.string, match.start()
     before = text[start - 1] if start else ""
     if not before:
@@ -660,7 +663,7 @@ def _token_boundary(match: re.Match[str], group: str, value: str) -> bool:
         return False
     if before not in "_-":
         return True
-    return _glued_key(group, value) and _Words(text).first(start)
+    return (words or _Words(text)).first(start) and _glued_key(group, value)
 
 
 # Keys some providers write in hex (DeepSeek's `sk-` and 32 digits, OpenRouter's `sk-or-v1-`
@@ -723,19 +726,23 @@ class _Words:
         return self._first >= at
 
 
-def _accept_token(match: re.Match[str]) -> bool:
+def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
+    """Whether a match of a secret pattern is a secret. `words`: the text's _Words, for the
+    prefixed tokens (_token_boundary)."""
     group = _secret_group(match)
     value = match.group(group)
     if group == "sk":  # a key, not a word in kebab case (`sk-learn-compatible-estimators`)
         key = any(c.isdigit() for c in value) or not value.islower() or value.isalpha()
-        return key and _token_boundary(match, group, value)
+        return key and _token_boundary(match, group, value, words)
     if group in (
         "hf", "gh", "gl", "google", "slack", "slackhook", "jwt", "stripe", "pypi", "npm",
         "discordhook", "telegram", "sendgrid", "digitalocean",
     ):  # fmt: skip
-        return _token_boundary(match, group, value)
+        return _token_boundary(match, group, value, words)
     if group in ("groq", "xai", "pplx", "nvapi", "replicate", "googleoauth"):
-        return len(value) >= 30 and _token_boundary(match, group, value) and _random_key(value)
+        return (
+            len(value) >= 30 and _token_boundary(match, group, value, words) and _random_key(value)
+        )
     if group == "aws":
         return _after_boundary(match, "")
     if group == "awssecret":
@@ -1374,7 +1381,7 @@ def _prefixed_tokens(text: str, starts: list[int] | None) -> Iterator[re.Match[s
             ):
                 continue
         match = tokens.match(text, start)
-        if match is not None and _accept_token(match):
+        if match is not None and _accept_token(match, words):
             yield match
             position = match.end()
 

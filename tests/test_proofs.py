@@ -343,8 +343,9 @@ def test_the_first_request_on_a_started_server_sees_counters_at_zero() -> None:
     assert not proof.proven and "do not start at zero" in proof.reason
     # a metric family is read sample by sample: one sample's rise cannot hide another's fall
     r = record(Arm.COLD, preceded_by="server-start")
-    before = Snapshot(r.before.cache_stats, {"hits_total{a}": 0.0, "hits_total{b}": 5.0})
-    after = Snapshot(r.after.cache_stats, {"hits_total{a}": 1.0, "hits_total{b}": 4.0})
+    a, b = 'hits_total{slot="a"}', 'hits_total{slot="b"}'
+    before = Snapshot(r.before.cache_stats, {a: 0.0, b: 5.0})
+    after = Snapshot(r.after.cache_stats, {a: 1.0, b: 4.0})
     proof = prove_request(
         Record(**{**r.__dict__, "before": before, "after": after}), RULES,
         server_disabled=False, previous=None, attached=True,

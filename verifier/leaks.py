@@ -655,13 +655,10 @@ def _token_boundary(
     prefix of its word (_Words: `sk-learn-sk-compatible-...` holds no second) and its value
     has a key's random characters (_glued_key). `words`: the text's _Words, if the caller
     has one (asked in ascending order, it reads each word once)."""
-    text, start = match.string, match.start()
-    before = text[start - 1] if start else ""
-    if not before:
-        return True
-    if before.isalnum():
+    if not _after_boundary(match, ""):
         return False
-    if before not in "_-":
+    text, start = match.string, match.start()
+    if not start or text[start - 1] not in "_-":
         return True
     return (words or _Words(text)).first(start) and _glued_key(group, value)
 

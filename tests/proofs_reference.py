@@ -389,7 +389,9 @@ def _prove_opt_out(
     if cached != 0:
         return verdict(False, f"cached_tokens is {cached}, not 0")
     fields = ", ".join(f"{k}: {json_key(v)}" for k, v in opt_out.items())
-    return _untouched_store(across, rules, verdict, f"opted out ({fields}); 0 cached tokens")
+    return _untouched_store(
+        record, across, rules, verdict, f"opted out ({fields}); 0 cached tokens"
+    )
 
 
 def _prove_cache_off(
@@ -419,18 +421,35 @@ def _prove_cache_off(
     if cached not in (None, 0):
         return verdict(False, f"cached_tokens is {cached}")
     shown = "no cached tokens" if cached is None else "0 cached tokens"
-    return _untouched_store(across, rules, verdict, f"{how}; {shown}")
+    return _untouched_store(record, across, rules, verdict, f"{how}; {shown}")
 
 
 def _untouched_store(
-    across: _Moves, rules: ProfileRules, verdict: _Verdict, proven: str
+    record: Record, across: _Moves, rules: ProfileRules, verdict: _Verdict, proven: str
 ) -> RequestProof:
-    """The rule of both controls: every store signal read, and none moved."""
+    """The rule of both controls: every store signal read, and none moved; no miss counted
+    (a miss is a lookup that found nothing, which neither control makes); and the cache's
+    entries, where its stats count them, not more after the request than before it."""
     access = _Readings.of(rules.signals.store_access, across)
     if access.unread:
         return verdict(False, f"{_names(access.unread)} not recorded: no store access not shown")
     if access.moved:
         return verdict(False, f"{_names(access.moved)} moved: the cache was used")
+    missed = _Readings.of(rules.signals.misses, across)
+    if missed.unread:
+        return verdict(False, f"{_names(missed.unread)} not recorded: no lookup ruled out")
+    if missed.moved:
+        return verdict(
+            False, f"{_names(missed.moved)} moved: the server counted a miss, so it looked up"
+        )
+    pointer = rules.cache_entries_pointer
+    if pointer is not None:
+        before = as_count(record.before.stat(pointer))
+        after = as_count(record.after.stat(pointer))
+        if before is not None and after is not None and after > before:
+            return verdict(
+                False, f"the cache's entries ({pointer}) rose from {before} to {after}: it stored"
+            )
     still = f"; did not move: {_names(access.still)}" if access.still else ""
     return verdict(True, proven + still)
 

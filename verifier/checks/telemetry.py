@@ -133,6 +133,7 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
     yield from _stats_state_in_every_answer(ctx)
     yield from _reuse_within_lookups(ctx)
     yield from _undisclosed_work(ctx)
+    yield from _busy_beside(ctx)
     yield from _work_counted(ctx)
     yield from _cached_tokens_counted(ctx)
     yield from _decodes_counted(ctx)
@@ -701,6 +702,59 @@ def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
                 file=record.file,
                 pointer="/telemetry/before",
             )
+
+
+def _busy_beside(ctx: BundleContext) -> Iterator[Finding]:
+    """The profile's busy gauges (`ServerProfile.busy_gauges`) read 0 in each snapshot, every
+    sample of them: a request in flight then, beside the recorded one before or after which
+    it was taken, is work nobody recorded, which the counted work shows only once it ends
+    (not where it ends after the last snapshot). A gauge one snapshot of a server lacks
+    while another holds it was taken out (the server writes it in every answer to
+    /metrics; a snapshot whose metrics were not read leaves its request unproven, as
+    anywhere). The first such snapshot of each record is named."""
+    profile = ctx.profile
+    gauges = profile.busy_gauges if profile is not None else ()
+    if not gauges:
+        return
+    records = sorted(ctx.records, key=lambda r: (r.condition, r.sequence))
+    held: dict[tuple[str, int], set[str]] = {}
+    for record in records:
+        for snapshot in (record.before, record.after):
+            held.setdefault((record.condition, record.server_instance), set()).update(
+                ref for ref in gauges if snapshot.samples(ref)
+            )
+    for record in records:
+        holds = held[(record.condition, record.server_instance)]
+        for side, snapshot in (("before", record.before), ("after", record.after)):
+            busy = [
+                f"{key} {value:g}"
+                for ref in gauges
+                for key, value in snapshot.samples(ref).items()
+                if value != 0
+            ]
+            lacking = [  # (where the metrics were read: a failed read leaves it unproven)
+                ref
+                for ref in gauges
+                if ref in holds and snapshot.metrics is not None and not snapshot.samples(ref)
+            ]
+            if busy:
+                message = (
+                    f"server {record.server_instance} was busy in the snapshot {side} this "
+                    f"request ({', '.join(busy)}): another request was in flight beside the "
+                    "recorded ones, which are serialized"
+                )
+            elif lacking:
+                message = (
+                    f"the snapshot {side} this request lacks {_names(lacking)}, which server "
+                    f"{record.server_instance}'s other snapshots hold: a request in flight "
+                    "then is not ruled out"
+                )
+            else:
+                continue
+            yield Finding(
+                CHECK, Severity.ERROR, message, file=record.file, pointer=f"/telemetry/{side}"
+            )
+            break
 
 
 def _work_counted(ctx: BundleContext) -> Iterator[Finding]:

@@ -319,6 +319,17 @@ class ServerProfile(ABC):
         bundles carry stay valid."""
         return ()
 
+    @property
+    def busy_gauges(self) -> tuple[str, ...]:
+        """Gauges of the requests a server is serving or holding back, worked out as a
+        snapshot is read (llama-server's `llamacpp:requests_processing` and
+        `llamacpp:requests_deferred`: its slots and queue then): requests are serialized,
+        so each snapshot, taken before or after a request with none in flight, reads 0 in
+        every one. Not a gauge a server updates as it works (vLLM's `num_requests_running`
+        can still read 1 once a request is answered). Not in ProfileRules: the rule copies
+        that bundles carry stay valid (none known, by default)."""
+        return ()
+
     def version_commit(self, version: str) -> str | None:
         """The commit the server's own version text (`--version`) names, if it names one
         (none known, by default)."""

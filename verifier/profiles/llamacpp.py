@@ -49,6 +49,12 @@ class LlamaCppProfile(ServerProfile):
         return ("metric:llamacpp:prompt_tokens_total", "metric:llamacpp:tokens_predicted_total")
 
     @property
+    def busy_gauges(self) -> tuple[str, ...]:
+        # worked out by the server loop as it answers /metrics: the slots then processing and
+        # the tasks then deferred; 0 in every snapshot of the four llama.cpp samples
+        return ("metric:llamacpp:requests_processing", "metric:llamacpp:requests_deferred")
+
+    @property
     def decode_counter(self) -> str | None:
         # one llama_decode() a prompt batch and one a generated token but the last: in every
         # request of the four llama.cpp samples it moved by exactly the completion tokens

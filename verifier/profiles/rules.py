@@ -46,7 +46,8 @@ class CacheSignals:
     - `paths`: decode-path counters, reported per output class, never a proof.
     - `misses`: advance when a lookup finds nothing: a warm request needs them still (a
       hit and a miss in one request disagree: a cold request's telemetry with hits
-      written over it). Other arms are not judged by them.
+      written over it), and so do an opt-out and a cache-off request (which look
+      nothing up); a cold one may move them.
     """
 
     hits: tuple[str, ...] = ()

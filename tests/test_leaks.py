@@ -517,6 +517,64 @@ def test_dotted_numbers_loopback_and_longer_names_are_not_addresses(text: str) -
     assert scan_text(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("log of worker_10.0.3.17 follows", "10.0.3.17"),
+        ("node-10.0.3.18: ready", "10.0.3.18"),
+        ("pod_172.16.4.2", "172.16.4.2"),
+        ("server-192.168.40.23:8000", "192.168.40.23"),
+        ('{"from": "gpu-box_100.64.1.9"}', "100.64.1.9"),
+        ("link-169.254.3.4", "169.254.3.4"),
+        ("hôte-192.168.3.17", "192.168.3.17"),  # after a letter past ASCII
+        ("节点_172.16.3.17", "172.16.3.17"),
+        ("node1-10.0.3.17", "10.0.3.17"),  # a machine's word, its number, one or two glues
+        ("ray-worker__10.0.3.17", "10.0.3.17"),
+        ("gpuHost-10.0.3.17", "10.0.3.17"),
+        # helper-99: an address after a word that ends a snake-case name, not a version's
+        ("spark_driver: 10.0.3.17", "10.0.3.17"),
+        ("inference_runtime: 10.0.3.17", "10.0.3.17"),
+        # helper-101: a name a wildcard DNS service answers with the address it spells
+        ("http://10.20.30.40.nip.io:8000/v1", "10.20.30.40"),
+        ("ingress app.192.168.3.4.SSLIP.IO ready", "192.168.3.4"),
+        ("https://34.12.5.6.sslip.io/x", "34.12.5.6"),  # a public one after `://`
+        ("workers-10.0.3.17", "10.0.3.17"),
+    ],
+)
+def test_a_private_address_glued_after_a_word_is_found(text: str, found: str) -> None:
+    """helper-95: a private IPv4 address glued after a word by a dash or an underscore was
+    published by export and passed by verify, as were its digits in any other name."""
+    (hit,) = scan_text(text)
+    assert (hit.category, text[hit.start : hit.end]) == ("ip-address", found)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "lora-34.12.5.6",  # a public one so glued reads as a version
+        "server-8.8.8.8",
+        "lora-10.0.0.7.bin",  # inside a longer name
+        "x_10.0.3.17_y",
+        "a100-10.0.3.17",  # after a digit
+        "TensorRT-10.0.1.6",  # a version word before it
+        "tensorrt-10.0.1.6-cp311-none-linux_x86_64.whl",
+        "trt_version: 10.0.1.6",
+        "TensorRT 10.0.1.6 and libnvinfer 10.0.1.6",
+        "cuda_10.0.3.17",
+        # helper-99: versions of 10 glued to a package's name; reserved ranges
+        "libnvinfer-dev_10.0.1.6-1+cuda12.4_amd64.deb",
+        "libcurand-dev-10.3.5.147-h99ab3db_1.conda",
+        "openjdk-10.0.2.13",
+        "mask-255.255.255.0",
+        "pod-192.0.2.10",
+        "34.12.5.6.sslip.io.example",  # not the service's own name
+        "see 1.2.3.4.nip.io",  # a public one only where a word says it is an address
+    ],
+)
+def test_a_version_glued_after_a_word_is_not_an_address(text: str) -> None:
+    assert scan_text(text) == []
+
+
 def test_a_path_in_octal_escapes_is_found() -> None:
     """audit 11: bash's `$'\\057home...'` and git's quoted paths write bytes in octal."""
     text = "printf $'\\057home\\057alice\\057.cache' and /home/\\303\\266d\\303\\266n/src"
@@ -725,6 +783,12 @@ def test_words_that_look_like_those_tokens_are_not(text: str) -> None:
         # keys some providers write in hex (DeepSeek's, OpenRouter's)
         ("prod-sk-0123456789abcdef0123456789abcdef", "sk-0123456789abcdef0123456789abcdef"),
         ("prod_sk-or-v1-" + "0123456789abcdef" * 4, "sk-or-v1-" + "0123456789abcdef" * 4),
+        # after a letter past ASCII (no English word holds the prefix): `isalnum` said a word
+        ("密钥" + HF_TOKEN + " 已撤销", HF_TOKEN),
+        ("令牌：" + OPENAI_KEY, OPENAI_KEY),
+        ("ключ" + GITHUB_TOKEN, GITHUB_TOKEN),
+        ("服务-" + HF_TOKEN, HF_TOKEN),
+        ("密钥sk-0123456789abcdef0123456789abcdef", "sk-0123456789abcdef0123456789abcdef"),
     ],
 )
 def test_a_token_glued_to_a_word_by_a_dash_or_an_underscore(text: str, secret: str) -> None:
@@ -747,6 +811,10 @@ def test_a_token_glued_to_a_word_by_a_dash_or_an_underscore(text: str, secret: s
         "def test_load_hf_AutoModelForCausalLM():",  # camel case: vowels of words
         "feat-hf_TokenizerFastLoadingFixV2",
         "bert-base-sk-Cased-Finetuned-NER-v2",
+        # helper-99: after a letter past ASCII, a word's value is no key's (as glued)
+        "Gdańsk-Rebiechowo-Airport-GDN",
+        "Værk_test_abcdefghijklmnopqr",
+        "加载hf_AutoModelForCausalLM",
     ],
 )
 def test_a_token_prefix_inside_a_word_is_not_glued(text: str) -> None:

@@ -287,9 +287,21 @@ _TEMP = _Lazy(
     /++[^\s"'<>`|;,(){{}}\[\]\\\x00-\x02]+""",
     re.VERBOSE | re.ASCII,
 )
-# An IPv4 address is not inside a longer number or name (`10.0.0.7.1`, `lora-10.0.0.7.bin`).
+# An IPv4 address is not inside a longer number or name (`10.0.0.7.1`, `lora-10.0.0.7.bin`),
+# but may be glued after a word by a dash or an underscore, one or two (`worker_10.0.3.17`,
+# `node1--10.0.3.17`, `hôte-10.0.3.17`), where only a private one counts, and one of 10/8
+# only after a machine's word (`_is_public_ipv4`): a version is written so too
+# (`libcurand-10.3.5.147`, `lora-34.12.5.6`); and it may lead a name of a DNS service that
+# answers any name with the address it spells (`10.0.3.17.nip.io`, `app.34.12.5.6.sslip.io`).
 _IPV4_BEFORE, _IPV4_AFTER = r"(?<![\w.-])", r"(?!\w|\.\w)"
-_IPV4 = _Lazy(rf"{_IPV4_BEFORE}(?:\d{{1,3}}\.){{3}}\d{{1,3}}{_IPV4_AFTER}", re.ASCII)
+_IPV4_GLUED = r"(?u:(?<=[^\W_][-_])|(?<=[^\W_][-_]{2}))"  # (after any letter or digit)
+_WILDCARD_DNS = r"\.(?i:nip|sslip)\.(?i:io)(?![\w-]|\.\w)"
+_IPV4_OCTETS = r"(?:\d{1,3}\.){3}\d{1,3}"
+_IPV4 = _Lazy(
+    rf"(?:{_IPV4_BEFORE}|{_IPV4_GLUED}){_IPV4_OCTETS}{_IPV4_AFTER}"
+    rf"|(?<![0-9])(?<![0-9]\.){_IPV4_OCTETS}(?={_WILDCARD_DNS})",
+    re.ASCII,
+)
 _IPV6 = _Lazy(
     r"""(?<![\w:.])
     (?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?
@@ -434,7 +446,8 @@ _WEAK_SECRET_NAME = _Lazy(_WEAK_SECRET_NAMES, re.ASCII)
 # A name is key-like when it names a secret: `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`...
 # (and Azure's `AccountKey` and `SharedAccessKey` of a connection string)
 _SECRET_NAME = _Lazy(
-    r"(?i:(?:^|[_.-])(?:api)?key$|^(?:api|account|sharedaccess)key$|token(?!s|iz)|secret"
+    r"(?i:(?:^|[_.-])(?:api)?key$|^(?:api|account|sharedaccess)key$|api[_-]?keys$"
+    r"|token(?!s|iz)|secret"
     r"|passw(?:or)?d|passphrase"
     r"|credential|auth(?!or)(?:[_-]?(?:key|token|header))?$)"
     rf"|{_WEAK_SECRET_NAMES}",
@@ -457,10 +470,26 @@ _LOCAL_DOMAIN = _Lazy(
 _NOT_HOSTS = frozenset({"localhost", "latest", "next", "stable", "beta", "canary", "head"})
 _THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")
 _SHARED = ipaddress.IPv4Network("100.64.0.0/10")
+# `version` may end a snake-case name (`trt_version: 10.0.1.6`); TensorRT's versions have four
+# numbers (`TensorRT-10.0.1.6`, `libnvinfer 10.0.1`).
 _VERSION_BEFORE = _Lazy(
-    r"(?i:(?:\b(?:version|ver|release|build|driver|runtime|headers|compiler|cuda|cudnn|cublas"
-    r"|nccl|rocm|torch|mlx|library)[\W_]{0,4}|(?:版本号?|バージョン|버전)[\W_为是為はが은는이가]{0,4})$)"
+    r"(?i:(?:(?:\b(?:version|ver|release|build|driver|runtime|headers|compiler|cuda|cudnn"
+    r"|cublas|nccl|rocm|torch|mlx|library|tensorrt|trt|(?:lib)?nvinfer)|(?<=_)ver(?:sion)?)"
+    r"[\W_]{0,4}|(?:版本号?|バージョン|버전)[\W_为是為はが은는이가]{0,4})$)"
 )
+# A machine's word before an address of 10/8 glued to it (`worker_10.0.3.17`, `node1-`): a
+# version of 10 is written so too (`libcurand-10.3.5.147`, `openjdk-10.0.2.13`).
+_MACHINE_BEFORE = _Lazy(
+    r"(?i:(?:\b|(?<=_)|(?-i:(?<=[a-z])(?=[A-Z])))"
+    r"(?:ip|ipv4|addr|address|host|hostname|peer|server|srv|remote|client|gateway|proxy"
+    r"|nodes?|workers?|pods?|svc|service|vm|instance|replica|rank|gpu|machine|master|head"
+    r"|leader|endpoint|box|compute|container|db|k8s|bastion)[0-9]*[-_]{1,2}$)"
+)
+_GLUED_RANGES = tuple(
+    ipaddress.IPv4Network(n)
+    for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16")
+)
+_TEN = _GLUED_RANGES[0]
 # The word may end a longer name, in snake, kebab or camel case (`remote_addr=`,
 # `client-ip:`, `{"clientIp": "`).
 _ADDRESS_BEFORE = _Lazy(
@@ -470,6 +499,7 @@ _ADDRESS_BEFORE = _Lazy(
     r"|forwarded-for|forwarded|origin)[\W_]{0,4}$|://$|@$|\[$)"
 )
 _ADDRESS_AFTER = _Lazy(r":\d{1,5}(?!\d)|/\d{1,2}(?!\d)|\]")
+_WILDCARD_DNS_AT = _Lazy(_WILDCARD_DNS, re.ASCII)
 # How far back `_is_public_ipv4` reads for a version or address word: the widest window any
 # generic detector reads (`scan_documents`' gap must be longer).
 _ADDRESS_WINDOW = 24
@@ -518,9 +548,14 @@ def _is_public_ipv4(text: str, start: int, end: int, address: str) -> bool:
         return False
     if ip.is_loopback or ip in _THIS_NETWORK or ip.is_unspecified:
         return False
+    private = any(ip in network for network in _GLUED_RANGES)
+    if private and _WILDCARD_DNS_AT.match(text, end):  # a name that spells it
+        return True
     if after_version_word(text, start):
         return False
     before = text[max(0, start - _ADDRESS_WINDOW) : start]
+    if start and text[start - 1] in "-_":  # glued after a word (_IPV4_GLUED)
+        return private and (ip not in _TEN or _MACHINE_BEFORE.search(before) is not None)
     if ip.is_private or ip in _SHARED or ip.is_link_local:
         return True
     return bool(_ADDRESS_BEFORE.search(before) or _ADDRESS_AFTER.match(text, end))
@@ -641,9 +676,16 @@ def _name_before(match: re.Match[str]) -> tuple[int, str]:
     return start, text[start:end]
 
 
+def _in_word(char: str) -> bool:
+    """Whether a token prefix after `char` is inside a longer word (`task-`, `xhf_`): an ASCII
+    letter or digit. After another letter a token may start, as one glued to a word does
+    (`密钥hf_...`, not `Gdańsk-Airport`: `_token_boundary`)."""
+    return char.isascii() and char.isalnum()
+
+
 def _after_boundary(match: re.Match[str], chars: str) -> bool:
     before = match.string[match.start() - 1] if match.start() else ""
-    return not before or not (before.isalnum() or before in chars)
+    return not before or not (_in_word(before) or before in chars)
 
 
 def _token_boundary(
@@ -658,8 +700,9 @@ def _token_boundary(
     if not _after_boundary(match, ""):
         return False
     text, start = match.string, match.start()
-    if not start or text[start - 1] not in "_-":
+    if not start or not (text[start - 1] in "_-" or text[start - 1].isalnum()):
         return True
+    # glued to a word: by `_` or `-`, or after a letter past ASCII (`_in_word`)
     return (words or _Words(text)).first(start) and _glued_key(group, value)
 
 
@@ -713,7 +756,7 @@ class _Words:
             found = prefix.search(text, start, end + _PREFIX_MOST)
             while found is not None and (place := found.start()) < end:
                 # (an AWS key's prefix is tried glued or not, without this: `ASIA_hf_...`)
-                if not (place and text[place - 1].isalnum()) and not text.startswith(
+                if not (place and _in_word(text[place - 1])) and not text.startswith(
                     ("AKIA", "ASIA"), place
                 ):
                     first = place
@@ -1369,7 +1412,7 @@ def _prefixed_tokens(text: str, starts: list[int] | None) -> Iterator[re.Match[s
         position = start + 1
         if start:
             before = text[start - 1]
-            if before.isalnum():
+            if _in_word(before):
                 continue
             if (
                 before in "_-"
@@ -1561,10 +1604,11 @@ def _known_address(address: str) -> str:
     a PTR name spells it, `6.5.12.34.in-addr.arpa`: a match would start at the last octet,
     and a short one, `1.0`, is a place in every numeric text, where the scan then tries
     every pattern at every character: 13 s a 200 KB text with 28 such addresses.) Before a
-    port as tcpdump writes it (`192.168.40.23.51234 > ...`) too. A private one, unlike the
-    generic detector, also glued after a word by a dash or an underscore
-    (`server-192.168.40.23`, `worker_192.168.40.23`) and before a file's extension
+    port as tcpdump writes it (`192.168.40.23.51234 > ...`) too. A private one also glued
+    after any word by a dash or an underscore (`server-192.168.40.23`, `lib-10.0.3.17`: the
+    generic detector asks a machine's word of 10/8) and before a file's extension
     (`192.168.40.23.log`): no version is written so (a public one is: `lora-34.12.5.6.bin`).
+    Any one also as a wildcard DNS service spells it (`app.34.12.5.6.sslip.io`), as there.
     After a version word it is a version (`after_version_word`), as there."""
     first, *rest = address.split(".")
     dotted = _is_dotted_quad(address)
@@ -1573,10 +1617,11 @@ def _known_address(address: str) -> str:
     octets = r"\.".join([head, *padded])
     joined = "[-_]".join([head, *padded])
     glued = dotted and ipaddress.IPv4Address(address).is_private
-    before = rf"(?:{_IPV4_BEFORE}|(?<=[A-Za-z][-_]))" if glued else _IPV4_BEFORE
+    before = rf"(?:{_IPV4_BEFORE}|{_IPV4_GLUED})" if glued else _IPV4_BEFORE
     extension = r"|(?=\.[A-Za-z]{1,8}(?![\w.-]))" if glued else ""
     return (
         rf"{before}{octets}(?:{_IPV4_AFTER}|(?=\.[0-9]{{1,5}}{_IPV4_AFTER}){extension})"
+        rf"|(?<![0-9])(?<![0-9]\.){octets}(?={_WILDCARD_DNS})"
         rf"|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
     )
 
@@ -2829,7 +2874,24 @@ def _salvaged(data: bytes, most: int) -> bytes:
 _WRAPPED_KINDS = frozenset({KnownKind.SECRET, KnownKind.OPAQUE, KnownKind.ADDRESS})
 # A line break inside a value, with the spaces that indent the line after it, or a shell's
 # `\` before it (`_wrapped_hits`).
-_BREAK = _Lazy(r"(?:\\\r?\n|\r\n|\n)[ \t]*")  # (`\\?\r?\n`, each branch led by a character)
+# (`\\?\r?\n`, each branch led by a character; then any other line break, as Unicode counts
+# them: a terminal's bare `\r`, `\n\r`, a vertical tab, a form feed, NEL, U+2028, U+2029)
+_BREAK = _Lazy(r"(?:\\\r?\n|\r\n|\n\r|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])[ \t]*")
+
+
+def _has_break(text: str) -> bool:
+    """Whether `text` holds a line break `_BREAK` reads (each looked for in C; past ASCII
+    only in a text that is not all ASCII, which `isascii` says at once)."""
+    return (
+        "\n" in text
+        or "\r" in text
+        or "\v" in text
+        or "\f" in text
+        or "\x1c" in text
+        or "\x1d" in text
+        or "\x1e" in text
+        or (not text.isascii() and ("\x85" in text or "\u2028" in text or "\u2029" in text))
+    )
 
 
 # Hex dumps as their tools lay them out, line after line (`xxd`, `xxd -p`, `hexdump -C`,
@@ -3071,7 +3133,7 @@ class Detector:
             yield from self._compressed_hits(text)
             if "\n" in text:  # (a dump is lines)
                 yield from self._dump_hits(text)
-                yield from self._wrapped_hits(text)
+            yield from self._wrapped_hits(text)
         if self._regexes and "\x00" in text:
             yield from self._spread_hits(text)
 
@@ -3144,7 +3206,7 @@ class Detector:
         and the spaces after it left out (`_BREAK`), and each hit there that holds a break,
         from its first character to its last at the text's offsets. (Not a value cut by a
         space, or by a hyphen before a break: prose cuts words so.)"""
-        if not self._wrap_regexes:
+        if not self._wrap_regexes or not _has_break(text):
             return
         joined = _BREAK.regex.sub("", text)
         if len(joined) == len(text):

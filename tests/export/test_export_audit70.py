@@ -160,6 +160,9 @@ def test_a_dump_of_nothing_private_is_kept_as_it_is(tmp_path: Path) -> None:
         f"value: {TOKEN[:15]}\n        {TOKEN[15:]}",  # and the next line indented
         f"curl -H 'Authorization: x {TOKEN[:15]}\\\n{TOKEN[15:]}'",  # a shell's continuation
         f"peer {ADDRESS[:6]}\r\n{ADDRESS[6:]} closed",
+        # helper-101: the other line breaks (a terminal's bare CR, NEL, U+2028, VT, FF)
+        *(f"value: {TOKEN[:15]}{b}{TOKEN[15:]} end" for b in ("\r", "\n\r", "\x85")),
+        *(f"peer {ADDRESS[:6]}{b}{ADDRESS[6:]} closed" for b in ("\u2028", "\v", "\f")),
     ],
 )
 def test_a_value_cut_by_a_line_break_goes(tmp_path: Path, planted: str) -> None:

@@ -71,7 +71,7 @@ def test_an_allowed_path_does_not_keep_what_its_hit_ran_on_to(tmp_path: Path) ->
     assert _extra(out) == [
         "/home/user/story.txt?owner=<user>@<host>&from=<ip>&hf_token=<token>",
         "PYTHONPATH=/home/user/lib:/path/to/workdir/x:/path/to/home",
-        "/home/user/../<user>/.ssh/id_ed25519",
+        "/path/to/home",  # a `..` leaves the allowed path: the hit goes whole
     ]
     published = _published(out)
     for private in (TOKEN, "falcon", "192.168.40.23", "/home/alice", "/home/bob", b"alice@"):
@@ -82,6 +82,34 @@ def test_an_allowed_path_does_not_keep_what_its_hit_ran_on_to(tmp_path: Path) ->
     }
     assert ("records/c1/001.json", "/telemetry/before/cache_stats/extra/0") in allowed
     assert ("experiment.json", "/request_body/messages/0/content") in allowed
+
+
+def test_a_dotdot_after_an_allowed_path_leaves_it(tmp_path: Path) -> None:
+    """helper-101: with --allow /tmp/mlxcel-cache, another user's home reached by `..` from
+    it was published (the walk stopped at the `..`, and what followed read as no path)."""
+    f = _plain()
+    planted = "cache at /tmp/mlxcel-cache/../../home/jsmith/.ssh/id_ed25519 and /tmp/mlxcel-cache/a"
+    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = planted
+    out = _export(f, tmp_path, allowed=("/tmp/mlxcel-cache",))
+    assert b"jsmith" not in _published(out)
+    assert _extra(out).endswith(" and /tmp/mlxcel-cache/a")
+
+
+def test_plural_key_names_and_a_wildcard_dns_name_of_the_address(tmp_path: Path) -> None:
+    """helper-101: `API_KEYS=...` and `apiKeys: ...` read as no secret's name (`key$`); the
+    capture's own address spelled in a nip.io or sslip.io name was published."""
+    f = _plain()
+    f.server["env"]["SSH_CONNECTION"] = "34.12.5.6 51234 10.0.0.5 22"
+    planted = [
+        "API_KEYS=Zq7pX2vLm9Rt4KbW,Hn3kQ8wTz5YcR1pD",
+        "apiKeys: Zq7pX2vLm9Rt4KbW",
+        "ingress at https://app.34.12.5.6.sslip.io/v1 ready",
+    ]
+    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = planted
+    out = _export(f, tmp_path)
+    published = _published(out)
+    assert b"Zq7pX2vLm9Rt4KbW" not in published and b"34.12.5.6" not in published
+    assert _extra(out)[2] == "ingress at https://app.<ip>.sslip.io/v1 ready"
 
 
 def test_an_allowed_path_does_not_keep_a_private_component_below_it(tmp_path: Path) -> None:
@@ -285,5 +313,14 @@ def test_a_redactor_allows_only_the_path_below_an_allowed_value() -> None:
     text = "/home/user/a.b/c-d?x=1"
     assert redactor.allowed_end(text, 0, len(text)) == len("/home/user/a.b/c-d")
     assert redactor.allowed_end("/home/user", 0, 10) == 10
-    assert redactor.allowed_end("/home/user/../x", 0, 15) == len("/home/user")
+    # a `..` that leaves it: no part of the hit is allowed (helper-101, helper-102)
+    for text in (
+        "/home/user/../x",
+        "/home/user/a/../../x",
+        "/home/user//../x",
+        "/home/user/%2E%2e/x",
+    ):
+        assert redactor.allowed_end(text, 0, len(text)) is None, text
+    text = "/home/user/a/../b.txt"  # below it still: allowed up to the `..`, as before
+    assert redactor.allowed_end(text, 0, len(text)) == len("/home/user/a")
     assert redactor.allowed_end("/home/username", 0, 14) is None

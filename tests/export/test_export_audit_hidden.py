@@ -140,6 +140,18 @@ def test_export_removes_them_and_verifies(tmp_path: Path, planted: str) -> None:
     assert not [f for f in verify_path(out).findings if f.check == "leaks"]
 
 
+def test_a_private_address_glued_after_a_word_is_removed_and_a_version_kept(
+    tmp_path: Path,
+) -> None:
+    """helper-95: `worker_10.0.3.17`, an address other than the capture's own, was published."""
+    text = "rank 1 on worker_10.0.3.17, rank 2 on pod-172.16.4.2 (TensorRT-10.0.1.6)"
+    out, _ = _export(_with_extra(text), tmp_path)
+    published = _unescaped(out)
+    assert "10.0.3.17" not in published and "172.16.4.2" not in published
+    assert "rank 1 on worker_" in published and "TensorRT-10.0.1.6" in published
+    assert not [f for f in verify_path(out).findings if f.check == "leaks"]
+
+
 @pytest.mark.parametrize("given", ["C:\\Users\\Bob Smith", "C:/Users/Bob Smith"])
 def test_a_windows_path_named_private_in_either_spelling(tmp_path: Path, given: str) -> None:
     text = "copied from C:/Users/Bob Smith/models/qwen and C:\\Users\\Bob Smith\\AppData"

@@ -28,6 +28,7 @@ import ipaddress
 import ntpath
 import posixpath
 import re
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -145,6 +146,28 @@ def looks_like_path(text: str) -> bool:
 
 # A component of a path below an allowed one (`allowed_end`): not `?`, `:`, `@`, `=`, `%`...
 _PATH_COMPONENT = re.compile(r"[\w.+-]+")
+# The path a hit holds after an allowed value: its components and separators, escapes too.
+_PATH_AFTER = re.compile(r"[\w.+%/\\-]*")
+
+
+def _leaves(text: str, at: int, end: int) -> bool:
+    """Whether the path in `text` from `at` (right after an allowed value, at most to `end`)
+    climbs above the value's directory: its `..` (`%2e%2e` too) more than the components
+    before them, empty ones and `.` not counted (`//..`, `/./..`)."""
+    path = _PATH_AFTER.match(text, at, end)
+    tail = path.group() if path is not None else ""
+    if "." not in tail and "%" not in tail:
+        return False
+    depth = 0
+    for part in re.split(r"[/\\]", urllib.parse.unquote(tail)):
+        if part in ("", "."):
+            continue
+        depth += -1 if part == ".." else 1
+        if depth < 0:
+            return True
+    return False
+
+
 # How many times a document is scanned again for what allowed hits swallowed (`_scan`): a
 # pass for each allowed value glued to the end of another's hit (`/home/u/a:/home/u/b`).
 _MOST_ALLOWED_PASSES = 8
@@ -202,9 +225,12 @@ class Redactor:
         not an allowed value's.
 
         A hit is an allowed value's where it is the value, or starts with it and then a
-        path separator. Only the value and the path below it are allowed (`_walk`): its
+        path separator, and the path after it stays below it (`_leaves`: not
+        `/tmp/cache/../../home/al`, `/tmp/cache//../al`, `/tmp/cache/%2e%2e/al`, which the
+        hit then takes whole, as without the value). Only the value and the path below it
+        are allowed (`_walk`): its
         components up to the first character that cannot be in one (`?`, `:`, `@`, `=`...),
-        a `..` (which leaves the allowed directory) or a component that holds a private
+        a `..` or a component that holds a private
         value (`/home/user/al-notes`, `/home/user/<token>/x`), and another allowed value
         after a list's separator (`PATH=/home/user/a:/home/user/b`). A hit runs on past
         them (a home path's run takes `?owner=al@host&t=hf_...`, `:/home/al/...`): what
@@ -216,6 +242,8 @@ class Redactor:
             if found == value:
                 return end
             if not found.startswith(value) or found[len(value)] not in "/\\":
+                continue
+            if _leaves(text, start + len(value), end):
                 continue
             at = self._walk(text, start + len(value), end)
             best = at if best is None else max(best, at)

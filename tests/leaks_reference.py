@@ -282,7 +282,7 @@ def _known_pattern(known: Known) -> str:
             rf"(?i:(?<=[/\\]){leaks._SYSTEM_PARENTS}{v}{_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@)"
             rf"|(?<=['\"`]){v}(?=['\"`]@)"
-            rf"|(?:{leaks._USER_ASSIGNED}){v}(?![\w-]|\.\w)"
+            rf"|(?:{leaks._user_assigned()}){v}(?![\w-]|\.\w)"
             rf"|{leaks._user_logged(v)}"
             rf"|(?:{leaks._ID_NAMED}){v}(?=\)){token})"
         )
@@ -296,8 +296,8 @@ def _known_pattern(known: Known) -> str:
         )
         return (
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=\.?(?:[:/?#\]\s\"'\x00-\x02]|\Z))"
-            rf"|(?:{leaks._HOST_ASSIGNED}){v}(?![\w-])"
-            rf"|(?:{leaks._HOST_LINE}){v}(?=[ \t]{{0,16}}(?:[\r\n\x00-\x02]|\Z))"
+            rf"|(?:{leaks._host_assigned()}){v}(?![\w-])"
+            rf"|(?:{leaks._host_line()}){v}(?=[ \t]{{0,16}}(?:[\r\n\x00-\x02]|\Z))"
             rf"|(?:{leaks._LOG_TIME}){v}{leaks._LOG_SOURCE}|(?:{leaks._RFC5424_TIME}){v}(?= \S)"
             rf"|(?<![\w./:-]){v}(?=:\d{{1,5}}(?!\w|\.\d)|:/)"
             rf"|(?<=\[){v}(?=\]:\d{{1,5}}(?!\w|\.\d))|(?<=\\\\){v}(?=\\[^\\\s\x00-\x02])"

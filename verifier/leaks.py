@@ -1876,29 +1876,35 @@ def _json_members(keys: Iterable[str], *, lists: bool) -> list[str]:
     ]
 
 
-_USER_ASSIGNED = (
-    _after_any(
-        [
-            *(key + sep for key in _USER_KEYS for sep in ("=", " = ", '="', "='", KEY_SEP)),
-            *(key + sep for key in _USER_KEYS for sep in (' = "', " = '")),  # TOML, INI
-            *(key + SEP for key in _LIST_KEYS),
-            # a command line's flag and its value, as two arguments or in its text
-            *(f"{key}{sep}" for key in _USER_FLAGS for sep in (ITEM_SEP, " ")),
-            # a member (`{"login": "jdoe"}`) and the first of a list (`{"username": ["jdoe"]}`,
-            # and `{"users": ["jdoe"]}`, not `USERS=jdoe`: a count, a group)
-            *_json_members((*_USER_KEYS, "users"), lists=True),
-            *(key + sep for key in _USER_LINE_KEYS for sep in (":", ": ", ': "', ": '")),
-        ]
+# (Built where a known name first needs it: verify, which knows none, never builds them:
+# some 4 ms of start-up.)
+@functools.cache
+def _user_assigned() -> str:
+    return (
+        _after_any(
+            [
+                *(key + sep for key in _USER_KEYS for sep in ("=", " = ", '="', "='", KEY_SEP)),
+                *(key + sep for key in _USER_KEYS for sep in (' = "', " = '")),  # TOML, INI
+                *(key + SEP for key in _LIST_KEYS),
+                # a command line's flag and its value, as two arguments or in its text
+                *(f"{key}{sep}" for key in _USER_FLAGS for sep in (ITEM_SEP, " ")),
+                # a member (`{"login": "jdoe"}`) and the first of a list (`{"username": ["jdoe"]}`,
+                # and `{"users": ["jdoe"]}`, not `USERS=jdoe`: a count, a group)
+                *_json_members((*_USER_KEYS, "users"), lists=True),
+                *(key + sep for key in _USER_LINE_KEYS for sep in (":", ": ", ': "', ": '")),
+            ]
+        )
+        + "|(?-i:"
+        + _after_any(
+            [
+                *(key + sep for key in ("user", "USER") for sep in (":", ": ", ': "', ": '")),
+                "USER ",
+            ]
+        )
+        + ")"
     )
-    + "|(?-i:"
-    + _after_any(
-        [
-            *(key + sep for key in ("user", "USER") for sep in (":", ": ", ': "', ": '")),
-            "USER ",
-        ]
-    )
-    + ")"
-)
+
+
 # What id(1) prints: `uid=1000(jdoe) gid=1000(jdoe) groups=1000(jdoe),27(sudo)`.
 _ID_NAMED = "|".join(rf"(?<=[=,][0-9]{{{digits}}}\()" for digits in range(1, 11))
 # A host name given to a variable or a member that names the machine (`HOSTNAME=falcon`,
@@ -1917,20 +1923,30 @@ _HOST_FLAGS = (
     "--host", "--hostname", "--host-name", "--bind", "--bind-addr", "--bind-address",
     "--listen", "--master-addr", "--master_addr", "--node", "--server",
 )  # fmt: skip
-_HOST_ASSIGNED = _after_any(
-    [
-        *(key + sep for key in _HOST_KEYS for sep in ("=", '="', "='", KEY_SEP)),
-        *(flag + sep for flag in _HOST_FLAGS for sep in (ITEM_SEP, " ", "=")),
-        # the loopback names of /etc/hosts (`127.0.1.1\tNAME`)
-        *(loopback + sep for loopback in ("127.0.0.1", "127.0.1.1") for sep in ("\t", " ")),
-        *(key + sep for key in _HOST_KEYS for sep in (" = ", ' = "', " = '")),  # TOML, INI
-        # a member whose name is not quoted (YAML's flow, a JavaScript object)
-        *(key + sep for key in _HOST_KEYS for sep in (': "', ": '", ':"', ":'")),
-        *_json_members(_HOST_KEYS, lists=False),
-    ]
-)
+
+
+@functools.cache
+def _host_assigned() -> str:
+    return _after_any(
+        [
+            *(key + sep for key in _HOST_KEYS for sep in ("=", '="', "='", KEY_SEP)),
+            *(flag + sep for flag in _HOST_FLAGS for sep in (ITEM_SEP, " ", "=")),
+            # the loopback names of /etc/hosts (`127.0.1.1\tNAME`)
+            *(loopback + sep for loopback in ("127.0.0.1", "127.0.1.1") for sep in ("\t", " ")),
+            *(key + sep for key in _HOST_KEYS for sep in (" = ", ' = "', " = '")),  # TOML, INI
+            # a member whose name is not quoted (YAML's flow, a JavaScript object)
+            *(key + sep for key in _HOST_KEYS for sep in (': "', ": '", ':"', ":'")),
+            *_json_members(_HOST_KEYS, lists=False),
+        ]
+    )
+
+
 # (not `node: ` or `machine: `: prose's "The node: spark" ends a line as often)
-_HOST_LINE = _after_any(key + sep for key in _HOST_KEYS[:4] for sep in (":", ": ", ":\t"))
+@functools.cache
+def _host_line() -> str:
+    return _after_any(key + sep for key in _HOST_KEYS[:4] for sep in (":", ": ", ":\t"))
+
+
 _LINE_END = r"(?=[ \t]{0,16}(?:[\r\n\x00-\x02]|\Z))"
 # The host of a system log's line, after its time: syslog's and journalctl's `Dec  5 00:19:12
 # NAME sshd[812]:` (`-o short-precise` with a fraction), rsyslog's and journalctl's ISO times
@@ -2027,7 +2043,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
             rf"(?i:(?<=[/\\]){_SYSTEM_PARENTS}{v}{_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
             rf"|{_QUOTED_ACCOUNT[0]}{v}{_QUOTED_ACCOUNT[1]}"
-            rf"|(?:{_USER_ASSIGNED}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\))"
+            rf"|(?:{_user_assigned()}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\))"
             rf"|{_user_logged(v, shown=shown)})"
         )
     if known.kind is KnownKind.HOST:
@@ -2043,7 +2059,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
         )
         return (
             rf"(?i:(?<=@){v}(?![\w-])|(?<=://){v}(?=\.?(?:[:/?#\]\s\"'\x00-\x02]|\Z))"
-            rf"|(?:{_HOST_ASSIGNED}){v}(?![\w-])|(?:{_HOST_LINE}){v}{_LINE_END}"
+            rf"|(?:{_host_assigned()}){v}(?![\w-])|(?:{_host_line()}){v}{_LINE_END}"
             rf"|(?:{_LOG_TIME}){v}{_LOG_SOURCE}|(?:{_RFC5424_TIME}){v}(?= \S)"
             rf"|{_HOST_BEFORE_PORT}{v}(?:{_PORT}|(?=:/))|(?<=\[){v}{_BRACKETED_PORT}"
             rf"|(?<=\\\\){v}(?=\\[^\\\s\x00-\x02])|{_SLASHED_SHARE}{v}(?=/[^/\s\x00-\x02])"

@@ -539,6 +539,8 @@ def test_dotted_numbers_loopback_and_longer_names_are_not_addresses(text: str) -
         ("ingress app.192.168.3.4.SSLIP.IO ready", "192.168.3.4"),
         ("https://34.12.5.6.sslip.io/x", "34.12.5.6"),  # a public one after `://`
         ("workers-10.0.3.17", "10.0.3.17"),
+        ("node-01-10.0.3.17", "10.0.3.17"),  # helper-103
+        ("node1.10.0.3.17.nip.io", "10.0.3.17"),
     ],
 )
 def test_a_private_address_glued_after_a_word_is_found(text: str, found: str) -> None:

@@ -104,3 +104,20 @@ def test_llama_server_busy_beside_a_recorded_request(
     assert result.verdict is Verdict.INVALID
     (message,) = [f.message for f in result.findings if f.is_error]
     assert words in message
+
+
+def test_llama_server_busy_gauges_taken_out_of_one_servers_snapshots(tmp_path: Path) -> None:
+    """helper-103: both gauges left out of every snapshot of one server, while the bundle's
+    other servers (the same build) hold them, hid a busy snapshot there."""
+
+    def edit(record: Any) -> None:
+        if record["server_instance"] == 1:
+            for side in ("before", "after"):
+                for gauge in ("requests_processing", "requests_deferred"):
+                    del record["telemetry"][side]["metrics"][f"llamacpp:{gauge}"]
+
+    files = _records(_archive_files("llama-cpp-real.tar.gz"), edit)
+    result = _verify(files, tmp_path)
+    assert result.verdict is Verdict.INVALID
+    errors = [f.message for f in result.findings if f.is_error]
+    assert errors and all("which other snapshots of the bundle hold" in m for m in errors)

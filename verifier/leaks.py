@@ -297,9 +297,14 @@ _IPV4_BEFORE, _IPV4_AFTER = r"(?<![\w.-])", r"(?!\w|\.\w)"
 _IPV4_GLUED = r"(?u:(?<=[^\W_][-_])|(?<=[^\W_][-_]{2}))"  # (after any letter or digit)
 _WILDCARD_DNS = r"\.(?i:nip|sslip)\.(?i:io)(?![\w-]|\.\w)"
 _IPV4_OCTETS = r"(?:\d{1,3}\.){3}\d{1,3}"
+# Not inside a longer dotted number (`1.34.12.5.6.nip.io`), but after a label that ends in a
+# digit (`node1.10.0.3.17.nip.io`).
+_NOT_IN_NUMBER = "(?<![0-9])" + "".join(
+    rf"(?<!(?<![A-Za-z0-9_-])[0-9]{{{n}}}\.)" for n in (1, 2, 3)
+)
 _IPV4 = _Lazy(
     rf"(?:{_IPV4_BEFORE}|{_IPV4_GLUED}){_IPV4_OCTETS}{_IPV4_AFTER}"
-    rf"|(?<![0-9])(?<![0-9]\.){_IPV4_OCTETS}(?={_WILDCARD_DNS})",
+    rf"|{_NOT_IN_NUMBER}{_IPV4_OCTETS}(?={_WILDCARD_DNS})",
     re.ASCII,
 )
 _IPV6 = _Lazy(
@@ -477,13 +482,14 @@ _VERSION_BEFORE = _Lazy(
     r"|cublas|nccl|rocm|torch|mlx|library|tensorrt|trt|(?:lib)?nvinfer)|(?<=_)ver(?:sion)?)"
     r"[\W_]{0,4}|(?:版本号?|バージョン|버전)[\W_为是為はが은는이가]{0,4})$)"
 )
-# A machine's word before an address of 10/8 glued to it (`worker_10.0.3.17`, `node1-`): a
-# version of 10 is written so too (`libcurand-10.3.5.147`, `openjdk-10.0.2.13`).
+# A machine's word before an address of 10/8 glued to it (`worker_10.0.3.17`, `node1-`,
+# `node-01-`): a version of 10 is written so too (`libcurand-10.3.5.147`, `openjdk-10.0.2.13`).
+# (Its numbers each after one separator: no two ways to read a run of digits.)
 _MACHINE_BEFORE = _Lazy(
     r"(?i:(?:\b|(?<=_)|(?-i:(?<=[a-z])(?=[A-Z])))"
     r"(?:ip|ipv4|addr|address|host|hostname|peer|server|srv|remote|client|gateway|proxy"
     r"|nodes?|workers?|pods?|svc|service|vm|instance|replica|rank|gpu|machine|master|head"
-    r"|leader|endpoint|box|compute|container|db|k8s|bastion)[0-9]*[-_]{1,2}$)"
+    r"|leader|endpoint|box|compute|container|db|k8s|bastion)[0-9]*(?:[-_][0-9]+)*[-_]{1,2}$)"
 )
 _GLUED_RANGES = tuple(
     ipaddress.IPv4Network(n)
@@ -1621,7 +1627,7 @@ def _known_address(address: str) -> str:
     extension = r"|(?=\.[A-Za-z]{1,8}(?![\w.-]))" if glued else ""
     return (
         rf"{before}{octets}(?:{_IPV4_AFTER}|(?=\.[0-9]{{1,5}}{_IPV4_AFTER}){extension})"
-        rf"|(?<![0-9])(?<![0-9]\.){octets}(?={_WILDCARD_DNS})"
+        rf"|{_NOT_IN_NUMBER}{octets}(?={_WILDCARD_DNS})"
         rf"|(?<![0-9.]){joined}(?![0-9]|\.[0-9])"
     )
 

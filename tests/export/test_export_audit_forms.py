@@ -319,6 +319,7 @@ def test_a_redactor_allows_only_the_path_below_an_allowed_value() -> None:
         "/home/user/a/../../x",
         "/home/user//../x",
         "/home/user/%2E%2e/x",
+        "/home/user/x~/../../y",  # helper-103: a component of other characters
     ):
         assert redactor.allowed_end(text, 0, len(text)) is None, text
     text = "/home/user/a/../b.txt"  # below it still: allowed up to the `..`, as before

@@ -708,8 +708,8 @@ def _busy_beside(ctx: BundleContext) -> Iterator[Finding]:
     """The profile's busy gauges (`ServerProfile.busy_gauges`) read 0 in each snapshot, every
     sample of them: a request in flight then, beside the recorded one before or after which
     it was taken, is work nobody recorded, which the counted work shows only once it ends
-    (not where it ends after the last snapshot). A gauge one snapshot of a server lacks
-    while another holds it was taken out (the server writes it in every answer to
+    (not where it ends after the last snapshot). A gauge one snapshot lacks while another
+    of the bundle holds it was taken out (the server writes it in every answer to
     /metrics; a snapshot whose metrics were not read leaves its request unproven, as
     anywhere). The first such snapshot of each record is named."""
     profile = ctx.profile
@@ -717,14 +717,14 @@ def _busy_beside(ctx: BundleContext) -> Iterator[Finding]:
     if not gauges:
         return
     records = sorted(ctx.records, key=lambda r: (r.condition, r.sequence))
-    held: dict[tuple[str, int], set[str]] = {}
+    holds = {  # by any server of the bundle (helper-103: one server's taken out of all)
+        ref
+        for record in records
+        for snapshot in (record.before, record.after)
+        for ref in gauges
+        if snapshot.samples(ref)
+    }
     for record in records:
-        for snapshot in (record.before, record.after):
-            held.setdefault((record.condition, record.server_instance), set()).update(
-                ref for ref in gauges if snapshot.samples(ref)
-            )
-    for record in records:
-        holds = held[(record.condition, record.server_instance)]
         for side, snapshot in (("before", record.before), ("after", record.after)):
             busy = [
                 f"{key} {value:g}"
@@ -745,9 +745,8 @@ def _busy_beside(ctx: BundleContext) -> Iterator[Finding]:
                 )
             elif lacking:
                 message = (
-                    f"the snapshot {side} this request lacks {_names(lacking)}, which server "
-                    f"{record.server_instance}'s other snapshots hold: a request in flight "
-                    "then is not ruled out"
+                    f"the snapshot {side} this request lacks {_names(lacking)}, which other "
+                    "snapshots of the bundle hold: a request in flight then is not ruled out"
                 )
             else:
                 continue

@@ -146,14 +146,15 @@ def looks_like_path(text: str) -> bool:
 
 # A component of a path below an allowed one (`allowed_end`): not `?`, `:`, `@`, `=`, `%`...
 _PATH_COMPONENT = re.compile(r"[\w.+-]+")
-# The path a hit holds after an allowed value: its components and separators, escapes too.
-_PATH_AFTER = re.compile(r"[\w.+%/\\-]*")
+# The path a hit holds after an allowed value: all of it up to a query, a fragment or a space
+# (a component with any other character, `x~`, `a=b`, is a component all the same).
+_PATH_AFTER = re.compile(r"[^?#\s]*")
 
 
 def _leaves(text: str, at: int, end: int) -> bool:
     """Whether the path in `text` from `at` (right after an allowed value, at most to `end`)
     climbs above the value's directory: its `..` (`%2e%2e` too) more than the components
-    before them, empty ones and `.` not counted (`//..`, `/./..`)."""
+    before them, empty ones and `.` not counted (`//..`, `/./..`, `/x~/../..`)."""
     path = _PATH_AFTER.match(text, at, end)
     tail = path.group() if path is not None else ""
     if "." not in tail and "%" not in tail:

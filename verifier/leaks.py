@@ -289,7 +289,7 @@ _TEMP = _Lazy(
 )
 # An IPv4 address is not inside a longer number or name (`10.0.0.7.1`, `lora-10.0.0.7.bin`),
 # but may be glued after a word by a dash or an underscore, one or two (`worker_10.0.3.17`,
-# `node1--10.0.3.17`, `hôte-10.0.3.17`), where only a private one counts, and one of 10/8
+# `node1--10.0.3.17`, `hôte-192.168.3.17`), where only a private one counts, and one of 10/8
 # only after a machine's word (`_is_public_ipv4`): a version is written so too
 # (`libcurand-10.3.5.147`, `lora-34.12.5.6`); and it may lead a name of a DNS service that
 # answers any name with the address it spells (`10.0.3.17.nip.io`, `app.34.12.5.6.sslip.io`).

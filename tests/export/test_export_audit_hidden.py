@@ -366,3 +366,44 @@ def test_an_ordinary_word_in_a_reply_that_names_nobody_does_not_stop_export(
     f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = reply
     out, _ = _export(f, tmp_path)
     assert reply in _unescaped(out)
+
+
+# --- session 20: a list of keys (llama-server's `--api-key K1,K2`) ------------------------
+
+_K1, _K2 = "Zq8Wm3Xr5Tb7Nc9Vd1", "Pk4Lm6Nb8Vc0Xz2As7"
+
+
+@pytest.mark.parametrize(
+    ("env", "argv"),
+    [
+        ({"LLAMA_API_KEY": f"{_K1},{_K2}"}, []),
+        ({"API_KEYS": f'"{_K1}" "{_K2}"'}, []),
+        ({}, ["--api-key", f"{_K1},{_K2}"]),
+        ({}, [f"--api-key={_K1};{_K2}"]),
+    ],
+)
+def test_each_key_of_a_list_of_keys_is_a_secret_alone(
+    tmp_path: Path, env: dict[str, str], argv: list[str]
+) -> None:
+    """Before, only the whole list was known: a client's log of one key published both."""
+    f = _with_extra(f"client 2 sent {_K2}; client 1 sent {_K1}")
+    f.server["env"].update(env)
+    f.server["argv"] += argv
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert _K1 not in published
+    assert _K2 not in published
+    assert verify_path(out).verified
+
+
+def test_a_word_of_a_passphrase_is_no_secret_alone(tmp_path: Path) -> None:
+    """A list's part is a key of its own only where it has a key's shape: the reply that
+    says `elephants` is evidence, and export publishes it."""
+    f = RawFactory()
+    f.server["env"]["DB_PASSWORD"] = "correct elephants battery staple"
+    reply = "Most elephants sleep standing up."
+    f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = reply
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert reply in published
+    assert "correct elephants battery staple" not in published

@@ -790,13 +790,23 @@ class _Collector:
         """A value that identifies someone wherever it appears (a token); and its body
         after a vendor's prefix (`hf_`, `sk-proj-`), which is as secret without it. Also
         without the quotes or the line's end an environment file kept around it
-        (`KEY="..."`, a CRLF `.env`), and, written in hex, in the other case."""
+        (`KEY="..."`, a CRLF `.env`), and, written in hex, in the other case.
+
+        Each key of a list is one too (`--api-key K1,K2`: llama-server takes several keys
+        so; `API_KEYS="K1 K2"`): a client shows one alone. Only where it has a key's shape
+        (_LISTED_KEY_CHARS or more, and a token's: `leaks.is_tokenish`), so that a word of
+        a passphrase is no secret of its own."""
         for form in _forms(value):
             if len(form) >= MIN_OPAQUE or (len(form) >= MIN_SECRET and leaks.is_tokenish(form)):
                 self._add(form, category, placeholder, KnownKind.SECRET)
                 prefix = _TOKEN_PREFIX.match(form)
                 if prefix is not None and len(form) - prefix.end() >= _LEAST_TOKEN_BODY:
                     self._add(form[prefix.end() :], category, placeholder, KnownKind.SECRET)
+        parts = _LIST_SEPARATOR.split(value.strip())
+        if len(parts) > 1:
+            for part in parts:
+                if len(part) >= _LISTED_KEY_CHARS and leaks.is_tokenish(part):
+                    self.secret(part, category, placeholder)
 
     def string(self, value: str, placeholder: str) -> None:
         """A string the user named private (`--private-path NAME`), whatever its length:
@@ -887,6 +897,10 @@ def _forms(value: str) -> list[str]:
 # A token's vendor prefix (`hf_`, `ghp_`, `sk-proj-`, `xoxb-`), and the shortest body after
 # one that is looked for alone (shorter, it could be an ordinary word).
 _TOKEN_PREFIX = re.compile(r"(?:[A-Za-z]{2,8}[-_]){1,2}(?=[A-Za-z0-9])")
+# What separates the keys of a list of secrets (`K1,K2`, `K1; K2`, `"K1" "K2"`), and the
+# fewest characters a key of one has to be looked for alone.
+_LIST_SEPARATOR = re.compile(r"[,;\s]+")
+_LISTED_KEY_CHARS = MIN_OPAQUE
 _LEAST_TOKEN_BODY = 16
 
 # The environment variables that name the person behind a run where the harness ran as

@@ -4237,6 +4237,13 @@ def is_tokenish(value: str) -> bool:
     return _tokenish(value)
 
 
+def is_random_key(value: str) -> bool:
+    """Whether a value reads as random characters, as a provider's key does: digits spread
+    through it, and both cases, or hex (`Zq8Wm3Xr5Tb7Nc9Vd1`, not `state-of-the-art` or
+    `2024-05-01`)."""
+    return _random_key(value)
+
+
 def is_secret_name(name: str, *, flag: bool = False) -> bool:
     """Whether an environment variable (or a flag) of this name holds a secret (`HF_TOKEN`)."""
     return _is_secret_name(name, flag=flag)

@@ -380,6 +380,12 @@ _K1, _K2 = "Zq8Wm3Xr5Tb7Nc9Vd1", "Pk4Lm6Nb8Vc0Xz2As7"
         ({"API_KEYS": f'"{_K1}" "{_K2}"'}, []),
         ({}, ["--api-key", f"{_K1},{_K2}"]),
         ({}, [f"--api-key={_K1};{_K2}"]),
+        # helper-104: a quoted list, a JSON array, other separators, keys after names
+        ({"LLAMA_API_KEY": f'"{_K1},{_K2}"'}, []),
+        ({"API_KEYS": f'["{_K1}", "{_K2}"]'}, []),
+        ({"API_KEYS": f"{_K1}|{_K2}"}, []),
+        ({"API_KEYS": f"alice={_K1},bob={_K2}"}, []),
+        ({}, ["--api-key", f"['{_K1}','{_K2}']"]),
     ],
 )
 def test_each_key_of_a_list_of_keys_is_a_secret_alone(
@@ -396,14 +402,26 @@ def test_each_key_of_a_list_of_keys_is_a_secret_alone(
     assert verify_path(out).verified
 
 
-def test_a_word_of_a_passphrase_is_no_secret_alone(tmp_path: Path) -> None:
-    """A list's part is a key of its own only where it has a key's shape: the reply that
-    says `elephants` is evidence, and export publishes it."""
+@pytest.mark.parametrize(
+    ("variable", "value", "reply"),
+    [
+        ("DB_PASSWORD", "correct elephants battery staple", "Most elephants sleep standing up."),
+        ("GPG_PASSPHRASE", "meet me at 10:30pm on 2024-05-01", "It shipped on 2024-05-01."),
+        ("DB_PASSWORD", "my state-of-the-art vault", "A state-of-the-art model."),
+        ("DB_PASSWORD", "horse battery 12345678", "Order 12345678 shipped."),
+        ("API_KEYS", "sk-no-key-required, EMPTY", "Set the key to sk-no-key-required."),
+    ],
+)
+def test_a_word_of_a_passphrase_is_no_secret_alone(
+    tmp_path: Path, variable: str, value: str, reply: str
+) -> None:
+    """A list's part is a key of its own only where it reads as a random key (helper-104:
+    a word, a date, a number of a passphrase made export refuse a reply that wrote it):
+    the reply is evidence, and export publishes it."""
     f = RawFactory()
-    f.server["env"]["DB_PASSWORD"] = "correct elephants battery staple"
-    reply = "Most elephants sleep standing up."
+    f.server["env"][variable] = value
     f.exchanges()[0]["response"]["body"]["choices"][0]["message"]["content"] = reply
     out, _ = _export(f, tmp_path)
     published = _unescaped(out)
     assert reply in published
-    assert "correct elephants battery staple" not in published
+    assert value not in published

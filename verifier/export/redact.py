@@ -793,20 +793,28 @@ class _Collector:
         (`KEY="..."`, a CRLF `.env`), and, written in hex, in the other case.
 
         Each key of a list is one too (`--api-key K1,K2`: llama-server takes several keys
-        so; `API_KEYS="K1 K2"`): a client shows one alone. Only where it has a key's shape
-        (_LISTED_KEY_CHARS or more, and a token's: `leaks.is_tokenish`), so that a word of
-        a passphrase is no secret of its own."""
+        so; `API_KEYS="K1 K2"`, `["K1", "K2"]`, `K1|K2`): a client shows one alone. Only a
+        part that reads as a random key (_LISTED_KEY_CHARS or more, `leaks.is_random_key`),
+        so that a word or a date of a passphrase is no secret of its own (a reply that
+        writes it is not refused), and only in a list of _MOST_LISTED_KEYS or fewer (each
+        known value costs every text of the capture a little: the whole value is known
+        anyway)."""
         for form in _forms(value):
             if len(form) >= MIN_OPAQUE or (len(form) >= MIN_SECRET and leaks.is_tokenish(form)):
                 self._add(form, category, placeholder, KnownKind.SECRET)
                 prefix = _TOKEN_PREFIX.match(form)
                 if prefix is not None and len(form) - prefix.end() >= _LEAST_TOKEN_BODY:
                     self._add(form[prefix.end() :], category, placeholder, KnownKind.SECRET)
-        parts = _LIST_SEPARATOR.split(value.strip())
-        if len(parts) > 1:
+        parts = [part for part in _LIST_SEPARATOR.split(value) if part != value and part]
+        if len(parts) <= _MOST_LISTED_KEYS:
             for part in parts:
-                if len(part) >= _LISTED_KEY_CHARS and leaks.is_tokenish(part):
-                    self.secret(part, category, placeholder)
+                keys = [part]
+                head, named, _ = part.rstrip("=").rpartition("=")
+                if named:  # `alice=K1,bob=K2`: the key after its name (base64 ends in `=`)
+                    keys.append(part[len(head) + 1 :])
+                for key in keys:
+                    if len(key) >= _LISTED_KEY_CHARS and leaks.is_random_key(key):
+                        self.secret(key, category, placeholder)
 
     def string(self, value: str, placeholder: str) -> None:
         """A string the user named private (`--private-path NAME`), whatever its length:
@@ -897,10 +905,13 @@ def _forms(value: str) -> list[str]:
 # A token's vendor prefix (`hf_`, `ghp_`, `sk-proj-`, `xoxb-`), and the shortest body after
 # one that is looked for alone (shorter, it could be an ordinary word).
 _TOKEN_PREFIX = re.compile(r"(?:[A-Za-z]{2,8}[-_]){1,2}(?=[A-Za-z0-9])")
-# What separates the keys of a list of secrets (`K1,K2`, `K1; K2`, `"K1" "K2"`), and the
-# fewest characters a key of one has to be looked for alone.
-_LIST_SEPARATOR = re.compile(r"[,;\s]+")
-_LISTED_KEY_CHARS = MIN_OPAQUE
+# What separates the keys of a list of secrets (`K1,K2`, `K1; K2`, `"K1" "K2"`, `['K1']`,
+# `K1|K2`, `K1:K2`): any character no key is written with (keys hold letters, digits and
+# `_.~+/=-`: a vendor's prefix, base64, a JWT's dots). The fewest characters a key of one
+# is looked for alone with, and the most keys a list is split into.
+_LIST_SEPARATOR = re.compile(r"[^A-Za-z0-9_.~+/=-]+")
+_LISTED_KEY_CHARS = 12
+_MOST_LISTED_KEYS = 64
 _LEAST_TOKEN_BODY = 16
 
 # The environment variables that name the person behind a run where the harness ran as

@@ -425,3 +425,14 @@ def test_a_word_of_a_passphrase_is_no_secret_alone(
     published = _unescaped(out)
     assert reply in published
     assert value not in published
+
+
+def test_each_uuid_of_a_list_of_keys_is_a_secret_alone(tmp_path: Path) -> None:
+    """A UUID is random hex between its dashes (`uuidgen` makes many a server's key)."""
+    first, second = "3f2b8c1e-9d4a-4e7b-a1c5-6f0e2d9b7a34", "c7a1e5d2-4b3f-4a9e-8d6c-1b2f3e4a5c6d"
+    f = _with_extra(f"client 2 sent {second}; client 1 sent {first}")
+    f.server["env"]["LLAMA_API_KEY"] = f"{first},{second}"
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert first not in published
+    assert second not in published

@@ -813,7 +813,9 @@ class _Collector:
                 if named:  # `alice=K1,bob=K2`: the key after its name (base64 ends in `=`)
                     keys.append(part[len(head) + 1 :])
                 for key in keys:
-                    if len(key) >= _LISTED_KEY_CHARS and leaks.is_random_key(key):
+                    # (a UUID is random hex between its dashes)
+                    random = leaks.is_random_key(key) or leaks.is_random_key(key.replace("-", ""))
+                    if len(key) >= _LISTED_KEY_CHARS and random:
                         self.secret(key, category, placeholder)
 
     def string(self, value: str, placeholder: str) -> None:
@@ -908,7 +910,8 @@ _TOKEN_PREFIX = re.compile(r"(?:[A-Za-z]{2,8}[-_]){1,2}(?=[A-Za-z0-9])")
 # What separates the keys of a list of secrets (`K1,K2`, `K1; K2`, `"K1" "K2"`, `['K1']`,
 # `K1|K2`, `K1:K2`): any character no key is written with (keys hold letters, digits and
 # `_.~+/=-`: a vendor's prefix, base64, a JWT's dots). The fewest characters a key of one
-# is looked for alone with, and the most keys a list is split into.
+# is looked for alone with, and the most parts a value is split into (a longer list is
+# not split: the whole value is known all the same).
 _LIST_SEPARATOR = re.compile(r"[^A-Za-z0-9_.~+/=-]+")
 _LISTED_KEY_CHARS = 12
 _MOST_LISTED_KEYS = 64

@@ -78,6 +78,7 @@ import functools
 import heapq
 import ipaddress
 import itertools
+import os
 import re
 import string
 import sys
@@ -2356,10 +2357,12 @@ def _trie_pattern(words: Sequence[str], depth: int = 0) -> str:
     the longest word there (a word's continuations are tried before its end)."""
     if depth >= _TRIE_DEPTH:
         return "(?:" + "|".join(map(re.escape, sorted(words, key=len, reverse=True))) + ")"
-    prefix = ""
-    while all(words) and len({w[0] for w in words}) == 1:  # one branch: a literal
-        prefix += words[0][0]
-        words = [w[1:] for w in words]
+    # What every word starts with is one branch: a literal. (Found at once: taken a
+    # character at a time, every word was copied for each character, and a known value of
+    # 100 KB took export a minute.)
+    prefix = os.path.commonprefix(list(words))  # noqa: RUF071 - characters, not paths
+    if prefix:
+        words = [w[len(prefix) :] for w in words]
     ends = "" in words
     branches: dict[str, list[str]] = {}
     for word in words:

@@ -436,3 +436,52 @@ def test_each_uuid_of_a_list_of_keys_is_a_secret_alone(tmp_path: Path) -> None:
     published = _unescaped(out)
     assert first not in published
     assert second not in published
+
+
+# --- helper-105: vLLM's list of keys, keys of one case, a model's name beside a key ------
+
+
+def test_each_key_after_vllms_api_key_flag_is_a_secret(tmp_path: Path) -> None:
+    """`--api-key K1 K2`: vLLM's keys are a list, every argument up to the next option."""
+    f = _with_extra(f"client 2 sent {_K2}")
+    f.server["argv"] += ["--api-key", _K1, _K2, "--port", "8001"]
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert _K1 not in published
+    assert _K2 not in published
+    assert "8001" in published
+
+
+def test_keys_of_one_case_in_a_list_are_secrets(tmp_path: Path) -> None:
+    lower, upper = "k3j5h2g8f9d7s6a4q1w2", "X9Z8M7N6B5V4C3L2P1O0"
+    f = _with_extra(f"client 2 sent {upper}; client 1 sent {lower}")
+    f.server["env"]["LLAMA_API_KEY"] = f"{lower},{upper}"
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert lower not in published
+    assert upper not in published
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"OPENAI_API_KEYS": json.dumps({"Qwen2.5-Coder-32B-Instruct": _K1})},
+        {"LLAMA_API_KEY": f"Qwen2.5-Coder-32B-Instruct:{_K1}"},
+    ],
+)
+def test_the_served_models_name_beside_a_key_is_no_secret(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A model's name reads as random characters (`Qwen2.5-Coder-32B-Instruct`): where the
+    bundle publishes it (the request body's model), a list's part that is it is no key, and
+    export does not refuse the request body that names it."""
+    model = "Qwen2.5-Coder-32B-Instruct"
+    f = _with_extra(f"key {_K1}")
+    f.server["env"].update(env)
+    f.run["request_body"]["model"] = model
+    for exchange in f.exchanges():
+        exchange["request"]["body"]["model"] = model
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert model in published
+    assert _K1 not in published

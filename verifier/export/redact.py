@@ -25,6 +25,7 @@ are removed from free text only: the same text in evidence identifies nobody.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import ntpath
 import posixpath
 import re
@@ -805,18 +806,26 @@ class _Collector:
                 prefix = _TOKEN_PREFIX.match(form)
                 if prefix is not None and len(form) - prefix.end() >= _LEAST_TOKEN_BODY:
                     self._add(form[prefix.end() :], category, placeholder, KnownKind.SECRET)
-        parts = [part for part in _LIST_SEPARATOR.split(value) if part != value and part]
-        if len(parts) <= _MOST_LISTED_KEYS:
-            for part in parts:
-                keys = [part]
-                head, named, _ = part.rstrip("=").rpartition("=")
-                if named:  # `alice=K1,bob=K2`: the key after its name (base64 ends in `=`)
-                    keys.append(part[len(head) + 1 :])
-                for key in keys:
-                    # (a UUID is random hex between its dashes)
-                    random = leaks.is_random_key(key) or leaks.is_random_key(key.replace("-", ""))
-                    if len(key) >= _LISTED_KEY_CHARS and random:
-                        self.secret(key, category, placeholder)
+        parts = _LIST_SEPARATOR.split(value)
+        if len(parts) > 1:
+            self.listed(parts, category, placeholder)
+
+    def listed(self, parts: Sequence[str], category: str, placeholder: str) -> None:
+        """The keys of a list of secrets (`secret`'s parts of a value; vLLM's `--api-key K1
+        K2`, the arguments after the first), each a secret of its own where it reads as a
+        key (`_listed_key`) and is no part of a value the bundle publishes (a model's
+        `Qwen2.5-Coder-32B-Instruct` in `LLAMA_API_KEY=Qwen2.5-Coder-32B-Instruct:KEY`)."""
+        parts = [part for part in parts if part]
+        if len(parts) > _MOST_LISTED_KEYS:
+            return
+        for part in parts:
+            keys = [part]
+            head, named, _ = part.rstrip("=").rpartition("=")
+            if named:  # `alice=K1,bob=K2`: the key after its name (base64 ends in `=`)
+                keys.append(part[len(head) + 1 :])
+            for key in keys:
+                if _listed_key(key) and not any(key in public for public in self._public):
+                    self.secret(key, category, placeholder)
 
     def string(self, value: str, placeholder: str) -> None:
         """A string the user named private (`--private-path NAME`), whatever its length:
@@ -915,6 +924,21 @@ _TOKEN_PREFIX = re.compile(r"(?:[A-Za-z]{2,8}[-_]){1,2}(?=[A-Za-z0-9])")
 _LIST_SEPARATOR = re.compile(r"[^A-Za-z0-9_.~+/=-]+")
 _LISTED_KEY_CHARS = 12
 _MOST_LISTED_KEYS = 64
+
+
+def _listed_key(part: str) -> bool:
+    """Whether a part of a list of secrets reads as a key of its own: random characters
+    (`leaks.is_random_key`: digits spread through it, and both cases, or hex; a UUID, hex
+    between dashes), or, 16 characters or more, letters and digits of one case
+    (`k3j5h2g8f9d7s6a4q1w2`) with 3 digits or more."""
+    if len(part) < _LISTED_KEY_CHARS:
+        return False
+    if leaks.is_random_key(part) or leaks.is_random_key(part.replace("-", "")):
+        return True
+    digits = sum(c.isdigit() for c in part)
+    return len(part) >= 16 and digits >= 3 and sum(c.isalpha() for c in part) >= 3
+
+
 _LEAST_TOKEN_BODY = 16
 
 # The environment variables that name the person behind a run where the harness ran as
@@ -960,6 +984,19 @@ def secret_arguments(argv: Sequence[str]) -> list[str]:
             found.append(value)
         elif index + 1 < len(argv) and not argv[index + 1].startswith("--"):
             found.append(argv[index + 1])
+    return found
+
+
+def further_arguments(argv: Sequence[str]) -> list[str]:
+    """The arguments after a secret flag's first value, up to the next option: vLLM's
+    `--api-key K1 K2` takes them all (its keys are a list). Each is a secret only where it
+    reads as a key (`_Collector.listed`): elsewhere one may be a positional argument."""
+    found: list[str] = []
+    for index, arg in enumerate(argv[:-1]):
+        if not arg.startswith("-") or "=" in arg or argv[index + 1].startswith("--"):
+            continue
+        if leaks.is_secret_name(arg.lstrip("-"), flag=True):
+            found += itertools.takewhile(lambda a: not a.startswith("-"), argv[index + 2 :])
     return found
 
 
@@ -1063,6 +1100,8 @@ def collect_private_values(
         c.address(address)
     for secret in secrets:
         c.secret(secret, "token", "<token>")
+    for command in (*(s.argv for s in servers), run.argv):  # (each its own: not joined)
+        c.listed(further_arguments(command), "token", "<token>")
     for _, url_secrets in credentials:
         for secret in url_secrets:
             c.secret(secret, "token", "<token>")

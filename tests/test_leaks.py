@@ -1621,3 +1621,24 @@ def test_a_long_known_value_is_found_whole() -> None:
     detector = Detector([Known(value, "token", "<token>", KnownKind.SECRET)])
     text = f"head {value} tail"
     assert [(h.start, h.end) for h in detector.scan_text(text)] == [(5, 5 + len(value))]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "vllm serve m --long-prefill-token-threshold 2048 --port 8000",
+        "\x00--long-prefill-token-threshold\x022048\x02--thinking-token-budget\x021024",
+        "--reasoning-token-budget=512 --token -1 --password 1.5e3",
+    ],
+)
+def test_a_number_after_a_secret_flag_is_a_setting(text: str) -> None:
+    """As after a key-like name (`prompt_per_token_ms: 12`): helper-106 saw vLLM's
+    `--long-prefill-token-threshold 2048` published as `--long-prefill-token-threshold
+    <token>` by export, and an honest bundle that kept it was a leak to verify."""
+    assert [h for h in leaks.scan_text(text) if h.category == "token"] == []
+
+
+def test_a_key_after_a_secret_flag_is_still_a_token() -> None:
+    text = "\x00--api-key\x02Zq8Wm3Xr5Tb7Nc9Vd1\x02--hf-token=abc123def456"
+    found = [text[h.start : h.end] for h in leaks.scan_text(text) if h.category == "token"]
+    assert found == ["Zq8Wm3Xr5Tb7Nc9Vd1", "abc123def456"]

@@ -800,8 +800,12 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
             and "//" not in value
         )
     if group in ("flagvalue", "flagnext", "flagword"):
-        return _is_secret_name(match.group("flagname"), flag=True) and (
-            group != "flagword" or _tokenish(value)
+        # A number after a flag is a setting, as after a key-like name (`_secret_value`):
+        # vLLM's `--long-prefill-token-threshold 2048`, `--thinking-token-budget 1024`.
+        return (
+            _is_secret_name(match.group("flagname"), flag=True)
+            and (group != "flagword" or _tokenish(value))
+            and not _NUMBER.fullmatch(value)
         )
     if group == "keyvalue":
         # A number after a key-like name is a measurement (llama.cpp's prompt_per_token_ms).
@@ -1398,7 +1402,7 @@ def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]
         if not _is_secret_name(text[name_start:end], flag=True):
             continue
         match = _SECRET_FLAG.regex.match(text, start)
-        if match is not None:
+        if match is not None and not _NUMBER.fullmatch(match.group(_secret_group(match))):
             yield match
             position = match.end()
 

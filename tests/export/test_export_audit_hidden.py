@@ -485,3 +485,32 @@ def test_the_served_models_name_beside_a_key_is_no_secret(
     published = _unescaped(out)
     assert model in published
     assert _K1 not in published
+
+
+# --- helper-106: a positional argument after a secret-named flag; a model named only by its
+# repository ------------------------------------------------------------------------------
+
+
+def test_a_positional_model_after_a_secret_named_flag_is_kept(tmp_path: Path) -> None:
+    """Only an API key flag takes a list (vLLM's `--api-key K1 K2`); after another flag
+    whose name reads as a secret's (`--long-prefill-token-threshold`), the next argument
+    is the command's own, and a number after it is a setting: both published as they are."""
+    model = "Qwen/Qwen2.5-7B-Instruct-1M"
+    f = RawFactory()
+    f.server["argv"] += ["--long-prefill-token-threshold", "2048", model]
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert f"--long-prefill-token-threshold\n2048\n{model}" in published
+    assert verify_path(out).verified
+
+
+def test_a_model_named_by_its_repository_beside_a_key_is_no_secret(tmp_path: Path) -> None:
+    model = "Qwen/Qwen2.5-7B-Instruct-1M"
+    f = _with_extra(f"key {_K1}")
+    f.server["env"]["OPENAI_API_KEYS"] = json.dumps({model: _K1})
+    f.run["model"]["repo_id"] = model
+    f.documents["model-manifest.json"]["repo_id"] = model
+    out, _ = _export(f, tmp_path)
+    published = _unescaped(out)
+    assert model in published
+    assert _K1 not in published

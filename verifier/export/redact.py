@@ -747,9 +747,14 @@ def _url_host(url: str | None) -> str | None:
 class _Collector:
     """Private values in collection order; the first placeholder given to a value wins."""
 
-    def __init__(self, public_values: set[str], allowed: Sequence[str]) -> None:
+    def __init__(
+        self, public_values: set[str], allowed: Sequence[str], named: Sequence[str | None] = ()
+    ) -> None:
         self.values: dict[str, Known] = {}
         self._public = public_values
+        # What the bundle names besides (the model's repository, revision and files): no
+        # key of a list is a part of one (`listed`).
+        self._named = tuple(filter(None, named))
         self._allowed = set(allowed)
         self._numbered = 0
         self._detector: tuple[int, Detector] | None = None
@@ -814,7 +819,8 @@ class _Collector:
         """The keys of a list of secrets (`secret`'s parts of a value; vLLM's `--api-key K1
         K2`, the arguments after the first), each a secret of its own where it reads as a
         key (`_listed_key`) and is no part of a value the bundle publishes (a model's
-        `Qwen2.5-Coder-32B-Instruct` in `LLAMA_API_KEY=Qwen2.5-Coder-32B-Instruct:KEY`)."""
+        `Qwen2.5-Coder-32B-Instruct` in `LLAMA_API_KEY=Qwen2.5-Coder-32B-Instruct:KEY`, or
+        its repository's name)."""
         parts = [part for part in parts if part]
         if len(parts) > _MOST_LISTED_KEYS:
             return
@@ -824,7 +830,9 @@ class _Collector:
             if named:  # `alice=K1,bob=K2`: the key after its name (base64 ends in `=`)
                 keys.append(part[len(head) + 1 :])
             for key in keys:
-                if _listed_key(key) and not any(key in public for public in self._public):
+                if _listed_key(key) and not any(
+                    key in named for named in itertools.chain(self._public, self._named)
+                ):
                     self.secret(key, category, placeholder)
 
     def string(self, value: str, placeholder: str) -> None:
@@ -935,8 +943,10 @@ def _listed_key(part: str) -> bool:
         return False
     if leaks.is_random_key(part) or leaks.is_random_key(part.replace("-", "")):
         return True
+    if len(part) < 16 or not part.isascii() or not part.isalnum():
+        return False
     digits = sum(c.isdigit() for c in part)
-    return len(part) >= 16 and digits >= 3 and sum(c.isalpha() for c in part) >= 3
+    return digits >= 3 and len(part) - digits >= 3 and (part.islower() or part.isupper())
 
 
 _LEAST_TOKEN_BODY = 16
@@ -988,16 +998,22 @@ def secret_arguments(argv: Sequence[str]) -> list[str]:
 
 
 def further_arguments(argv: Sequence[str]) -> list[str]:
-    """The arguments after a secret flag's first value, up to the next option: vLLM's
+    """The arguments after an API key flag's first value, up to the next option: vLLM's
     `--api-key K1 K2` takes them all (its keys are a list). Each is a secret only where it
     reads as a key (`_Collector.listed`): elsewhere one may be a positional argument."""
     found: list[str] = []
     for index, arg in enumerate(argv[:-1]):
         if not arg.startswith("-") or "=" in arg or argv[index + 1].startswith("--"):
             continue
-        if leaks.is_secret_name(arg.lstrip("-"), flag=True):
+        if _API_KEYS_FLAG.fullmatch(arg):
             found += itertools.takewhile(lambda a: not a.startswith("-"), argv[index + 2 :])
     return found
+
+
+# The flags whose values are a list of keys (vLLM's `--api-key`); another secret flag's
+# name is matched loosely (`--long-prefill-token-threshold`) and may be followed by a
+# positional argument (a model).
+_API_KEYS_FLAG = re.compile(r"--?api[-_]?keys?", re.IGNORECASE)
 
 
 def collect_private_values(
@@ -1053,7 +1069,10 @@ def collect_private_values(
     secrets = secret_arguments(argv)
     flags = {a for a in argv if _OPTION_NAME.fullmatch(a)}
     public_values.update(flags.difference(secrets))
-    c = _Collector(public_values, allowed)
+    manifest = raw.manifest
+    model_names = [manifest.repo_id, manifest.revision, run.model_path]
+    model_names += [entry.path for entry in manifest.files]
+    c = _Collector(public_values, allowed, model_names)
 
     # Names first: the placeholders of paths embed file names, which must not carry them.
     # The person behind the run: the user the harness ran as, and where it ran as another

@@ -1628,17 +1628,22 @@ def test_a_long_known_value_is_found_whole() -> None:
     [
         "vllm serve m --long-prefill-token-threshold 2048 --port 8000",
         "\x00--long-prefill-token-threshold\x022048\x02--thinking-token-budget\x021024",
-        "--reasoning-token-budget=512 --token -1 --password 1.5e3",
+        "--reasoning-token-budget=512 --token -1 --token-healing=0",
     ],
 )
-def test_a_number_after_a_secret_flag_is_a_setting(text: str) -> None:
-    """As after a key-like name (`prompt_per_token_ms: 12`): helper-106 saw vLLM's
-    `--long-prefill-token-threshold 2048` published as `--long-prefill-token-threshold
-    <token>` by export, and an honest bundle that kept it was a leak to verify."""
+def test_a_number_after_a_flag_of_a_count_of_tokens_is_a_setting(text: str) -> None:
+    """helper-106 saw vLLM's `--long-prefill-token-threshold 2048` published as
+    `--long-prefill-token-threshold <token>` by export, and an honest bundle that kept it
+    was a leak to verify."""
     assert [h for h in leaks.scan_text(text) if h.category == "token"] == []
 
 
-def test_a_key_after_a_secret_flag_is_still_a_token() -> None:
-    text = "\x00--api-key\x02Zq8Wm3Xr5Tb7Nc9Vd1\x02--hf-token=abc123def456"
+def test_a_key_or_a_number_after_a_secret_flag_is_still_a_token() -> None:
+    """A number after a key's, a password's or a secret's flag is one (helper-107: a PIN, a
+    database's password)."""
+    text = (
+        "\x00--api-key\x02Zq8Wm3Xr5Tb7Nc9Vd1\x02--hf-token=abc123def456\x02--password=12345678"
+        "\x02--admin-password\x02123456\x02--api-key\x029876543210987654"
+    )
     found = [text[h.start : h.end] for h in leaks.scan_text(text) if h.category == "token"]
-    assert found == ["Zq8Wm3Xr5Tb7Nc9Vd1", "abc123def456"]
+    assert found == ["Zq8Wm3Xr5Tb7Nc9Vd1", "abc123def456", "12345678", "123456", "9876543210987654"]

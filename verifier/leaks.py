@@ -800,12 +800,11 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
             and "//" not in value
         )
     if group in ("flagvalue", "flagnext", "flagword"):
-        # A number after a flag is a setting, as after a key-like name (`_secret_value`):
-        # vLLM's `--long-prefill-token-threshold 2048`, `--thinking-token-budget 1024`.
+        name = match.group("flagname")
         return (
-            _is_secret_name(match.group("flagname"), flag=True)
+            _is_secret_name(name, flag=True)
             and (group != "flagword" or _tokenish(value))
-            and not _NUMBER.fullmatch(value)
+            and not _token_setting(name, value)
         )
     if group == "keyvalue":
         # A number after a key-like name is a measurement (llama.cpp's prompt_per_token_ms).
@@ -824,6 +823,17 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
             for i, (name, _, cookie) in enumerate(pairs)
         )
     return True
+
+
+def _token_setting(flag: str, value: str) -> bool:
+    """Whether a secret flag's value is a setting: a number after a flag that names a count
+    of tokens, not a secret (vLLM's `--long-prefill-token-threshold 2048`,
+    `--thinking-token-budget 1024`). Not after a key's, a password's or a secret's flag:
+    `--password 12345678` is one."""
+    return bool(_NUMBER.fullmatch(value)) and "token" in flag.lower() and not _KEYISH.search(flag)
+
+
+_KEYISH = _Lazy(r"(?i:key|secret|passw|pwd|pass(?:phrase)?\b|auth|credential|cookie)", re.ASCII)
 
 
 def _random_key(value: str) -> bool:
@@ -1402,7 +1412,9 @@ def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]
         if not _is_secret_name(text[name_start:end], flag=True):
             continue
         match = _SECRET_FLAG.regex.match(text, start)
-        if match is not None and not _NUMBER.fullmatch(match.group(_secret_group(match))):
+        if match is not None and not _token_setting(
+            match.group("flagname"), match.group(_secret_group(match))
+        ):
             yield match
             position = match.end()
 

@@ -452,6 +452,14 @@ def test_each_key_after_vllms_api_key_flag_is_a_secret(tmp_path: Path) -> None:
     assert "8001" in published
 
 
+def test_a_dashed_key_after_vllms_first_key_is_a_secret(tmp_path: Path) -> None:
+    dashed = "abcd-efgh-1234-5678"
+    f = _with_extra(f"client 2 sent {dashed}")
+    f.server["argv"] += ["--api-key", _K1, dashed]
+    out, _ = _export(f, tmp_path)
+    assert dashed not in _unescaped(out)
+
+
 def test_keys_of_one_case_in_a_list_are_secrets(tmp_path: Path) -> None:
     lower, upper = "k3j5h2g8f9d7s6a4q1w2", "X9Z8M7N6B5V4C3L2P1O0"
     f = _with_extra(f"client 2 sent {upper}; client 1 sent {lower}")

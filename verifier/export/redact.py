@@ -800,11 +800,10 @@ class _Collector:
 
         Each key of a list is one too (`--api-key K1,K2`: llama-server takes several keys
         so; `API_KEYS="K1 K2"`, `["K1", "K2"]`, `K1|K2`): a client shows one alone. Only a
-        part that reads as a random key (_LISTED_KEY_CHARS or more, `leaks.is_random_key`),
-        so that a word or a date of a passphrase is no secret of its own (a reply that
-        writes it is not refused), and only in a list of _MOST_LISTED_KEYS or fewer (each
-        known value costs every text of the capture a little: the whole value is known
-        anyway)."""
+        part that reads as a key (`listed`), so that a word or a date of a passphrase is no
+        secret of its own (a reply that writes it is not refused), and only in a list of
+        _MOST_LISTED_KEYS or fewer (each known value costs every text of the capture a
+        little: the whole value is known anyway)."""
         for form in _forms(value):
             if len(form) >= MIN_OPAQUE or (len(form) >= MIN_SECRET and leaks.is_tokenish(form)):
                 self._add(form, category, placeholder, KnownKind.SECRET)
@@ -831,7 +830,7 @@ class _Collector:
                 keys.append(part[len(head) + 1 :])
             for key in keys:
                 if _listed_key(key) and not any(
-                    key in named for named in itertools.chain(self._public, self._named)
+                    key in shown for shown in itertools.chain(self._public, self._named)
                 ):
                     self.secret(key, category, placeholder)
 
@@ -937,16 +936,17 @@ _MOST_LISTED_KEYS = 64
 def _listed_key(part: str) -> bool:
     """Whether a part of a list of secrets reads as a key of its own: random characters
     (`leaks.is_random_key`: digits spread through it, and both cases, or hex; a UUID, hex
-    between dashes), or, 16 characters or more, letters and digits of one case
-    (`k3j5h2g8f9d7s6a4q1w2`) with 3 digits or more."""
+    between dashes), or, 16 characters or more, letters and digits of one case, dashes
+    between them (`k3j5h2g8f9d7s6a4q1w2`, `abcd-efgh-1234-5678`), with 3 digits or more."""
     if len(part) < _LISTED_KEY_CHARS:
         return False
     if leaks.is_random_key(part) or leaks.is_random_key(part.replace("-", "")):
         return True
-    if len(part) < 16 or not part.isascii() or not part.isalnum():
+    plain = part.replace("-", "")  # (`abcd-efgh-1234-5678`)
+    if len(part) < 16 or not plain.isascii() or not plain.isalnum():
         return False
-    digits = sum(c.isdigit() for c in part)
-    return digits >= 3 and len(part) - digits >= 3 and (part.islower() or part.isupper())
+    digits = sum(c.isdigit() for c in plain)
+    return digits >= 3 and len(plain) - digits >= 3 and (plain.islower() or plain.isupper())
 
 
 _LEAST_TOKEN_BODY = 16

@@ -252,3 +252,54 @@ def test_loading_turns_the_collector_off_and_back_on() -> None:
     with pytest.raises(ImportError), loading():
         import verifier.no_such_module  # type: ignore[import-not-found]  # noqa: F401
     assert gc.isenabled()
+
+
+def _undocumented_dataclasses(module: object) -> list[str]:
+    """The dataclasses `module` defines without a docstring of their own."""
+    return [
+        name
+        for name, obj in vars(module).items()
+        if isinstance(obj, type)
+        and obj.__module__ == getattr(module, "__name__", None)
+        and "__dataclass_fields__" in obj.__dict__  # made by @dataclass here, not inherited
+        and "__dataclass_params__" in obj.__dict__
+        and _generated_doc(obj)
+    ]
+
+
+def _generated_doc(cls: type) -> bool:
+    """Whether @dataclass wrote the class's docstring: it does so, from inspect.signature
+    (about 0.2 ms a class at every start), where the class has none."""
+    return (cls.__doc__ or "").startswith(cls.__name__ + "(")
+
+
+@pytest.mark.parametrize(
+    "module", sorted(info.name for info in pkgutil.walk_packages(verifier.__path__, "verifier."))
+)
+def test_every_dataclass_has_a_docstring(module: str) -> None:
+    """A dataclass without one costs every start of the tool an inspect.signature."""
+    import importlib
+
+    assert _undocumented_dataclasses(importlib.import_module(module)) == []
+
+
+def test_an_undocumented_dataclass_is_found() -> None:
+    import dataclasses
+    import types
+
+    probe = types.ModuleType("probe")
+
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        x: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Documented:
+        """Said."""
+
+        x: int
+
+    for cls in (Plain, Documented):
+        cls.__module__ = "probe"
+        setattr(probe, cls.__name__, cls)
+    assert _undocumented_dataclasses(probe) == ["Plain"]

@@ -85,6 +85,8 @@ def _random_anyway(body: dict[str, Any], number: Callable[[str], float | None]) 
 
 @dataclass(frozen=True)
 class OutputClass:
+    """One distinct output (by its hash) and how many requests gave it."""
+
     label: str  # A, B, ... in order of first appearance in the experiment
     output_hash: str
     count: int
@@ -103,6 +105,8 @@ class ClassTelemetry:
 
 @dataclass(frozen=True)
 class FiniteSampleBound:
+    """How many comparable requests there were, how many varied, and the bound they give."""
+
     requests: int
     variations: int
     upper_bound: float | None  # 95% upper bound on the per-request variation rate
@@ -121,6 +125,8 @@ class FiniteSampleBound:
 
 @dataclass(frozen=True)
 class ConditionResult:
+    """The verdict of one condition, with its reasons and what it was read from."""
+
     condition: Condition
     verdict: Verdict
     reasons: tuple[str, ...]
@@ -137,6 +143,8 @@ class ConditionResult:
 
 @dataclass(frozen=True)
 class Classification:
+    """The experiment's verdict, its conditions' results and every request's proof."""
+
     verdict: Verdict
     reasons: tuple[str, ...]
     classes: tuple[OutputClass, ...]

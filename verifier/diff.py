@@ -50,6 +50,8 @@ _COMPARED = (
 
 @dataclass(frozen=True)
 class DiffInput:
+    """One bundle of a diff: its verification, or why it could not be read."""
+
     source: str
     result: VerificationResult | None
     error: str | None = None  # why it could not be read

@@ -888,6 +888,8 @@ def _matches(
 
 @dataclass(frozen=True)
 class _Found:
+    """One match of a detector in a text: where it is and what replaces it."""
+
     category: str
     start: int
     end: int

@@ -33,6 +33,8 @@ TokenKey = tuple[Any, ...]
 
 @dataclass(frozen=True)
 class TokenChoice:
+    """One generated token, its log probability and the alternatives the server listed."""
+
     token: str  # as shown
     key: TokenKey  # as compared: two tokens that look alike but differ are different
     logprob: float
@@ -87,6 +89,8 @@ class Side:
 
 @dataclass(frozen=True)
 class Localization:
+    """Where a cold and a warm reply part ways, token by token, and how close it was."""
+
     index: int | None  # zero-based generated-token index; None when the lists agree
     cold: Side | None
     warm: Side | None

@@ -38,6 +38,8 @@ class ModelFilesError(EvidenceError):
 
 @dataclass(frozen=True)
 class HfSnapshot:
+    """A Hugging Face cache snapshot: its repository, revision and the repository's dir."""
+
     repo_id: str
     revision: str
     repo_dir: Path  # .../models--ORG--NAME: links may point anywhere inside it, nowhere else
@@ -235,6 +237,8 @@ class _Stopped(Exception):
 
 @dataclass(frozen=True)
 class ManifestFile:
+    """One file of a model manifest: its path, size and SHA-256."""
+
     path: str
     size: int
     sha256: str

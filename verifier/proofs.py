@@ -25,6 +25,8 @@ MAX_COUNT = 2**53  # the documented range of every count that enters a proof: 0.
 
 @dataclass(frozen=True)
 class CounterDelta:
+    """One counter before and after a request (None where it was not recorded)."""
+
     ref: str
     before: float | None
     after: float | None

@@ -37,6 +37,8 @@ class Phase(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Step:
+    """One step of a condition's protocol: start, reset, request or stop."""
+
     kind: StepKind
     phase: str
     cache_disabled: bool = False
@@ -71,12 +73,16 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class SkippedPhase:
+    """A phase of the protocol this run leaves out, and why."""
+
     phase: str
     reason: str
 
 
 @dataclass(frozen=True)
 class Protocol:
+    """The ordered steps of one condition, and the phases left out of it."""
+
     steps: tuple[Step, ...]
     skipped: tuple[SkippedPhase, ...] = field(default_factory=tuple)
 

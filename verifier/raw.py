@@ -43,6 +43,8 @@ class RawHost:
 
 @dataclass(frozen=True)
 class RawCondition:
+    """A condition as run.json declares it."""
+
     id: str
     label: str | None
     settings: Mapping[str, str]
@@ -68,6 +70,8 @@ class RawRun:
 
 @dataclass(frozen=True)
 class ManifestEntry:
+    """One file of the raw capture's model manifest."""
+
     path: str
     size: int
     sha256: str
@@ -75,6 +79,8 @@ class ManifestEntry:
 
 @dataclass(frozen=True)
 class RawManifest:
+    """The raw capture's model manifest: its root, repository and files."""
+
     file: str
     document: Mapping[str, Any]
     root: str
@@ -88,6 +94,8 @@ class RawManifest:
 
 @dataclass(frozen=True)
 class RawLibrary:
+    """A library a raw server document lists, with its version and digest."""
+
     path: str
     version: str | None
     sha256: str | None
@@ -95,6 +103,8 @@ class RawLibrary:
 
 @dataclass(frozen=True)
 class RawServer:
+    """One server of the raw capture: how it was started and what it ran with."""
+
     file: str
     condition: str
     instance: int
@@ -110,12 +120,16 @@ class RawServer:
 
 @dataclass(frozen=True)
 class RawSnapshot:
+    """One telemetry reading of the raw capture."""
+
     cache_stats: Mapping[str, Any] | None
     metrics: Mapping[str, float] | None
 
 
 @dataclass(frozen=True)
 class RawExchange:
+    """One request and its response, as the raw capture recorded them."""
+
     file: str
     document: Mapping[str, Any]
     """The whole (schema-valid) JSON, for the fields copied as they are."""

@@ -21,6 +21,8 @@ _ODD: Any = object()  # the key, in its memo, of its first key that is no sample
 
 @dataclass(frozen=True)
 class Snapshot:
+    """One telemetry reading: the server's cache stats and its metrics, as the record holds them."""
+
     cache_stats: dict[str, Any] | None
     metrics: dict[str, float] | None
 
@@ -418,6 +420,8 @@ class ServerDeclaration:
 
 @dataclass(frozen=True)
 class Condition:
+    """One condition of the experiment: its settings and the servers it ran on."""
+
     id: str
     label: str  # derived from the settings: what the servers ran with
     declared_label: str | None  # what the bundle calls it (checked against `label`)

@@ -44,6 +44,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class VerificationResult:
+    """What verify found in one bundle: its findings, experiment and classification."""
+
     source: str
     findings: tuple[Finding, ...]
     experiment: Experiment | None

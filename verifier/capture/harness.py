@@ -51,6 +51,8 @@ class CaptureFailed(CaptureError):
 
 @dataclass(frozen=True)
 class CaptureConfig:
+    """What one capture runs: the server, the model, the conditions and the protocol."""
+
     profile: ServerProfile
     model: Path
     output: Path
@@ -108,6 +110,8 @@ class NullProgress:
 
 @dataclass
 class CaptureSummary:
+    """How a capture went: where it wrote, its outcome, its requests and the hashes seen."""
+
     output: Path
     outcome: str = "completed"
     requests: int = 0
@@ -178,6 +182,8 @@ class RawWriter:
 
 @dataclass
 class _Server:
+    """A server of the capture (None: one attached to, not started) and its document."""
+
     process: process.ServerProcess | None
     instance: int
     document: dict[str, Any]
@@ -613,6 +619,8 @@ class _Run:
 
 @dataclass
 class _ConditionState:
+    """Where a condition's capture stands: its scratch dir, server and request counts."""
+
     condition: Condition
     scratch: Path
     total: int

@@ -103,6 +103,8 @@ def build_commit(version_text: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class MappedFile:
+    """An executable file a server process has mapped, with its version and digest."""
+
     path: str
     version: str | None
     sha256: str | None

@@ -47,6 +47,8 @@ def expected_kind(path: str) -> str | None:
 
 @dataclass(frozen=True)
 class PlanProblem:
+    """Where a condition's records depart from the protocol's plan (a finding's parts)."""
+
     message: str
     pointer: str
     expected: str | None = None
@@ -84,6 +86,8 @@ ProgressCallback = Callable[[str, int, int], None]
 
 @dataclass(frozen=True)
 class VerifyOptions:
+    """What the reviewer asked of verify: a key, a model copy, limits, progress, rules."""
+
     public_key: Path | None = None
     model_dir: Path | None = None
     limits: Limits = field(default_factory=Limits)

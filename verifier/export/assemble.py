@@ -51,6 +51,8 @@ PUBLIC_KINDS = ("experiment", "record", "manifest", "ledger")
 
 @dataclass(frozen=True)
 class Field:
+    """One field of the raw capture: how export treats it and where it publishes it."""
+
     raw: str | None
     """`<raw file>:<pointer>`; `*` is one step, `**` any number; None: made by export."""
     treatment: Treatment

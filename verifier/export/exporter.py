@@ -52,6 +52,8 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class ExportOptions:
+    """What export was asked: the raw dir, the outputs, a key and what is or is not private."""
+
     raw_dir: Path
     out_dir: Path
     archive: Path | None = None

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from verifier.errors import EvidenceError, UsageError
 
@@ -40,9 +43,12 @@ def write_new_file(target: Path, data: bytes) -> None:
     parent = target.absolute().parent
     # Named after the target where the name leaves room (a name is at most 255 bytes).
     name = target.name if len(os.fsencode(target.name)) <= 200 else "evidence"
-    temporary = parent / f".{name}.{os.getpid()}.partial"
     try:
-        with open(temporary, "xb") as handle:
+        temporary, handle = _new_beside(parent, name)
+    except OSError as exc:
+        raise EvidenceError(f"cannot write {target}: {exc.strerror or exc}") from None
+    try:
+        with handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -53,8 +59,20 @@ def write_new_file(target: Path, data: bytes) -> None:
     except OSError as exc:
         raise EvidenceError(f"cannot write {target}: {exc.strerror or exc}") from None
     finally:
-        if temporary.exists():
-            temporary.unlink()
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)  # ours: this process created it
+
+
+def _new_beside(parent: Path, name: str) -> tuple[Path, BinaryIO]:
+    """A temporary file in `parent` that this process creates (O_EXCL), open for writing.
+    A name some other file holds already is passed over, never opened or removed."""
+    for _ in range(16):
+        temporary = parent / f".{name}.{os.getpid()}.{secrets.token_hex(4)}.partial"
+        try:
+            return temporary, open(temporary, "xb")  # the caller closes it
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(parent))
 
 
 @contextlib.contextmanager

@@ -46,14 +46,34 @@ class HfSnapshot:
 
 
 def detect_hf_snapshot(path: Path) -> HfSnapshot | None:
-    """`.../models--ORG--NAME/snapshots/REV[/...]` gives repo ORG/NAME at revision REV."""
-    parts = path.absolute().parts
+    """`.../models--ORG--NAME/snapshots/REV[/...]` gives repo ORG/NAME at revision REV.
+
+    Read from the folder the path leads to (`REV/../OTHER` is OTHER's, and `REV/..` is no
+    revision's), and only where both names are text: a folder name that is not UTF-8 names
+    no repository or revision (None: a plain folder).
+    """
+    absolute = path.absolute()
+    if ".." in absolute.parts:
+        absolute = Path(os.path.realpath(absolute))
+    parts = absolute.parts
     for i in range(len(parts) - 2):
         match = _HF_REPO_DIR.match(parts[i])
         if match and parts[i + 1] == "snapshots":
             repo_id = match.group(1).replace("--", "/", 1)
+            if not (_is_text(repo_id) and _is_text(parts[i + 2])):
+                return None
             return HfSnapshot(repo_id, parts[i + 2], Path(*parts[: i + 1]))
     return None
+
+
+def _is_text(name: str) -> bool:
+    """Whether a file name was UTF-8 (Python keeps the bytes of one that is not as lone
+    surrogates, which no JSON document can hold)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _resolve(path: Path, snapshot: HfSnapshot | None) -> Path:

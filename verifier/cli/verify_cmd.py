@@ -351,10 +351,19 @@ def _write(
     from verifier.atomic import write_new_file
 
     try:  # beside it, then linked into place: never a partial file, never a clobber
-        write_new_file(output, rendered.encode("utf-8"))
+        write_new_file(output, _encoded(rendered))
     except EvidenceError as exc:
         raise UsageError(f"--output: {exc.message}") from None
     note(f"report written to {printable(str(output))}")
+
+
+def _encoded(report: str) -> bytes:
+    """The report's bytes for a file, as stdout writes them: a path that is not UTF-8 (its
+    bytes held as surrogates) gets its own bytes back; any other lone surrogate is `?`."""
+    try:
+        return report.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return report.encode("utf-8", "replace")
 
 
 def register(app: typer.Typer) -> None:

@@ -47,6 +47,7 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
         yield from _command_lines(experiment, rules)
         yield from _served_model(ctx, experiment, rules)
     yield from _distinct_conditions(experiment, ctx.profile)
+    yield from _switched_on(ctx, experiment)
     yield from _one_request_per_record(ctx, experiment)
     yield from _one_model(ctx)
     yield from _one_server_at_a_time(experiment)
@@ -61,6 +62,104 @@ def check_consistency(ctx: BundleContext) -> Iterator[Finding]:
     ]
     yield from _empty_think_alike(finished)
     yield from _parsed_alike(finished)
+
+
+# What each kind of switched evidence (`ServerProfile.switches`) is, as a message says it.
+_SWITCHED = {"metrics": "/metrics readings", "cached_tokens": "cached_tokens in its answers"}
+# An environment variable set to one of these turns its switch off (llama-server's falsey
+# values, and what reads as none).
+_OFF = frozenset({"", "0", "false", "off", "disabled", "no"})
+
+
+def _switched_on(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding]:
+    """Evidence a server gives only where it was started to (`ServerProfile.switches`) is
+    in the records of a server whose declared command line or environment asks for it:
+    /metrics readings from a llama-server declared without --metrics, or cached_tokens
+    from a vLLM declared without --enable-prompt-tokens-details, are a warning. Not an
+    error: what a server gives unasked is a fact of its build (a profile's version spans
+    many), and a server may be started by a wrapper that adds flags it does not show; the
+    proofs still need the evidence itself. One finding for each server and kind of
+    evidence; a server attached to, or whose command line is not recorded or names a
+    config file (what it sets is not known here), is not judged."""
+    profile, rules = ctx.profile, ctx.rules
+    switches = profile.switches if profile is not None else {}
+    if profile is None or rules is None or not switches or experiment.attached:
+        return
+    servers = {
+        (condition.id, server.instance): (ci, si, server)
+        for ci, condition in enumerate(experiment.conditions)
+        for si, server in enumerate(condition.servers)
+    }
+    judged: set[tuple[str, int, str]] = set()
+    for record in ctx.records:
+        found = servers.get((record.condition, record.server_instance))
+        if found is None:
+            continue
+        ci, si, server = found
+        for what, turned_on_by in switches.items():
+            key = (record.condition, record.server_instance, what)
+            if key in judged or not _gives(record, what, rules):
+                continue
+            judged.add(key)
+            if _asked(profile, server, turned_on_by):
+                continue
+            yield Finding(
+                CHECK, Severity.WARNING,
+                f"the records of server {server.instance} of condition {record.condition} "
+                f"hold {_SWITCHED.get(what, what)} ({record.file} first), which "
+                f"{profile.server_name} gives only when started with "
+                f"{' or '.join(turned_on_by)}; its declared command line and environment "
+                "ask for none of them: the evidence may not be from the server as declared "
+                "(or from a build that gives it unasked)",
+                layout.EXPERIMENT, json_pointer("conditions", ci, "servers", si, "argv"),
+            )  # fmt: skip
+
+
+def _gives(record: Record, what: str, rules: ProfileRules) -> bool:
+    """Whether the record holds switched evidence of the kind `what`."""
+    if what == "metrics":
+        return bool(record.before.metrics) or bool(record.after.metrics)
+    if what == "cached_tokens":
+        return record.response_value(rules.cached_tokens_pointer) is not None
+    return False
+
+
+def _asked(
+    profile: ServerProfile, server: ServerDeclaration, turned_on_by: tuple[str, ...]
+) -> bool:
+    """Whether the server's declared start asks for the evidence: one of `turned_on_by` on
+    its command line (in any spelling the server reads, a long option cut short as
+    argparse takes it, or with a value), the last of it and its `--no-` form not being the
+    latter; or one of the environment variables set to anything but an off value. A
+    command line that is not recorded, or names a config file, may ask for anything."""
+    argv = server.argv
+    if not argv or any(arg.partition("=")[0] in ("--config", "--config-file") for arg in argv):
+        return True
+    flags = [
+        spelling
+        for flag in turned_on_by
+        if flag.startswith("-")
+        for spelling in profile.spellings(flag)
+    ]
+    environment = server.environment
+    if any(
+        not name.startswith("-") and environment.get(name, "").strip().lower() not in _OFF
+        for name in turned_on_by
+    ):
+        return True
+    on: bool | None = None
+    for arg in argv[1:]:
+        option = profile.option_name(arg)
+        if not option.startswith("-") or option in ("-", "--"):
+            continue
+        for flag in flags:
+            if option == flag or (
+                len(option) > 4 and flag.startswith("--") and flag.startswith(option)
+            ):
+                on = True
+            elif flag.startswith("--") and option == "--no-" + flag[2:]:
+                on = False
+    return bool(on)
 
 
 def _distinct_conditions(

@@ -664,31 +664,32 @@ def _said_otherwise(instance: int, off: bool, proven_warm: bool) -> tuple[Severi
 
 
 def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
-    """The server's work counters (`ServerProfile.work_counters`) move only with the
+    """Counters that only a request served moves (`_only_requests_move`) move only with the
     recorded requests: a server the harness started has done nothing before its first one,
     and nothing between two of them. Work nobody recorded could have filled the cache (a
     "fresh" server that served a prompt before, a warm-up hidden between a reset and a
     cold request)."""
-    experiment, profile = ctx.experiment, ctx.profile
-    if experiment is None or profile is None or not profile.work_counters:
+    experiment = ctx.experiment
+    at_start, between = _only_requests_move(ctx)
+    if experiment is None or not between:
         return
-    refs = profile.work_counters
     last: dict[tuple[str, int], Record] = {}
     for record in sorted(ctx.records, key=lambda r: (r.condition, r.sequence)):
         server = (record.condition, record.server_instance)
-        before = record.before.counters(refs)
         previous = last.get(server)
         last[server] = record
         if previous is None:
-            if experiment.attached:
+            if experiment.attached or not at_start:
                 continue
-            moved = [r for r, v in zip(refs, before, strict=True) if v not in (None, 0)]
+            before = record.before.counters(at_start)
+            moved = [r for r, v in zip(at_start, before, strict=True) if v not in (None, 0)]
             what = "before its first recorded request"
         else:
-            after = previous.after.counters(refs)
+            before = record.before.counters(between)
+            after = previous.after.counters(between)
             moved = [
                 r
-                for r, old, new in zip(refs, after, before, strict=True)
+                for r, old, new in zip(between, after, before, strict=True)
                 if old is not None and new is not None and old != new
             ]
             what = f"between {previous.file} and this request"
@@ -702,6 +703,23 @@ def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
                 file=record.file,
                 pointer="/telemetry/before",
             )
+
+
+def _only_requests_move(ctx: BundleContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The counters that stand at zero on a fresh server, and those that only a request
+    served moves (never the time between two): the server's work counters
+    (`ServerProfile.work_counters`), its counter of cached tokens (`cached_tokens_counter`)
+    and the rules' misses (a lookup that found nothing: a lookup); between requests its
+    decode calls too (`decode_counter`: a warm-up may decode before the first request)."""
+    profile, rules = ctx.profile, ctx.rules
+    if profile is None:
+        return (), ()
+    misses = rules.signals.misses if rules is not None else ()
+    cached = profile.cached_tokens_counter
+    at_start = (*profile.work_counters, *((cached,) if cached else ()), *misses)
+    decode = profile.decode_counter
+    between = (*at_start, *((decode,) if decode else ()))
+    return tuple(dict.fromkeys(at_start)), tuple(dict.fromkeys(between))
 
 
 def _busy_beside(ctx: BundleContext) -> Iterator[Finding]:

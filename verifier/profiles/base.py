@@ -312,6 +312,16 @@ class ServerProfile(ABC):
         return None
 
     @property
+    def switches(self) -> Mapping[str, tuple[str, ...]]:
+        """Evidence the server gives only where it was started to, by what (`metrics`: its
+        /metrics readings; `cached_tokens`: the cached_tokens of its answers): the flags,
+        and the environment variables (names without a leading `-`), any one of which turns
+        it on. A record that holds such evidence from a server whose declared command line
+        asks for none of them is not that server's (none known, by default: given always).
+        Not in ProfileRules: the rule copies that bundles carry stay valid."""
+        return {}
+
+    @property
     def work_counters(self) -> tuple[str, ...]:
         """Counters of the work a server did (tokens read and written), cache or no cache: a
         server started by the harness starts them at zero, and only the recorded requests

@@ -45,6 +45,12 @@ class LlamaCppProfile(ServerProfile):
         return True
 
     @property
+    def switches(self) -> Mapping[str, tuple[str, ...]]:
+        # /metrics answers 501 without --metrics (SERVERS.md); every llama-server option
+        # can be set by its LLAMA_ARG_ variable instead
+        return {"metrics": ("--metrics", "LLAMA_ARG_ENDPOINT_METRICS")}
+
+    @property
     def work_counters(self) -> tuple[str, ...]:
         return ("metric:llamacpp:prompt_tokens_total", "metric:llamacpp:tokens_predicted_total")
 

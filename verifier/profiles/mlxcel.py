@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from verifier.profiles.base import LaunchSpec, ResetCall, ServerProfile
 from verifier.profiles.rules import CacheSignals, ProfileRules, ResetProof
 
@@ -28,6 +30,10 @@ class MlxcelProfile(ServerProfile):
             "stats:snapshot_hits",  # (and in /v1/cache/stats: `snapshot_*`)
             "stats:snapshot_tokens_reused",
         )
+
+    @property
+    def switches(self) -> Mapping[str, tuple[str, ...]]:
+        return {"metrics": ("--metrics",)}  # /metrics answers 501 without it (SERVERS.md)
 
     @property
     def cached_tokens_counter(self) -> str | None:

@@ -23,6 +23,12 @@ class SglangProfile(ServerProfile):
         return argv + list(spec.extra_args)
 
     @property
+    def switches(self) -> Mapping[str, tuple[str, ...]]:
+        # OpenAI-style cached_tokens only with --enable-cache-report, /metrics only with
+        # --enable-metrics (SERVERS.md)
+        return {"metrics": ("--enable-metrics",), "cached_tokens": ("--enable-cache-report",)}
+
+    @property
     def counted_work(self) -> tuple[tuple[str, str], ...]:
         # its prompt counter (SERVERS.md), of which SERVERS.md does not say whether it counts
         # the cached tokens: only the bound both readings meet is read (its generation

@@ -69,6 +69,11 @@ class VllmProfile(ServerProfile):
         )
 
     @property
+    def switches(self) -> Mapping[str, tuple[str, ...]]:
+        # usage.prompt_tokens_details.cached_tokens only with it (SERVERS.md); /metrics always
+        return {"cached_tokens": ("--enable-prompt-tokens-details",)}
+
+    @property
     def counted_work(self) -> tuple[tuple[str, str], ...]:
         # Both counted in tokens (SERVERS.md): the hits are the tokens the cache supplied,
         # what cached_tokens counts; the queries, the prompt tokens looked up, none past the

@@ -1940,13 +1940,25 @@ _HOST_KEYS = (
     "host", "hostname", "host_name", "host-name", "node", "nodename", "node_name", "machine",
     "computer_name", "master_addr", "nodelist", "slurm_nodelist", "slurmd_nodename",
     "server_name", "fqdn",
+    # a node's address in a multi-node setting (vLLM's `--kv-transfer-config` `kv_ip` and
+    # `proxy_ip`, Ray's): not a bare `ip` or `address`, which the keys are read after
+    # as literals, so that `ship = "x"` or `email_address = "x"` would name a machine
+    "kv_ip", "proxy_ip", "ip_address", "master_address", "node_ip", "node_ip_address",
+    "data_parallel_address", "dist_init_addr", "advertise_addr", "head_address",
+    "coordinator_address",
 )  # fmt: skip
 # And a command line's flag that names the machine to listen on or reach, and its value, as
 # two arguments, in its text or after `=` (`llama-server --host falcon`, torchrun's
-# `--master-addr=falcon`).
+# `--master-addr=falcon`, vLLM's `--data-parallel-address falcon`, Ray's and SGLang's).
 _HOST_FLAGS = (
     "--host", "--hostname", "--host-name", "--bind", "--bind-addr", "--bind-address",
     "--listen", "--master-addr", "--master_addr", "--node", "--server",
+    "--data-parallel-address", "--data_parallel_address", "--node-ip-address",
+    "--node_ip_address", "--ray-address", "--address", "--addr", "--ip", "--dist-init-addr",
+    "--dist_init_addr", "--nccl-init-addr", "--advertise-addr", "--master-address",
+    "--coordinator-address", "--head-address", "--rdzv-endpoint", "--rdzv_endpoint",
+    "--local-addr", "--local_addr", "--node-name", "--nodelist", "--hosts", "--master",
+    "--hostname-override",
 )  # fmt: skip
 
 

@@ -98,7 +98,10 @@ FIELDS: tuple[Field, ...] = (
     Field("run:/server/profile", E, "experiment:/server/profile"),
     Field("run:/server/profile_version", E, "experiment:/server/profile_version"),
     Field("run:/server/name", E, "experiment:/server/name"),
-    Field("run:/server/version", E, "experiment:/server/version", missing="null"),
+    # what `BINARY --version` printed, stderr too: a build that loads its backends at run
+    # time names their folder on every run (`load_backend: loaded CUDA backend from
+    # /home/u/llama.cpp/build/bin/...`); its version and commit are words no path holds
+    Field("run:/server/version", T, "experiment:/server/version", missing="null"),
     Field("run:/server/build_commit", E, "experiment:/server/build_commit", missing="null"),
     Field("run:/server/binary_sha256", E, "experiment:/server/binary_sha256"),
     Field("run:/server/attached", E, "experiment:/server/attached"),

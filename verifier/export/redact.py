@@ -952,10 +952,20 @@ def _listed_key(part: str) -> bool:
 _LEAST_TOKEN_BODY = 16
 
 # The environment variables that name the person behind a run where the harness ran as
-# another user (root, under sudo or su); `USER` and `LOGNAME` name the one it ran as.
-_USER_VARIABLES = ("SUDO_USER", "LOGNAME", "USER", "USERNAME", "DOAS_USER")
-# And those that name the machine (bash's, zsh's and Windows' own).
-_HOST_VARIABLES = ("HOSTNAME", "HOST", "COMPUTERNAME")
+# another user (root, under sudo or su; a notebook's or a batch job's shared account:
+# JupyterHub's, Slurm's, PBS's); `USER` and `LOGNAME` name the one it ran as.
+_USER_VARIABLES = (
+    "SUDO_USER", "LOGNAME", "USER", "USERNAME", "DOAS_USER", "JUPYTERHUB_USER",
+    "SLURM_JOB_USER", "PBS_O_LOGNAME",
+)  # fmt: skip
+# And those that name the machine, or a machine of its cluster (bash's, zsh's and
+# Windows' own; Slurm's and PBS's node and submitting host; torch.distributed's master, which
+# multi-node launches pass on as a flag; a Kubernetes node as its downward API is written).
+# Not a bare NODE_NAME: Jenkins names its agents so (`built-in`, a word of many replies).
+_HOST_VARIABLES = (
+    "HOSTNAME", "HOST", "COMPUTERNAME", "SLURMD_NODENAME", "SLURM_SUBMIT_HOST", "PBS_O_HOST",
+    "MASTER_ADDR", "K8S_NODE_NAME", "KUBERNETES_NODE_NAME",
+)  # fmt: skip
 
 
 def _strings(value: Any) -> Iterator[str]:

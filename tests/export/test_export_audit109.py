@@ -1,0 +1,148 @@
+"""What the export audit of 2026-12-07 (helper-109) found: the capture's own host name after
+a multi-node run's flags and members; the machines and people that a cluster's environment
+variables name; and an honest capture refused for the backend folder that a llama.cpp
+build's `--version` names on every run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rawfactory import Host, RawFactory
+from test_export_audit_hidden import _unescaped
+
+from verifier.export import ExportOptions, export_bundle
+from verifier.verify import verify_path
+
+HOST = Host(
+    user="root", hostname="dgx01", home="/root", cwd="/workspace",
+    binary="/opt/mlxcel/bin/mlxcel-server", model="/models/Qwen3-1.7B",
+)  # fmt: skip
+
+
+def _strings(out: Path) -> str:
+    """Every published string, JSON's escapes decoded, and every file as written."""
+    files = [p.read_text("utf-8", "replace") for p in sorted(out.rglob("*")) if p.is_file()]
+    return "\n".join([_unescaped(out), *files])
+
+
+def _exported(f: RawFactory, tmp_path: Path) -> Path:
+    out = tmp_path / "public"
+    export_bundle(ExportOptions(f.write(tmp_path / "raw"), out))
+    assert verify_path(out).verified
+    return out
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--data-parallel-address", "dgx01"],
+        ["--data-parallel-address=dgx01"],
+        ["--node-ip-address=dgx01"],
+        ["--ray-address", "dgx01"],
+        ["--kv-transfer-config", '{"kv_connector":"P2pNcclConnector","kv_ip":"dgx01"}'],
+        ["--kv-transfer-config", '{"kv_connector": "P2pNcclConnector", "kv_ip": "dgx01"}'],
+    ],
+)
+def test_the_machines_name_after_a_multi_node_flag_or_member(
+    tmp_path: Path, arguments: list[str]
+) -> None:
+    f = RawFactory(host=HOST)
+    f.server["argv"] += arguments
+    assert "dgx01" not in _strings(_exported(f, tmp_path)).lower()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "where"),
+    [
+        ("MASTER_ADDR", "dgx02", ["--dist-init-addr", "dgx02:5000"]),
+        ("MASTER_ADDR", "dgx02", ["--master-addr", "dgx02"]),
+        ("SLURMD_NODENAME", "dgx03", ["--host", "dgx03"]),
+        ("K8S_NODE_NAME", "gpu17", ["--master-addr=gpu17"]),
+    ],
+)
+def test_a_machine_of_the_cluster_an_environment_variable_names(
+    tmp_path: Path, variable: str, value: str, where: list[str]
+) -> None:
+    f = RawFactory(host=HOST)
+    f.server["env"][variable] = value
+    f.server["argv"] += where
+    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = (
+        f"Failed to connect to {value} port 5000"
+    )
+    assert value not in _strings(_exported(f, tmp_path))
+
+
+@pytest.mark.parametrize("variable", ["JUPYTERHUB_USER", "SLURM_JOB_USER", "PBS_O_LOGNAME"])
+def test_the_person_behind_a_shared_account(tmp_path: Path, variable: str) -> None:
+    f = RawFactory(host=HOST)
+    f.server["env"][variable] = "jsmith"
+    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = (
+        "cannot open /mnt/shared/jsmith/ckpt/step-100"
+    )
+    published = _strings(_exported(f, tmp_path))
+    assert "jsmith" not in published
+    assert "/mnt/shared/<user>/ckpt/step-100" in published
+
+
+VERSION = """load_backend: loaded CUDA backend from /home/jsmith/llama.cpp/build/bin/libggml-cuda.so
+version: 6000 (e466f511)
+built with cc (Ubuntu 13.2.0-23ubuntu4) 13.2.0 for x86_64-linux-gnu"""
+
+
+def test_the_backend_folder_a_version_names_is_redacted_not_refused(tmp_path: Path) -> None:
+    host = Host(
+        user="jsmith", hostname="dgx01", home="/home/jsmith", cwd="/home/jsmith/work",
+        binary="/home/jsmith/llama.cpp/build/bin/mlxcel-server",
+        model="/home/jsmith/models/Qwen3-1.7B-4bit",
+    )  # fmt: skip
+    f = RawFactory(host=host)
+    f.run["server"]["version"] = VERSION
+    out = _exported(f, tmp_path)
+    version = json.loads((out / "experiment.json").read_text())["server"]["version"]
+    assert "jsmith" not in version
+    assert "version: 6000 (e466f511)" in version
+    assert version.startswith("load_backend: loaded CUDA backend from ")
+    assert version.split("\n")[0].endswith("/llama.cpp/build/bin/libggml-cuda.so")
+
+
+# helper-111, on the first version of the above: words that end in a key, and Jenkins' node
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        'In code: ship = "Falcon"',
+        '<button tooltip="Falcon">',
+        "Set zip=falcon in the form.",
+        'The record reads {"address": "Falcon"}.',
+        'email_address = "falcon"',
+    ],
+)
+def test_a_word_that_ends_like_a_key_names_no_machine(tmp_path: Path, said: str) -> None:
+    """A reply is evidence: the machine's plain name after a word that only ends like a
+    key of a machine's address (`ip`, `address`) is not its name given, and exports."""
+    f = RawFactory(host=Host(hostname="falcon"))
+    for exchange in f.exchanges():
+        message = exchange["response"]["body"]["choices"][0]["message"]
+        message["content"] += " " + said
+    assert said in _strings(_exported(f, tmp_path))
+
+
+def test_jenkins_node_name_is_no_machine(tmp_path: Path) -> None:
+    f = RawFactory(host=HOST)
+    f.server["env"]["NODE_NAME"] = "built-in"
+    message = f.exchanges()[0]["response"]["body"]["choices"][0]["message"]
+    message["content"] += " Use Python's built-in sorted()."
+    assert "Python's built-in sorted()" in _strings(_exported(f, tmp_path))
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["--rdzv-endpoint", "dgx01"], ["--node-name=dgx01"], ["--nodelist", "dgx01"]],
+)
+def test_the_machines_name_after_a_launchers_flag(tmp_path: Path, arguments: list[str]) -> None:
+    f = RawFactory(host=HOST)
+    f.server["argv"] += arguments
+    assert "dgx01" not in _strings(_exported(f, tmp_path)).lower()

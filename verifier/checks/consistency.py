@@ -85,30 +85,43 @@ def _switched_on(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding
     switches = profile.switches if profile is not None else {}
     if profile is None or rules is None or not switches or experiment.attached:
         return
-    servers = {
-        (condition.id, server.instance): (ci, si, server)
+    asked: dict[tuple[object, ...], bool] = {}  # (the servers of a sweep share a command line)
+
+    def lacking(server: ServerDeclaration) -> list[str]:
+        kinds = []
+        for what, by in switches.items():
+            key = (server.argv, by, *(server.environment.get(n) for n in by if n[:1] != "-"))
+            if key not in asked:
+                asked[key] = _asked(profile, server, by)
+            if not asked[key]:
+                kinds.append(what)
+        return kinds
+
+    unasked = {  # each server's kinds of evidence its declared start does not ask for
+        (condition.id, server.instance): (ci, si, server, kinds)
         for ci, condition in enumerate(experiment.conditions)
         for si, server in enumerate(condition.servers)
+        if (kinds := lacking(server))
     }
+    if not unasked:  # (every honest capture: the harness starts each server asking)
+        return
     judged: set[tuple[str, int, str]] = set()
     for record in ctx.records:
-        found = servers.get((record.condition, record.server_instance))
+        found = unasked.get((record.condition, record.server_instance))
         if found is None:
             continue
-        ci, si, server = found
-        for what, turned_on_by in switches.items():
+        ci, si, server, kinds = found
+        for what in kinds:
             key = (record.condition, record.server_instance, what)
             if key in judged or not _gives(record, what, rules):
                 continue
             judged.add(key)
-            if _asked(profile, server, turned_on_by):
-                continue
             yield Finding(
                 CHECK, Severity.WARNING,
                 f"the records of server {server.instance} of condition {record.condition} "
                 f"hold {_SWITCHED.get(what, what)} ({record.file} first), which "
                 f"{profile.server_name} gives only when started with "
-                f"{' or '.join(turned_on_by)}; its declared command line and environment "
+                f"{' or '.join(switches[what])}; its declared command line and environment "
                 "ask for none of them: the evidence may not be from the server as declared "
                 "(or from a build that gives it unasked)",
                 layout.EXPERIMENT, json_pointer("conditions", ci, "servers", si, "argv"),

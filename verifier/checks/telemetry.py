@@ -685,13 +685,10 @@ def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
             moved = [r for r, v in zip(at_start, before, strict=True) if v not in (None, 0)]
             what = "before its first recorded request"
         else:
-            before = record.before.counters(between)
-            after = previous.after.counters(between)
-            moved = [
-                r
-                for r, old, new in zip(between, after, before, strict=True)
-                if old is not None and new is not None and old != new
-            ]
+            deltas = previous.after.deltas(record.before, between)
+            if not any(deltas):  # (None where either is not recorded; 0 where still)
+                continue
+            moved = [r for r, delta in zip(between, deltas, strict=True) if delta]
             what = f"between {previous.file} and this request"
         if moved:
             names = _names(moved)

@@ -1647,3 +1647,32 @@ def test_a_key_or_a_number_after_a_secret_flag_is_still_a_token() -> None:
     )
     found = [text[h.start : h.end] for h in leaks.scan_text(text) if h.category == "token"]
     assert found == ["Zq8Wm3Xr5Tb7Nc9Vd1", "abc123def456", "12345678", "123456", "9876543210987654"]
+
+
+KEY = "Qm7Zx2Lk9Pw4Rt8Vn3Bc"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # vLLM's start-up line (its `--api-key` is a list)
+        f"INFO [utils.py:253] non-default args: {{'model_tag': 'org/m', 'api_key': ['{KEY}']}}",
+        f'{{"api_keys": ["{KEY}", "x"]}}',
+        f"token: [ '{KEY}' ]",
+        f'"password" : ["{KEY}"]',
+    ],
+)
+def test_the_first_key_of_a_list_written_in_a_text_is_a_secret(text: str) -> None:
+    """(helper-112) A list's first item after a secret's name, as a log or a reply writes it
+    with its brackets; found alike by the fast scan and the plain one."""
+    import leaks_reference as reference
+
+    for scan in (leaks.scan_text, reference.scan_text):
+        assert [text[h.start : h.end] for h in scan(text) if h.category == "token"] == [KEY]
+
+
+@pytest.mark.parametrize(
+    "text", ['"tokens": ["hello", "world"]', '{"token_ids": [1, 2, 3]}', '"stop": ["</s>"]']
+)
+def test_a_list_after_a_name_that_names_no_secret_is_no_hit(text: str) -> None:
+    assert leaks.scan_text(text) == []

@@ -425,11 +425,13 @@ _SECRET_FLAG = _Lazy(
     """,
     re.VERBOSE | re.ASCII,
 )
-# NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP). The
-# match starts at the secret word; the rest of the name before it is found by `_name_before`.
+# NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP); the
+# first of a list so written in a text (vLLM's start-up line `non-default args: {...,
+# 'api_key': ['KEY']}`, `"api_keys": ["KEY", ...]`). The match starts at the secret word; the
+# rest of the name before it is found by `_name_before`.
 _SECRET_MEMBER = _Lazy(
     rf"""(?i:{_SECRET_WORD})[\w.-]*["']?[ \t]*
-      (?:[:=]|\x01)[ \t]*["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
+      (?:[:=]|\x01)[ \t]*(?:\[[ \t]*)?["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -1274,7 +1276,7 @@ _NAME_RUN = _Lazy(r"[\w.-]*", re.ASCII)
 _NAME_CHARS_TEXT = "".join(sorted(_NAME_CHARS))
 _NOT_LETTERS = "0123456789_.-"
 # What follows a member's name up to its value, and the value's first character.
-_MEMBER_SEP = _Lazy(rf"""["']?[ \t]*[:=\x01][ \t]*["']?(?={_VALUE_FIRST})""", re.ASCII)
+_MEMBER_SEP = _Lazy(rf"""["']?[ \t]*[:=\x01][ \t]*(?:\[[ \t]*)?["']?(?={_VALUE_FIRST})""", re.ASCII)
 _VALUE_RUN = _Lazy(rf"{_VALUE_CHAR}*", re.ASCII)
 _FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
 _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from rawfactory import Host, RawFactory
@@ -146,3 +147,25 @@ def test_the_machines_name_after_a_launchers_flag(tmp_path: Path, arguments: lis
     f = RawFactory(host=HOST)
     f.server["argv"] += arguments
     assert "dgx01" not in _strings(_exported(f, tmp_path)).lower()
+
+
+# helper-112: a URL's password as a program prints it, and the first key of a logged list
+
+
+def test_a_urls_percent_encoded_password_is_found_as_written_plainly(tmp_path: Path) -> None:
+    password = "Xk9#mP2&qL7!vR4@"  # reserved characters: written %23, %26, %21, %40
+    f = RawFactory()
+    f.server["env"]["DATABASE_URL"] = (
+        "postgres://svc:" + quote(password, safe="") + "@db.internal:5432/app"
+    )
+    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = (
+        f"retrying connection to db.internal as svc with {password}"
+    )
+    assert password not in _strings(_exported(f, tmp_path))
+
+
+def test_a_key_in_vllms_start_up_line_is_removed(tmp_path: Path) -> None:
+    key = "Qm7Zx2Lk9Pw4Rt8Vn3Bc"  # not the capture's own: read from a file it did not see
+    f = RawFactory()
+    f.run["notes"] = [f"non-default args: {{'model_tag': 'org/m', 'api_key': ['{key}']}}"]
+    assert key not in _strings(_exported(f, tmp_path))

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from verifier import leaks
 from verifier.errors import ExportError
@@ -698,7 +698,9 @@ def _url_credentials(url: str) -> tuple[str | None, list[str]]:
         user, password = parts.username, parts.password
     except ValueError:
         return None, []
-    secrets = [password] if password else []
+    # a password of symbols is written percent-encoded in a URL (`p%40ss`), and plainly
+    # where a program that read it prints it: both are its spellings
+    secrets = list(dict.fromkeys([password, unquote(password)])) if password else []
     secrets += [v for n, v in parse_qsl(parts.query) if v and leaks.is_secret_name(n)]
     return user, secrets
 

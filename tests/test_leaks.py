@@ -1676,3 +1676,29 @@ def test_the_first_key_of_a_list_written_in_a_text_is_a_secret(text: str) -> Non
 )
 def test_a_list_after_a_name_that_names_no_secret_is_no_hit(text: str) -> None:
     assert leaks.scan_text(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # git's quoted path (core.quotePath) and `ls -b`: a byte an octal escape
+        ('modified:   "/home/j\\303\\266rg/arbeit/out.txt"', "/home/j\\303\\266rg/arbeit/out.txt"),
+        (
+            "?? /home/\\320\\270\\320\\262\\320\\260\\320\\275/x",
+            "/home/\\320\\270\\320\\262\\320\\260\\320\\275/x",
+        ),  # иван
+    ],
+)
+def test_a_path_in_octal_escapes_of_utf8_is_found(text: str, found: str) -> None:
+    """(helper-112) A run of octal escapes that spells one UTF-8 character is that character,
+    as a run of `%HH` or `\\xHH` is, not a Latin-1 character a byte (`jÃ¶rg`)."""
+    import leaks_reference as reference
+
+    for scan in (leaks.scan_text, reference.scan_text):
+        assert [text[h.start : h.end] for h in scan(text)] == [found]
+
+
+def test_a_known_name_in_octal_escapes_of_utf8_is_found() -> None:
+    detector = Detector([Known("jörg", "user-name", "<user>", KnownKind.USER)])
+    text = 'git: "srv/users/j\\303\\266rg/notes.txt"'
+    assert [text[h.start : h.end] for h in detector.scan_text(text)] == ["j\\303\\266rg"]

@@ -3785,6 +3785,14 @@ def _utf8_run(escape: str) -> str:
     )
 
 
+# The same in octal escapes (`\\303\\266`, `ö`: git's quoted paths, `ls -b`, bash's `$'...'`):
+# a lead byte of 0o300-0o367, then continuation bytes of 0o200-0o277.
+_UTF8_OCTAL_RUN = (
+    r"(?:\\3[0-3][0-7](?:\\2[0-7]{2})|\\3[45][0-7](?:\\2[0-7]{2}){2}"
+    r"|\\36[0-7](?:\\2[0-7]{2}){3})"
+)
+
+
 # Characters that show nothing, which a text can hold inside a value (`ali\u200bce`): the
 # default-ignorable code points of Unicode (zero-width spaces and joiners, the word joiner and
 # invisible operators, byte order mark, soft hyphen, bidirectional marks and controls,
@@ -3907,17 +3915,18 @@ class _Decoded:
     # references of the characters of paths, addresses and names (`&sol;`, `&commat;`; and
     # `&amp;`, so that `&amp;#47;`, escaped twice, is read as `/` in the second view)
     # (and without the `;`, its digits read as far as they go, as an HTML parser reads them:
-    # `&#47home`). A run of `%HH` or `\\xHH` that spells one character in UTF-8 (`%C3%B6`,
-    # `ö`) is one escape of that character; a run that does not is one escape a byte, each
-    # its Latin-1 character, as a lone `%HH` is. A run of invisible characters (zero-width
-    # spaces and joiners, word joiner, byte order mark, soft hyphen) and terminal escape
+    # `&#47home`). A run of `%HH`, `\\xHH` or octal `\\OOO` that spells one character in
+    # UTF-8 (`%C3%B6`, `\\303\\266`, `ö`) is one escape of that character; a run that does
+    # not is one escape a byte, each its Latin-1 character, as a lone `%HH` is. A run of
+    # invisible characters (zero-width spaces and joiners, word joiner, byte order mark, soft
+    # hyphen) and terminal escape
     # sequences, and the character after it, is one escape of that character: `ali\u200bce`
     # and `/home/\x1b[1malice` are read as `alice` (`\x1b[2m/home/alice` too, whose `m`
     # would stand before the path as a letter). A text with terminal sequences is read a
     # second way too (`_SPACED`), each run of them a space: in `see\x1b[0m/home/alice`,
     # `see` is no part of the path.
     _ESCAPE = _Lazy(
-        rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
+        rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')}|{_UTF8_OCTAL_RUN})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
         r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
@@ -3926,7 +3935,7 @@ class _Decoded:
         rf"|(?:[{_INVISIBLE}]|{_TERMINAL})+([^\x00-\x02])"
     )
     _SPACED = _Lazy(
-        rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')})"
+        rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')}|{_UTF8_OCTAL_RUN})"
         r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
         r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
@@ -4014,9 +4023,12 @@ class _Decoded:
             terminal = more[0] if more else None  # (`_SPACED`'s)
             hexadecimal = hexadecimal or wide or wide8 or wide4
             if utf8 is not None:
-                width = 3 if utf8[0] == "%" else 4  # `%HH` or `\\xHH`
+                # `%HH`, `\\xHH` or octal `\\OOO`: the digits end each escape
+                width = 3 if utf8[0] == "%" else 4
+                digits, base = (2, 16) if utf8[0] == "%" or utf8[1] == "x" else (3, 8)
                 data = bytes(
-                    int(utf8[at + width - 2 : at + width], 16) for at in range(0, len(utf8), width)
+                    int(utf8[at + width - digits : at + width], base)
+                    for at in range(0, len(utf8), width)
                 )
                 try:
                     character = data.decode("utf-8")

@@ -97,10 +97,14 @@ def _switched_on(ctx: BundleContext, experiment: Experiment) -> Iterator[Finding
                 kinds.append(what)
         return kinds
 
-    unasked = {  # each server's kinds of evidence its declared start does not ask for
-        (condition.id, server.instance): (ci, si, server, kinds)
+    declared = {  # (an instance declared twice is an error of its own: the last is read)
+        (condition.id, server.instance): (ci, si, server)
         for ci, condition in enumerate(experiment.conditions)
         for si, server in enumerate(condition.servers)
+    }
+    unasked = {  # each server's kinds of evidence its declared start does not ask for
+        key: (ci, si, server, kinds)
+        for key, (ci, si, server) in declared.items()
         if (kinds := lacking(server))
     }
     if not unasked:  # (every honest capture: the harness starts each server asking)

@@ -316,9 +316,10 @@ class ServerProfile(ABC):
         """Evidence the server gives only where it was started to, by what (`metrics`: its
         /metrics readings; `cached_tokens`: the cached_tokens of its answers): the flags,
         and the environment variables (names without a leading `-`), any one of which turns
-        it on. A record that holds such evidence from a server whose declared command line
-        asks for none of them is not that server's (none known, by default: given always).
-        Not in ProfileRules: the rule copies that bundles carry stay valid."""
+        it on. Records that hold such evidence from a server whose declared command line
+        and environment ask for none of them are a warning: the evidence may not be that
+        server's (none known, by default: given always). Not in ProfileRules: the rule
+        copies that bundles carry stay valid."""
         return {}
 
     @property

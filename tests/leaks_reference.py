@@ -218,6 +218,10 @@ def _generic(text: str) -> Iterator[_Found]:
             excerpt = _mask_secret(match, group)
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
+                yield _found(TOKEN, start, end, excerpt)
+                for start, end, excerpt in leaks.list_items(match):
+                    yield _found(TOKEN, start, end, excerpt)
+                continue
             yield _found(TOKEN, start, end, excerpt)
     simple: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool], bool], ...] = (
         (HOME_PATH, _HOME, lambda m: True, has["/"] or has["~"]),
@@ -964,16 +968,19 @@ class _Flat:
             self._chunks.append("".join(self._pieces))
             self._pieces = []
 
-    def _walk(self, node: Any) -> None:
+    def _walk(self, node: Any, first: str = SEP) -> None:
+        # `first`: what joins a list's first string to what is before it; a member's list
+        # is the member's value, as its string would be (`{"api_keys": ["K1", "K2"]}`:
+        # `api_keys` KEY_SEP `K1` ITEM_SEP `K2`)
         if isinstance(node, dict):
             for key, value in node.items():
                 self._add(SEP, key, True)
                 if isinstance(value, str):
                     self._add(KEY_SEP, value, False)
                 elif isinstance(value, dict | list):
-                    self._walk(value)
+                    self._walk(value, KEY_SEP)
         elif isinstance(node, list):
-            joiner = SEP
+            joiner = first
             for value in node:
                 if isinstance(value, str):
                     self._add(joiner, value, False)

@@ -7,6 +7,7 @@ import bz2
 import gzip
 import hashlib
 import itertools
+import json
 import lzma
 import re
 import time
@@ -915,11 +916,13 @@ def test_html_named_references_are_read_as_their_characters() -> None:
     text = "&sol;&bsol;&commat;&colon;&period;&lowbar;&amp;#47;&quot;&num;&amp;&amp;sol;"
     view = leaks._Decoded.of(text)
     assert isinstance(view, leaks._Decoded)
-    assert view.text == "/\\@:._&#47;&quot;#&amp;&sol;"
+    assert view.text == '/\\@:._&#47;"#&&sol;'
     assert view.original(0, len(view.text)) == (0, len(text))
-    # `&amp;`, `&quot;` and `&lt;` are what any HTML writer writes: not escapes here (each
-    # escape counts towards a text's limit), but for `&amp;` before `#` or a name above
-    assert leaks._Decoded.of("AT&amp;T &quot;x&quot; &lt;b&gt;") is None
+    # what `html.escape` writes is read too: a password holding `&`, `"` or `<` is
+    # published so in an HTML page
+    view = leaks._Decoded.of("AT&amp;T &quot;x&quot; &lt;b&gt; &#x27;y&apos;")
+    assert isinstance(view, leaks._Decoded)
+    assert view.text == "AT&T \"x\" <b> 'y'"
 
 
 def test_an_html_reference_without_a_semicolon_reads_its_digits_greedily() -> None:
@@ -1702,3 +1705,69 @@ def test_a_known_name_in_octal_escapes_of_utf8_is_found() -> None:
     detector = Detector([Known("jörg", "user-name", "<user>", KnownKind.USER)])
     text = 'git: "srv/users/j\\303\\266rg/notes.txt"'
     assert [text[h.start : h.end] for h in detector.scan_text(text)] == ["j\\303\\266rg"]
+
+
+# A secret-named member whose value is a list: every item (helper-112's F2), in a text as
+# vLLM, json.dumps(indent=2), YAML and Python write it, and in a document.
+_K1, _K2 = "Qm7Zx2Lk9Pw4Rt8Vn3Bc", "Zz9Yy8Xx7Ww6Vv5Uu4Tt"
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        (f"non-default args: {{'model': 'm', 'api_key': ['{_K1}', '{_K2}'], 'port': 8000}}", 2),
+        (json.dumps({"api_key": [_K1, _K2]}, indent=2), 2),
+        (f"api_keys:\n- {_K1}\n- {_K2}\nport: 8000", 2),
+        (f"api_key=('{_K1}',)", 1),
+        (f"api_key=('{_K1}', '{_K2}')", 2),
+    ],
+)
+def test_every_item_of_a_secret_members_list(text: str, keys: int) -> None:
+    hits = scan_text(text)
+    found = [text[h.start : h.end] for h in hits]
+    assert found == [_K1, _K2][:keys]
+    assert all(_K1 not in h.excerpt and _K2 not in h.excerpt for h in hits)
+
+
+def test_a_list_ends_where_its_items_do() -> None:
+    text = f"'api_key': ['{_K1}'], 'model_tag': 'Zz9Yy8Xx7Ww6Vv5Uu4Tt'"
+    assert [text[h.start : h.end] for h in scan_text(text)] == [_K1]
+    # a plain member is no list: what follows its value after a comma is not its item
+    text = f"api_key={_K1}, model={_K2}"
+    assert [text[h.start : h.end] for h in scan_text(text)] == [_K1]
+
+
+def test_every_string_of_a_secret_members_list_in_a_document() -> None:
+    hits = leaks.scan_document({"api_keys": [_K1, _K2], "stop": ["Qm7Zx2Lk9Pw4Rt8Vn3Bd"]})
+    assert [h.pointer for h in hits] == ["/api_keys/0", "/api_keys/1"]
+    assert leaks.scan_document({"api_key": [[_K1]]}) == []  # (a list of lists: not read)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sorted(items, key=lambda v: v[1])",
+        "max(scores, key=scores.get)",
+        '{"key": "temperature", "value": 0.7}',
+        "ORDER BY sort_key=created_at",
+        "primaryKey=user_id",
+        "cache.key=prefix_hash",
+    ],
+)
+def test_a_key_of_code_is_no_secret(text: str) -> None:
+    assert scan_text(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"key={_K1}",
+        "ENCRYPTION_KEY=abcdefghij",
+        "api_key=lambda_value",
+        "secret_key=abcdefghij",
+        "license_key=abcdefghij",
+        "access_key=abcdefghij",
+    ],
+)
+def test_a_key_that_is_not_codes_is_still_a_secret(text: str) -> None:
+    assert len(scan_text(text)) == 1

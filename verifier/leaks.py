@@ -78,6 +78,7 @@ import functools
 import heapq
 import ipaddress
 import itertools
+import json
 import os
 import re
 import string
@@ -426,15 +427,26 @@ _SECRET_FLAG = _Lazy(
     re.VERBOSE | re.ASCII,
 )
 # NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP); the
-# first of a list so written in a text (vLLM's start-up line `non-default args: {...,
-# 'api_key': ['KEY']}`, `"api_keys": ["KEY", ...]`). The match starts at the secret word; the
-# rest of the name before it is found by `_name_before`.
+# first of a list so written (`_LIST_OPENER`: vLLM's start-up line `non-default args: {...,
+# 'api_key': ['KEY']}`, `"api_keys": [\n  "KEY"`, a tuple, a YAML block list), whose later
+# items `_LIST_ITEM` reads. The match starts at the secret word; the rest of the name before
+# it is found by `_name_before`.
+_LIST_OPENER = r"(?:[\[(]\s*|\r?\n[ \t]*-[ \t]+)?"
 _SECRET_MEMBER = _Lazy(
     rf"""(?i:{_SECRET_WORD})[\w.-]*["']?[ \t]*
-      (?:[:=]|\x01)[ \t]*(?:\[[ \t]*)?["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
+      (?:[:=]|\x01)[ \t]*{_LIST_OPENER}["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
     """,
     re.VERBOSE | re.ASCII,
 )
+# The next item of such a list after one item: `, 'K2'`, `,\n    "K2"`, a YAML list's `\n- K2`,
+# or a document's next string of the list (ITEM_SEP).
+_LIST_ITEM = _Lazy(
+    rf"""["']?[ \t]*(?:,\s*|\x02|\r?\n[ \t]*-[ \t]+)["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})""",
+    re.ASCII,
+)
+# The items of one list read at most (a list of keys is short; a bound keeps every text's
+# scan linear, however its lists and members interleave).
+_MOST_ITEMS = 64
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _KEY_BEGIN = _Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _KEY_END = _Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
@@ -527,6 +539,8 @@ def _mask(text: str, start: int = 0, end: int | None = None) -> str:
 
 
 _SEP_TO_SPACE = str.maketrans({c: " " for c in _SEPS})
+# (and what comes before a secret on its line, or lines: a list opened on one line)
+_BEFORE_TO_SPACE = str.maketrans({c: " " for c in _SEPS + "\r\n"})
 
 
 def _secret_group(match: re.Match[str]) -> str:
@@ -541,7 +555,7 @@ def _mask_secret(match: re.Match[str], group: str) -> str:
     """Show what comes before the secret and at most its first four characters."""
     secret_start = match.start(group) - match.start()
     secret = match.group(group)
-    before = match.group()[:secret_start].translate(_SEP_TO_SPACE)
+    before = match.group()[:secret_start].translate(_BEFORE_TO_SPACE)
     return before + secret[: min(4, len(secret) // 5)] + ELLIPSIS
 
 
@@ -645,6 +659,10 @@ def _secret_value(name: str, value: str) -> bool:
     in both cases and a digit (`pass=Tr0ub4dor3`), no path (`PWD=D:\\work\\x`)."""
     if _NUMBER.fullmatch(value):
         return False
+    if _CODE_KEY_NAME.fullmatch(name) and _IDENTIFIER.fullmatch(value):
+        # a key of code names what it sorts or looks up by (`sorted(x, key=lambda ...)`,
+        # `sort_key=created_at`, `{"key": "temperature", "value": 0}`), not a secret
+        return False
     if name == "token":  # a model's token (logprobs), unless it is 16 random characters
         return len(value) >= 16 and _random_key(value)
     if _WEAK_SECRET_NAME.search(name):
@@ -660,6 +678,18 @@ def _secret_value(name: str, value: str) -> bool:
     return True
 
 
+# A name whose only secret word is a bare `key`, as code writes names (not an environment
+# variable's capitals, `ENCRYPTION_KEY`, nor an API's, access or secret key): `key`,
+# `sort_key`, `primaryKey`, `cache.key`.
+_CODE_KEY_NAME = _Lazy(
+    r"(?!.*(?i:api|access|secret|private|sign|encrypt|crypt|master|licen[cs]e|auth|client|ssh|gpg"
+    r"|pgp|account|session|service|app[_.-]?key))"
+    r"(?:[a-z][A-Za-z0-9_.-]*)?(?:key|Key)",
+    re.ASCII,
+)
+# What such a key names in code: a lower-case identifier or a dotted one, no digit
+# (`lambda`, `created_at`, `str.lower`, `itemgetter`); a random key holds digits or capitals.
+_IDENTIFIER = _Lazy(r"[a-z_]+(?:\.[a-z_]+)*", re.ASCII)
 _SIGNATURE_VALUE = _Lazy(r"(?=[^0-9]*[0-9])(?:[A-Za-z0-9+/=_-]|%[0-9A-Fa-f]{2})+", re.ASCII)
 
 
@@ -683,6 +713,29 @@ def _name_before(match: re.Match[str]) -> tuple[int, str]:
     while end < len(text) and text[end] in _NAME_CHARS:
         end += 1
     return start, text[start:end]
+
+
+def list_items(match: re.Match[str]) -> Iterator[tuple[int, int, str]]:
+    """The later items of the list a secret member's match (`_SECRET_MEMBER`) read the first
+    of, each a secret as the first is (`_secret_value` of the member's name): the span of
+    each and its excerpt. Nothing where the match's value opened no list (`[`, `(`, a YAML
+    `- `, or a document's member, KEY_SEP, whose list goes on after ITEM_SEP)."""
+    text, value_start = match.string, match.start("keyvalue")
+    head = text[match.start() : value_start]
+    if not any(opener in head for opener in "[(\n\x01"):
+        return
+    name = _name_before(match)[1]
+    item = _LIST_ITEM.regex.match
+    position = match.end()
+    for _ in range(_MOST_ITEMS):
+        found = item(text, position)
+        if found is None:
+            return
+        position = found.end()
+        value = found.group("keyvalue")
+        if _secret_value(name, value):
+            shown = value[: min(4, len(value) // 5)]  # as `_mask_secret` shows a value
+            yield found.start("keyvalue"), found.end(), f"{name}: [..., {shown}{ELLIPSIS}"
 
 
 def _in_word(char: str) -> bool:
@@ -1276,7 +1329,9 @@ _NAME_RUN = _Lazy(r"[\w.-]*", re.ASCII)
 _NAME_CHARS_TEXT = "".join(sorted(_NAME_CHARS))
 _NOT_LETTERS = "0123456789_.-"
 # What follows a member's name up to its value, and the value's first character.
-_MEMBER_SEP = _Lazy(rf"""["']?[ \t]*[:=\x01][ \t]*(?:\[[ \t]*)?["']?(?={_VALUE_FIRST})""", re.ASCII)
+_MEMBER_SEP = _Lazy(
+    rf"""["']?[ \t]*[:=\x01][ \t]*{_LIST_OPENER}["']?(?={_VALUE_FIRST})""", re.ASCII
+)
 _VALUE_RUN = _Lazy(rf"{_VALUE_CHAR}*", re.ASCII)
 _FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
 _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
@@ -1503,6 +1558,10 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
             excerpt = _mask_secret(match, group)
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
+                yield _found(TOKEN, start, end, excerpt)
+                for start, end, excerpt in list_items(match):
+                    yield _found(TOKEN, start, end, excerpt)
+                continue
             yield _found(TOKEN, start, end, excerpt)
     simple: tuple[tuple[str, _Lazy, Callable[[re.Match[str]], bool], bool], ...] = (
         (HOME_PATH, _HOME, lambda m: True, slash or tilde),
@@ -2378,6 +2437,15 @@ def _encodings(value: str) -> tuple[bytes, bytes]:
     return value.encode("utf-8", "surrogatepass"), value.encode("utf-16-le", "surrogatepass")
 
 
+def _ascii_json(value: str) -> bytes:
+    """A value past ASCII as a JSON string holds it escaped to ASCII (`json.dumps`' default:
+    `j\\u00f6rg` for `jörg`, a surrogate pair past the Basic Multilingual Plane), without
+    the quotes; empty for a value of ASCII, which JSON writes as it is."""
+    if value.isascii():
+        return b""
+    return json.dumps(value)[1:-1].encode("ascii")
+
+
 def _big_endian(value: str) -> bytes:
     """A value's UTF-16BE bytes (Java's and the network's order), for its base64 and hex."""
     return value.encode("utf-16-be", "surrogatepass")
@@ -2457,6 +2525,9 @@ class _Base64Cores:
                 # (base32's alphabet is base64's upper-case letters and 2-7); and a path as
                 # JSON may escape it (`\/home\/alice`), base64 of a JSON document
                 escaped = utf8.replace(b"/", b"\\/") if b"/" in utf8 else b""
+                # and a value past ASCII as JSON's ASCII escaping writes it (`j\u00f6rg`, as
+                # `json.dumps` does by default), in base64 or hex of a JSON document
+                ascii_json = _ascii_json(value.value)
                 big = _big_endian(value.value)
                 for core in (
                     *base64_cores(utf8),
@@ -2465,6 +2536,7 @@ class _Base64Cores:
                     *base32_cores(utf8),
                     *base32_cores(utf8, hex_alphabet=True),
                     *(base64_cores(escaped) if escaped else ()),
+                    *(base64_cores(ascii_json) if ascii_json else ()),
                     # base64 of base64: the cores of each core (found in base64 of any
                     # text that holds it, as the cores of a value are), in the standard
                     # alphabet at both levels
@@ -2478,6 +2550,8 @@ class _Base64Cores:
                 self.hexes.setdefault(utf8.hex(), index)
                 self.hexes.setdefault(utf16.hex(), index)
                 self.hexes.setdefault(big.hex(), index)
+                if ascii_json:
+                    self.hexes.setdefault(ascii_json.hex(), index)
                 for spelled in separated_bytes(utf8, decimal=spells_apart(value.value)):
                     self.separated.setdefault(spelled, index)
                 for core in base85_cores(utf8):
@@ -2930,10 +3004,12 @@ def _salvaged(data: bytes, most: int) -> bytes:
 
 _WRAPPED_KINDS = frozenset({KnownKind.SECRET, KnownKind.OPAQUE, KnownKind.ADDRESS})
 # A line break inside a value, with the spaces that indent the line after it, or a shell's
-# `\` before it (`_wrapped_hits`).
-# (`\\?\r?\n`, each branch led by a character; then any other line break, as Unicode counts
-# them: a terminal's bare `\r`, `\n\r`, a vertical tab, a form feed, NEL, U+2028, U+2029)
-_BREAK = _Lazy(r"(?:\\\r?\n|\r\n|\n\r|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])[ \t]*")
+# `\` before it, or quoted-printable's soft break (`=` at a line's end, MIME's
+# `=\r\n`) (`_wrapped_hits`).
+# (`[\\=]?\r?\n`, each branch led by a character; then any other line break, as Unicode
+# counts them: a terminal's bare `\r`, `\n\r`, a vertical tab, a form feed, NEL, U+2028,
+# U+2029)
+_BREAK = _Lazy(r"(?:[\\=]\r?\n|\r\n|\n\r|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])[ \t]*")
 
 
 def _has_break(text: str) -> bool:
@@ -3870,10 +3946,11 @@ _COMPATIBLE_IN = _Lazy(
 
 
 # HTML's named references of the characters that paths, addresses, accounts and tokens are
-# written with (HTML5's names), which an HTML writer never needs to use (`&amp;`, `&quot;`,
-# `&lt;`, which an honest page holds by the thousand, are not among them: each escape counts
-# towards a text's `escapes`); and `&amp;` before `#` or one of these, a text escaped twice
-# (`&amp;#47;`, read as `/` in the second view).
+# written with (HTML5's names), and those `html.escape` writes (`&amp;`, `&quot;`, `&#x27;`,
+# `&lt;`, `&gt;`): a password holding `&` or `"` is published in an HTML page or an XML
+# file so escaped. (An honest page holds the latter by the thousand; each counts towards a
+# bounded scan's `_MOST_ESCAPES` of one text, which is far more.) A text escaped twice
+# (`&amp;#47;`) is read as `/` in the second view.
 # HTML's named references of Latin-1's letters and of Œ œ Š š Ÿ (`b&uuml;ro-lab-07`), in
 # the order of their code points.
 _LATIN_NAMES = (
@@ -3891,10 +3968,23 @@ _ENTITIES = {
     "UnderBar": "_", "plus": "+", "equals": "=", "percnt": "%", "num": "#",
     "hyphen": "-", "dash": "-",  # (U+2010: a name's hyphen as HTML may write it)
     "nbsp": "\u00a0",
+    # what `html.escape` writes (a password's `"`, `'`, `<`, `>`)
+    "quot": '"', "QUOT": '"', "apos": "'", "lt": "<", "LT": "<", "gt": ">", "GT": ">",
     **dict(zip(_LATIN_NAMES.split(), _LATIN_LETTERS, strict=True)),
 }  # fmt: skip
 _ENTITY_NAMES = _trie_pattern(sorted(_ENTITIES))
-_ENTITY = rf"&({_ENTITY_NAMES});|&(?:amp|AMP);(?=#|(?:{_ENTITY_NAMES});)"
+_ENTITY = rf"&({_ENTITY_NAMES});|&(?:amp|AMP);"
+
+# A UTF-16 surrogate pair as JSON's ASCII escaping writes a character past the Basic
+# Multilingual Plane (`json.dumps` of a name in mathematical letters: `\ud835\udc1a`),
+# read as that character; a lone half is read as the surrogate it is (`\uXXXX`).
+_SURROGATES = r"\\u([dD][89abAB][0-9A-Fa-f]{2})\\u([dD][c-fC-F][0-9A-Fa-f]{2})"
+# The characters a backslash before them stands for themselves: JSON's `\/`, `\\`, `\"`,
+# and what bash's `printf %q` escapes in a word:
+# white space, quotes and the shell's special characters (`Xk9#mP2\&qL7\!vR4@` for the
+# password `Xk9#mP2&qL7!vR4@`, `My\ Models` for a folder). Not `.` or `@`, which a regular
+# expression escapes by the thousand (`10\.0\.0\.1`) and the shell never does.
+_LITERAL = "[" + re.escape("/\\\"' !#$&()*,;<>?[]^`{|}~") + "]"
 
 
 def _character(digits: str, base: int) -> str:
@@ -3927,7 +4017,8 @@ class _Decoded:
     # `see` is no part of the path.
     _ESCAPE = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')}|{_UTF8_OCTAL_RUN})"
-        r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
+        rf"|{_SURROGATES}|\\u([0-9A-Fa-f]{{4}})|\\({_LITERAL})|\\([nrtbf])"
+        r"|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
         r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
@@ -3936,7 +4027,8 @@ class _Decoded:
     )
     _SPACED = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')}|{_UTF8_OCTAL_RUN})"
-        r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
+        rf"|{_SURROGATES}|\\u([0-9A-Fa-f]{{4}})|\\({_LITERAL})|\\([nrtbf])"
+        r"|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
         r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
@@ -3949,7 +4041,7 @@ class _Decoded:
     # `_ESCAPE` is tried only where one matches (`_escapes`). Replies with a `%` and a `\\`
     # in each: the leak scan of 10,000 records took 3.7 s with the two full searches.
     _ESCAPE_START = _Lazy(
-        rf"%[0-9A-Fa-fu]|\\[uUx/\\\"nrtbf0-3]|&#|{_ENTITY}"
+        rf"%[0-9A-Fa-fu]|\\[uUxnrtbf0-3]|\\{_LITERAL}|&#|{_ENTITY}"
         rf"|[\x1b\x9b]|[{_INVISIBLE}]"
     )
     # Whether a text holds a character past ASCII that starts an escape (a text of ASCII
@@ -4017,8 +4109,8 @@ class _Decoded:
             pieces.append(text[last : match.start()])
             length += match.start() - last
             (
-                utf8, code, literal, control, percent, wide, wide8, wide4, octal, decimal,
-                hexadecimal, entity, shown, *more,
+                utf8, high, low, code, literal, control, percent, wide, wide8, wide4, octal,
+                decimal, hexadecimal, entity, shown, *more,
             ) = match.groups()  # fmt: skip
             terminal = more[0] if more else None  # (`_SPACED`'s)
             hexadecimal = hexadecimal or wide or wide8 or wide4
@@ -4044,6 +4136,10 @@ class _Decoded:
                     last = match.end()
                     continue
                 pieces.append(character)
+            elif high is not None:  # a UTF-16 surrogate pair: the one code point it spells
+                pieces.append(
+                    chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
+                )
             elif literal is not None:
                 pieces.append(literal)
             elif control is not None:
@@ -4133,16 +4229,19 @@ class _Flat:
             self._chunks.append("".join(self._pieces))
             self._pieces = []
 
-    def _walk(self, node: Any) -> None:
+    def _walk(self, node: Any, first: str = SEP) -> None:
+        # `first`: what joins a list's first string to what is before it; a member's list
+        # is the member's value, as its string would be (`{"api_keys": ["K1", "K2"]}`:
+        # `api_keys` KEY_SEP `K1` ITEM_SEP `K2`)
         if isinstance(node, dict):
             for key, value in node.items():
                 self._add(SEP, key, True)
                 if isinstance(value, str):
                     self._add(KEY_SEP, value, False)
                 elif isinstance(value, dict | list):
-                    self._walk(value)
+                    self._walk(value, KEY_SEP)
         elif isinstance(node, list):
-            joiner = SEP
+            joiner = first
             for value in node:
                 if isinstance(value, str):
                     self._add(joiner, value, False)
@@ -4210,7 +4309,7 @@ def _text_of() -> Callable[[Any], str]:
     # As `_walk`, with a test of the exact type first: JSON's own types are the usual case.
     # It is handed itself, to call: a function that named itself from the scope around it
     # would be in a reference cycle, which only the cyclic collector frees.
-    def walk(node: Any, walk: Callable[[Any, Any], None]) -> None:
+    def walk(node: Any, walk: Callable[..., None], first: str = SEP) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
                 kind = type(value)
@@ -4218,7 +4317,7 @@ def _text_of() -> Callable[[Any], str]:
                     add((SEP, key, KEY_SEP, value))
                 elif kind is dict or kind is list:
                     add((SEP, key))
-                    walk(value, walk)
+                    walk(value, walk, KEY_SEP)
                 elif kind is int or kind is float or kind is bool or value is None:
                     add((SEP, key))
                 elif isinstance(value, str):
@@ -4226,9 +4325,9 @@ def _text_of() -> Callable[[Any], str]:
                 else:
                     add((SEP, key))
                     if isinstance(value, containers):
-                        walk(value, walk)
+                        walk(value, walk, KEY_SEP)
         else:
-            joiner = SEP
+            joiner = first
             for value in node:
                 if type(value) is str or isinstance(value, str):
                     add((joiner, value))

@@ -2019,7 +2019,11 @@ _HOST_FLAGS = (
     "--dist_init_addr", "--nccl-init-addr", "--advertise-addr", "--master-address",
     "--coordinator-address", "--head-address", "--rdzv-endpoint", "--rdzv_endpoint",
     "--local-addr", "--local_addr", "--node-name", "--nodelist", "--hosts", "--master",
-    "--hostname-override",
+    "--hostname-override", "--head-node-ip", "--head_node_ip",
+    # the short ones of the launchers: Open MPI's and mpirun's `-H NAME,...`, Slurm's
+    # `srun -w NAME` (its --nodelist); a known host's name after them (no other value of
+    # these flags is a machine's name)
+    "-H", "-w",
 )  # fmt: skip
 
 

@@ -169,3 +169,21 @@ def test_a_key_in_vllms_start_up_line_is_removed(tmp_path: Path) -> None:
     f = RawFactory()
     f.run["notes"] = [f"non-default args: {{'model_tag': 'org/m', 'api_key': ['{key}']}}"]
     assert key not in _strings(_exported(f, tmp_path))
+
+
+# Launchers' flags of a machine's plain name (not a distinctive one, found anywhere).
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "ray start --head-node-ip falcon",
+        "python -m sglang.launch_server --head-node-ip=falcon",
+        "mpirun -np 2 -H falcon,eagle ./bench",
+        "srun -w falcon python serve.py",
+    ],
+)
+def test_a_plain_machine_name_after_a_launchers_flag(tmp_path: Path, note: str) -> None:
+    f = RawFactory(host=Host(hostname="falcon"))
+    f.run["notes"] = [note]
+    assert "falcon" not in _strings(_exported(f, tmp_path)).lower()

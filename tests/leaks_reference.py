@@ -205,6 +205,7 @@ def _generic(text: str) -> Iterator[_Found]:
         else:  # no END: to the end of its string
             end = next((i for i in range(end, len(text)) if text[i] in "\x00\x01\x02"), len(text))
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
+    reached = [0]  # where the secret members' lists read so far end (`leaks.list_items`)
     for pattern in _TOKEN_PATTERNS:
         if pattern is _SECRET_FLAG and not has["-"]:
             continue
@@ -219,7 +220,7 @@ def _generic(text: str) -> Iterator[_Found]:
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
                 yield _found(TOKEN, start, end, excerpt)
-                for start, end, excerpt in leaks.list_items(match):
+                for start, end, excerpt in leaks.list_items(match, reached):
                     yield _found(TOKEN, start, end, excerpt)
                 continue
             yield _found(TOKEN, start, end, excerpt)
@@ -969,16 +970,17 @@ class _Flat:
             self._pieces = []
 
     def _walk(self, node: Any, first: str = SEP) -> None:
-        # `first`: what joins a list's first string to what is before it; a member's list
-        # is the member's value, as its string would be (`{"api_keys": ["K1", "K2"]}`:
-        # `api_keys` KEY_SEP `K1` ITEM_SEP `K2`)
+        # `first`: what joins a list's first string to what is before it: a member's list
+        # goes on from the member's name as a list goes on from its string before
+        # (`{"api_keys": ["K1", "K2"]}`: `api_keys` ITEM_SEP `K1` ITEM_SEP `K2`), read
+        # as a list's items, not as a member's string value (KEY_SEP)
         if isinstance(node, dict):
             for key, value in node.items():
                 self._add(SEP, key, True)
                 if isinstance(value, str):
                     self._add(KEY_SEP, value, False)
                 elif isinstance(value, dict | list):
-                    self._walk(value, KEY_SEP)
+                    self._walk(value, ITEM_SEP)
         elif isinstance(node, list):
             joiner = first
             for value in node:

@@ -1718,8 +1718,7 @@ _K1, _K2 = "Qm7Zx2Lk9Pw4Rt8Vn3Bc", "Zz9Yy8Xx7Ww6Vv5Uu4Tt"
         (f"non-default args: {{'model': 'm', 'api_key': ['{_K1}', '{_K2}'], 'port': 8000}}", 2),
         (json.dumps({"api_key": [_K1, _K2]}, indent=2), 2),
         (f"api_keys:\n- {_K1}\n- {_K2}\nport: 8000", 2),
-        (f"api_key=('{_K1}',)", 1),
-        (f"api_key=('{_K1}', '{_K2}')", 2),
+        (f"api_keys: [{_K1}, abcdefgh, {_K2}]", 2),  # an item of a word's shape is no key
     ],
 )
 def test_every_item_of_a_secret_members_list(text: str, keys: int) -> None:
@@ -1741,6 +1740,54 @@ def test_every_string_of_a_secret_members_list_in_a_document() -> None:
     hits = leaks.scan_document({"api_keys": [_K1, _K2], "stop": ["Qm7Zx2Lk9Pw4Rt8Vn3Bd"]})
     assert [h.pointer for h in hits] == ["/api_keys/0", "/api_keys/1"]
     assert leaks.scan_document({"api_key": [[_K1]]}) == []  # (a list of lists: not read)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"secrets": ["OPENAI_API_KEY", "HF_TOKEN"]},
+        {"credentials": ["aws_access_key_id", "aws_secret_access_key"]},
+        {"auth": ["Authorization", "Bearer"]},
+        {"password_rules": ["Minimum 12 characters"]},
+    ],
+)
+def test_a_documents_list_of_names_after_a_secrets_name_is_no_secret(document: object) -> None:
+    assert leaks.scan_document(document) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Requirements for the password:\n- Minimum 12 characters\n- One digit",
+        "To get an API key:\n- Register at the site\n- Open Settings",
+        "secrets:\n  - db_password\n  - api_token_file",
+        "auth=(username, password)",
+        "password = (getpass.getpass())",
+        "sort_key: ['createdAt', 'updatedAt']",
+        "api_key: [REDACTED]",
+        "password: ********, token: xxxxxxxxxxxx",
+    ],
+)
+def test_prose_and_code_after_a_secrets_name_are_no_secret(text: str) -> None:
+    assert scan_text(text) == []
+
+
+def test_a_member_inside_a_list_opens_no_list_of_its_own() -> None:
+    """An item that is itself a member whose value is inside the list (`- a_key: K`) reads
+    no items: the list's are read once. One whose value goes on past the list reads its
+    own from there."""
+    text = f"api_keys:\n- {_K1}\n- abcdefgh\n- a_key:\n- {_K2}\n- {_K1}\n- tail"
+    first = leaks._SECRET_MEMBER.regex.search(text)
+    inner = leaks._SECRET_MEMBER.regex.search(text, text.index("a_key"))
+    assert first is not None and inner is not None
+    assert inner.group("keyvalue") == _K2
+    reached = [0]
+    assert [text[s:e] for s, e, _ in leaks.list_items(first, reached)] == [_K2, _K1]
+    assert reached[0] == text.index("\n- tail")
+    assert list(leaks.list_items(inner, reached)) == []  # read already
+    assert [text[s:e] for s, e, _ in leaks.list_items(inner, [0])] == [_K1]  # alone
+    text = f"api_keys:\n- {_K1}\n- api_key: [{_K2}, {_K1}]"
+    assert [text[h.start : h.end] for h in scan_text(text)] == [_K1, _K2, _K1]
 
 
 @pytest.mark.parametrize(

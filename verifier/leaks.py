@@ -428,13 +428,14 @@ _SECRET_FLAG = _Lazy(
 )
 # NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP); the
 # first of a list so written (`_LIST_OPENER`: vLLM's start-up line `non-default args: {...,
-# 'api_key': ['KEY']}`, `"api_keys": [\n  "KEY"`, a tuple, a YAML block list), whose later
-# items `_LIST_ITEM` reads. The match starts at the secret word; the rest of the name before
-# it is found by `_name_before`.
-_LIST_OPENER = r"(?:[\[(]\s*|\r?\n[ \t]*-[ \t]+)?"
+# 'api_key': ['KEY']}`, `"api_keys": [\n  "KEY"`, a YAML block list, a document's member
+# whose value is a list, joined by ITEM_SEP), whose later items `list_items` reads. The
+# match starts at the secret word; the rest of the name before it is found by
+# `_name_before`. (Not a tuple's `(`: `auth=(username, password)` is code.)
+_LIST_OPENER = r"(?:\[\s*|\r?\n[ \t]*-[ \t]+)?"
 _SECRET_MEMBER = _Lazy(
     rf"""(?i:{_SECRET_WORD})[\w.-]*["']?[ \t]*
-      (?:[:=]|\x01)[ \t]*{_LIST_OPENER}["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
+      (?:[:=]|[\x01\x02])[ \t]*{_LIST_OPENER}["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -444,9 +445,7 @@ _LIST_ITEM = _Lazy(
     rf"""["']?[ \t]*(?:,\s*|\x02|\r?\n[ \t]*-[ \t]+)["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})""",
     re.ASCII,
 )
-# The items of one list read at most (a list of keys is short; a bound keeps every text's
-# scan linear, however its lists and members interleave).
-_MOST_ITEMS = 64
+
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _KEY_BEGIN = _Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _KEY_END = _Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
@@ -657,7 +656,7 @@ def _secret_value(name: str, value: str) -> bool:
     signature of 16 characters or more of base64, URL-escaped base64 or hex with a digit
     (`sig=Qm9n...%3D`, `X-Amz-Signature=9f86...`), or a password of 8 or more with letters
     in both cases and a digit (`pass=Tr0ub4dor3`), no path (`PWD=D:\\work\\x`)."""
-    if _NUMBER.fullmatch(value):
+    if _NUMBER.fullmatch(value) or _PLACEHOLDER.fullmatch(value):
         return False
     if _CODE_KEY_NAME.fullmatch(name) and _IDENTIFIER.fullmatch(value):
         # a key of code names what it sorts or looks up by (`sorted(x, key=lambda ...)`,
@@ -678,18 +677,25 @@ def _secret_value(name: str, value: str) -> bool:
     return True
 
 
-# A name whose only secret word is a bare `key`, as code writes names (not an environment
-# variable's capitals, `ENCRYPTION_KEY`, nor an API's, access or secret key): `key`,
-# `sort_key`, `primaryKey`, `cache.key`.
+# A key of code that names what it sorts, looks up or partitions by, as code writes it (not
+# an environment variable's capitals): a bare `key` (`sorted(x, key=lambda ...)`, `{"key":
+# "temperature"}`, AWS's tags' `Key`), `sort_key`, `primaryKey`, `partition_key`.
 _CODE_KEY_NAME = _Lazy(
-    r"(?!.*(?i:api|access|secret|private|sign|encrypt|crypt|master|licen[cs]e|auth|client|ssh|gpg"
-    r"|pgp|account|session|service|app[_.-]?key))"
-    r"(?:[a-z][A-Za-z0-9_.-]*)?(?:key|Key)",
+    r"(?:key|Key|(?:sort|primary|foreign|partition|cluster|clustering|cache|lookup|group|join"
+    r"|index|row|hash|range|dict|map|unique|composite|natural|shard|routing|order|dedup|item"
+    r"|record|object|s3|bucket|redis|table|column|field|attr|attribute)(?:[_.-]?(?:key|Key)|Key))",
     re.ASCII,
 )
-# What such a key names in code: a lower-case identifier or a dotted one, no digit
-# (`lambda`, `created_at`, `str.lower`, `itemgetter`); a random key holds digits or capitals.
-_IDENTIFIER = _Lazy(r"[a-z_]+(?:\.[a-z_]+)*", re.ASCII)
+# What such a key names in code: an identifier that starts in lower case, or a dotted one, no
+# digit (`lambda`, `created_at`, `createdAt`, `str.lower`); a random key holds digits.
+_IDENTIFIER = _Lazy(r"[a-z_][A-Za-z_]*(?:\.[A-Za-z_]+)*", re.ASCII)
+# What stands in a secret's place where it was left out (`api_key: [REDACTED]`, `password:
+# ********`, `token: xxxxxxxx`), in any case.
+_PLACEHOLDER = _Lazy(
+    r"(?i:redacted|hidden|masked|removed|omitted|placeholder|none|null|undefined|x{4,}|\*{4,})"
+    r"\]?",
+    re.ASCII,
+)
 _SIGNATURE_VALUE = _Lazy(r"(?=[^0-9]*[0-9])(?:[A-Za-z0-9+/=_-]|%[0-9A-Fa-f]{2})+", re.ASCII)
 
 
@@ -715,27 +721,47 @@ def _name_before(match: re.Match[str]) -> tuple[int, str]:
     return start, text[start:end]
 
 
-def list_items(match: re.Match[str]) -> Iterator[tuple[int, int, str]]:
+def _member_value(name: str, value: str, head: str) -> bool:
+    """Whether the value after a secret member's name can be its secret (`_secret_value`);
+    the first item of a YAML block list (`head`, what stands between the name's secret word
+    and the value, breaks the line without a `[`) or of a document's list (ITEM_SEP) only
+    where it has a key's random shape (`_random_key`), as `list_items` reads the others: a
+    label before a Markdown list (`Your API key:\n- Register at ...`) is prose, and a
+    document's list after a secret's name is as often one of names (`{"credentials":
+    ["aws_access_key_id", ...]}`)."""
+    if ("\x02" in head or ("\n" in head and "[" not in head)) and not _random_key(value):
+        return False
+    return _secret_value(name, value)
+
+
+def list_items(match: re.Match[str], reached: list[int]) -> Iterator[tuple[int, int, str]]:
     """The later items of the list a secret member's match (`_SECRET_MEMBER`) read the first
-    of, each a secret as the first is (`_secret_value` of the member's name): the span of
-    each and its excerpt. Nothing where the match's value opened no list (`[`, `(`, a YAML
-    `- `, or a document's member, KEY_SEP, whose list goes on after ITEM_SEP)."""
+    of: the span of each and its excerpt. Nothing where the match's value opened no list
+    (`[`, a YAML `- `, or a document's member whose value is a list, ITEM_SEP).
+    An item is a secret where it has a key's random shape (`_random_key`): a list after a
+    secret's name is as often one of names (`secrets: [OPENAI_API_KEY, HF_TOKEN]`,
+    docker-compose's `secrets:\n- db_password`) or of rules as of keys.
+
+    `reached` holds where the lists read so far in the text end: a member whose value lies
+    inside one of them (`- a_key: x`, an item that is itself a member) opens no list of its
+    own, so each stretch of a text is read as items once, and the scan stays linear however
+    lists nest; one whose value goes on past it reads its list from there."""
     text, value_start = match.string, match.start("keyvalue")
+    if match.end() <= reached[0]:
+        return
     head = text[match.start() : value_start]
-    if not any(opener in head for opener in "[(\n\x01"):
+    if "[" not in head and "\n" not in head and "\x02" not in head:
         return
     name = _name_before(match)[1]
     item = _LIST_ITEM.regex.match
     position = match.end()
-    for _ in range(_MOST_ITEMS):
-        found = item(text, position)
-        if found is None:
-            return
+    while (found := item(text, position)) is not None:
         position = found.end()
         value = found.group("keyvalue")
-        if _secret_value(name, value):
+        if _random_key(value) and _secret_value(name, value):
             shown = value[: min(4, len(value) // 5)]  # as `_mask_secret` shows a value
             yield found.start("keyvalue"), found.end(), f"{name}: [..., {shown}{ELLIPSIS}"
+    reached[0] = position
 
 
 def _in_word(char: str) -> bool:
@@ -864,7 +890,8 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
     if group == "keyvalue":
         # A number after a key-like name is a measurement (llama.cpp's prompt_per_token_ms).
         name = _name_before(match)[1]
-        return _is_secret_name(name) and _secret_value(name, value)
+        head = match.string[match.start() : match.start(group)]
+        return _is_secret_name(name) and _member_value(name, value, head)
     if group in ("auth", "bearer"):
         return _tokenish(value)
     if group == "spacedpass":  # `.netrc`'s `password X`, prose's: a password's shape only
@@ -1330,7 +1357,7 @@ _NAME_CHARS_TEXT = "".join(sorted(_NAME_CHARS))
 _NOT_LETTERS = "0123456789_.-"
 # What follows a member's name up to its value, and the value's first character.
 _MEMBER_SEP = _Lazy(
-    rf"""["']?[ \t]*[:=\x01][ \t]*{_LIST_OPENER}["']?(?={_VALUE_FIRST})""", re.ASCII
+    rf"""["']?[ \t]*[:=\x01\x02][ \t]*{_LIST_OPENER}["']?(?={_VALUE_FIRST})""", re.ASCII
 )
 _VALUE_RUN = _Lazy(rf"{_VALUE_CHAR}*", re.ASCII)
 _FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
@@ -1429,7 +1456,9 @@ def _secret_members(text: str, starts: list[int] | None) -> Iterator[re.Match[st
         if value_end - value_start < 6:  # the value's first character and five more
             continue
         name = _name_at(text, start, end)
-        if not _is_secret_name(name) or not _secret_value(name, text[value_start:value_end]):
+        if not _is_secret_name(name) or not _member_value(
+            name, text[value_start:value_end], text[end:value_start]
+        ):
             continue
         match = _SECRET_MEMBER.regex.match(text, start)
         if match is not None:
@@ -1541,6 +1570,7 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
         elif (rest := _STRING_END.match(text, end)) is not None:
             end = string_end = rest.end()  # no END (a log cut short): to its string's end
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
+    reached = [0]  # where the secret members' lists read so far end (`list_items`)
     for pattern in _TOKEN_PATTERNS:
         if (pattern is _SECRET_FLAG and not dash) or (pattern is _URL_CREDENTIALS and not colon):
             continue
@@ -1559,7 +1589,7 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
                 yield _found(TOKEN, start, end, excerpt)
-                for start, end, excerpt in list_items(match):
+                for start, end, excerpt in list_items(match, reached):
                     yield _found(TOKEN, start, end, excerpt)
                 continue
             yield _found(TOKEN, start, end, excerpt)
@@ -2450,6 +2480,10 @@ def _ascii_json(value: str) -> bytes:
     return json.dumps(value)[1:-1].encode("ascii")
 
 
+def _upper_escape(match: re.Match[bytes]) -> bytes:
+    return b"\\u" + match.group()[2:].upper()
+
+
 def _big_endian(value: str) -> bytes:
     """A value's UTF-16BE bytes (Java's and the network's order), for its base64 and hex."""
     return value.encode("utf-16-be", "surrogatepass")
@@ -2532,6 +2566,8 @@ class _Base64Cores:
                 # and a value past ASCII as JSON's ASCII escaping writes it (`j\u00f6rg`, as
                 # `json.dumps` does by default), in base64 or hex of a JSON document
                 ascii_json = _ascii_json(value.value)
+                # (its hex digits in capitals too, as .NET's and Jackson's writers write them)
+                ascii_upper = re.sub(rb"\\u[0-9a-f]{4}", _upper_escape, ascii_json)
                 big = _big_endian(value.value)
                 for core in (
                     *base64_cores(utf8),
@@ -2541,6 +2577,7 @@ class _Base64Cores:
                     *base32_cores(utf8, hex_alphabet=True),
                     *(base64_cores(escaped) if escaped else ()),
                     *(base64_cores(ascii_json) if ascii_json else ()),
+                    *(base64_cores(ascii_upper) if ascii_upper != ascii_json else ()),
                     # base64 of base64: the cores of each core (found in base64 of any
                     # text that holds it, as the cores of a value are), in the standard
                     # alphabet at both levels
@@ -2556,6 +2593,7 @@ class _Base64Cores:
                 self.hexes.setdefault(big.hex(), index)
                 if ascii_json:
                     self.hexes.setdefault(ascii_json.hex(), index)
+                    self.hexes.setdefault(ascii_upper.hex(), index)
                 for spelled in separated_bytes(utf8, decimal=spells_apart(value.value)):
                     self.separated.setdefault(spelled, index)
                 for core in base85_cores(utf8):
@@ -3008,12 +3046,14 @@ def _salvaged(data: bytes, most: int) -> bytes:
 
 _WRAPPED_KINDS = frozenset({KnownKind.SECRET, KnownKind.OPAQUE, KnownKind.ADDRESS})
 # A line break inside a value, with the spaces that indent the line after it, or a shell's
-# `\` before it, or quoted-printable's soft break (`=` at a line's end, MIME's
-# `=\r\n`) (`_wrapped_hits`).
-# (`[\\=]?\r?\n`, each branch led by a character; then any other line break, as Unicode
-# counts them: a terminal's bare `\r`, `\n\r`, a vertical tab, a form feed, NEL, U+2028,
-# U+2029)
-_BREAK = _Lazy(r"(?:[\\=]\r?\n|\r\n|\n\r|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])[ \t]*")
+# `\` before it (`_wrapped_hits`).
+# (`\\?\r?\n`, each branch led by a character; then any other line break, as Unicode counts
+# them: a terminal's bare `\r`, `\n\r`, a vertical tab, a form feed, NEL, U+2028, U+2029)
+_BREAK = _Lazy(r"(?:\\\r?\n|\r\n|\n\r|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])[ \t]*")
+# And, read a second way where a text holds one, quoted-printable's soft break (`=` at a
+# line's end, MIME's `=\r\n`) with the others: a value with its own `=` cut after it is
+# found the first way, a value cut by a soft break the second.
+_SOFT_BREAK = _Lazy(r"(?:[\\=]\r?\n|\r\n|\n\r|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])[ \t]*")
 
 
 def _has_break(text: str) -> bool:
@@ -3342,10 +3382,18 @@ class Detector:
         editor's wrap, a shell's `\\` before a break): the text read again with each break
         and the spaces after it left out (`_BREAK`), and each hit there that holds a break,
         from its first character to its last at the text's offsets. (Not a value cut by a
-        space, or by a hyphen before a break: prose cuts words so.)"""
+        space, or by a hyphen before a break: prose cuts words so.) A text with
+        quoted-printable's soft breaks (`=` at a line's end) is read a second way, those
+        left out too (`_SOFT_BREAK`)."""
         if not self._wrap_regexes or not _has_break(text):
             return
-        joined = _BREAK.regex.sub("", text)
+        yield from self._joined_hits(text, _BREAK.regex)
+        if "=\n" in text or "=\r\n" in text:
+            yield from self._joined_hits(text, _SOFT_BREAK.regex)
+
+    def _joined_hits(self, text: str, breaks: re.Pattern[str]) -> Iterator[_Found]:
+        """`_wrapped_hits` of one way of reading the breaks."""
+        joined = breaks.sub("", text)
         if len(joined) == len(text):
             return
         cuts: list[int] = []  # where each break was, at the joined text's offsets
@@ -3353,7 +3401,7 @@ class Detector:
         for hit in self._known_matches(_Places(joined), joined, self._wrap_regexes):
             if not cuts:
                 total = 0
-                for found in _BREAK.regex.finditer(text):
+                for found in breaks.finditer(text):
                     cuts.append(found.start() - total)
                     total += found.end() - found.start()
                     gone.append(total)
@@ -3987,8 +4035,10 @@ _SURROGATES = r"\\u([dD][89abAB][0-9A-Fa-f]{2})\\u([dD][c-fC-F][0-9A-Fa-f]{2})"
 # and what bash's `printf %q` escapes in a word:
 # white space, quotes and the shell's special characters (`Xk9#mP2\&qL7\!vR4@` for the
 # password `Xk9#mP2&qL7!vR4@`, `My\ Models` for a folder). Not `.` or `@`, which a regular
-# expression escapes by the thousand (`10\.0\.0\.1`) and the shell never does.
-_LITERAL = "[" + re.escape("/\\\"' !#$&()*,;<>?[]^`{|}~") + "]"
+# expression escapes by the thousand (`10\.0\.0\.1`) and the shell never does, nor the
+# brackets, which LaTeX's and regular expressions' `\(`, `\[`, `\{` write as often (each
+# escape counts towards a bounded scan's `_MOST_ESCAPES`).
+_LITERAL = "[" + re.escape("/\\\"' !#$&*,;<>?^`|~") + "]"
 
 
 def _character(digits: str, base: int) -> str:
@@ -4234,16 +4284,17 @@ class _Flat:
             self._pieces = []
 
     def _walk(self, node: Any, first: str = SEP) -> None:
-        # `first`: what joins a list's first string to what is before it; a member's list
-        # is the member's value, as its string would be (`{"api_keys": ["K1", "K2"]}`:
-        # `api_keys` KEY_SEP `K1` ITEM_SEP `K2`)
+        # `first`: what joins a list's first string to what is before it: a member's list
+        # goes on from the member's name as a list goes on from its string before
+        # (`{"api_keys": ["K1", "K2"]}`: `api_keys` ITEM_SEP `K1` ITEM_SEP `K2`), read
+        # as a list's items, not as a member's string value (KEY_SEP)
         if isinstance(node, dict):
             for key, value in node.items():
                 self._add(SEP, key, True)
                 if isinstance(value, str):
                     self._add(KEY_SEP, value, False)
                 elif isinstance(value, dict | list):
-                    self._walk(value, KEY_SEP)
+                    self._walk(value, ITEM_SEP)
         elif isinstance(node, list):
             joiner = first
             for value in node:
@@ -4321,7 +4372,7 @@ def _text_of() -> Callable[[Any], str]:
                     add((SEP, key, KEY_SEP, value))
                 elif kind is dict or kind is list:
                     add((SEP, key))
-                    walk(value, walk, KEY_SEP)
+                    walk(value, walk, ITEM_SEP)
                 elif kind is int or kind is float or kind is bool or value is None:
                     add((SEP, key))
                 elif isinstance(value, str):
@@ -4329,7 +4380,7 @@ def _text_of() -> Callable[[Any], str]:
                 else:
                     add((SEP, key))
                     if isinstance(value, containers):
-                        walk(value, walk, KEY_SEP)
+                        walk(value, walk, ITEM_SEP)
         else:
             joiner = first
             for value in node:

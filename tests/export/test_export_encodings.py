@@ -83,6 +83,17 @@ def test_a_secret_and_an_address_cut_by_quoted_printable_soft_breaks(
     assert cut_address not in published
 
 
+def test_a_secret_with_its_own_equals_sign_cut_after_it(tmp_path: Path) -> None:
+    """A value's own `=` at a line's end is no soft break: the value is found with it."""
+    secret = "Qm7Zx2Lk9P=Rt8Vn3Bc"
+    f = RawFactory()
+    f.server["env"]["SIGNING_SECRET"] = secret
+    for cut in ("=\n", "=\r\n", "=\n  "):
+        wrapped = secret.replace("=", cut)
+        published = _notes_exported(f, tmp_path / repr(cut), f"signing with\n{wrapped}\n")
+        assert wrapped not in published
+
+
 def test_a_path_past_ascii_escaped_by_json_then_base64_or_hex(tmp_path: Path) -> None:
     host = Host(
         user="jörg", hostname="werkbank-3", home="/home/jörg", cwd="/home/jörg/arbeit",
@@ -91,20 +102,23 @@ def test_a_path_past_ascii_escaped_by_json_then_base64_or_hex(tmp_path: Path) ->
     )  # fmt: skip
     payload = json.dumps({"cwd": host.cwd}).encode()  # ensure_ascii: "/home/j\u00f6rg/arbeit"
     assert b"\\u00f6" in payload
-    as_base64, as_hex = base64.b64encode(payload).decode(), payload.hex()
+    upper = payload.replace(b"\\u00f6", b"\\u00F6")  # as .NET and Jackson write it
+    forms = [base64.b64encode(payload).decode(), payload.hex(), base64.b64encode(upper).decode()]
     published = _notes_exported(
-        RawFactory(host=host), tmp_path, f"X-Trace-Context: {as_base64}", f"ctx={as_hex}"
+        RawFactory(host=host), tmp_path, *(f"X-Trace-Context: {form}" for form in forms)
     )
-    assert as_base64 not in published
-    assert as_hex not in published
+    for form in forms:
+        assert form not in published
 
 
 def test_shell_escapes_need_a_shell_special_character(tmp_path: Path) -> None:
-    """A regular expression's `\\.` is no escape of the shell's: the view of a text with
-    only such escapes is the text itself."""
+    """A regular expression's `\\.` is no escape of the shell's: a text with only such
+    escapes has no view of its own."""
     from verifier import leaks
 
     assert leaks._Decoded.of(r"10\.0\.0\.1 and user\@example") is None
-    view = leaks._Decoded.of(shlex.quote("x") + r" My\ Models\ \(old\)")
+    # nor LaTeX's and a regular expression's brackets
+    assert leaks._Decoded.of(r"Let \(x_i\) and \[ \sum_i x_i \] hold; \{a\}") is None
+    view = leaks._Decoded.of(shlex.quote("x") + r" My\ Models\ \&\ more\!")
     assert isinstance(view, leaks._Decoded)
-    assert view.text == "x My Models (old)"
+    assert view.text == "x My Models & more!"

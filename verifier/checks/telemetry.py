@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
 
 from verifier.checks.context import BundleContext
@@ -137,6 +138,7 @@ def check_telemetry(ctx: BundleContext) -> Iterator[Finding]:
     yield from _work_counted(ctx)
     yield from _cached_tokens_counted(ctx)
     yield from _decodes_counted(ctx)
+    yield from _seconds_counted(ctx)
     prompt_tokens: dict[int, list[str]] = {}
     for proof in proofs:
         if proof.failed is None and proof.prompt_tokens is not None:
@@ -343,7 +345,8 @@ def _names(refs: list[str]) -> str:
 
 def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     """The counters the profile's rules read beyond its signals (`work_counters`,
-    `cached_tokens_counter`, `decode_counter`) are in every snapshot that holds the
+    `cached_tokens_counter`, `decode_counter`, `seconds_counters`) are in every snapshot
+    that holds the
     server's metrics: the server writes them in each /metrics answer, so a snapshot
     without one is one a rule could not read (a counter taken out where it moved, in one
     snapshot or in all). A snapshot without metrics (a read that failed) leaves its
@@ -354,6 +357,7 @@ def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     refs = (
         *profile.work_counters,
         *filter(None, (profile.cached_tokens_counter, profile.decode_counter)),
+        *(ref for ref, _ in profile.seconds_counters),
     )
     if not refs:
         return
@@ -705,15 +709,17 @@ def _undisclosed_work(ctx: BundleContext) -> Iterator[Finding]:
 def _only_requests_move(ctx: BundleContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The counters that stand at zero on a fresh server, and those that only a request
     served moves (never the time between two): the server's work counters
-    (`ServerProfile.work_counters`), its counter of cached tokens (`cached_tokens_counter`)
-    and the rules' misses (a lookup that found nothing: a lookup); between requests its
-    decode calls too (`decode_counter`: a warm-up may decode before the first request)."""
+    (`ServerProfile.work_counters`), its counter of cached tokens (`cached_tokens_counter`),
+    its seconds of work (`seconds_counters`) and the rules' misses (a lookup that found
+    nothing: a lookup); between requests its decode calls too (`decode_counter`: a warm-up
+    may decode before the first request)."""
     profile, rules = ctx.profile, ctx.rules
     if profile is None:
         return (), ()
     misses = rules.signals.misses if rules is not None else ()
     cached = profile.cached_tokens_counter
-    at_start = (*profile.work_counters, *((cached,) if cached else ()), *misses)
+    seconds = tuple(ref for ref, _ in profile.seconds_counters)
+    at_start = (*profile.work_counters, *((cached,) if cached else ()), *seconds, *misses)
     decode = profile.decode_counter
     between = (*at_start, *((decode,) if decode else ()))
     return tuple(dict.fromkeys(at_start)), tuple(dict.fromkeys(between))
@@ -1023,6 +1029,68 @@ def _decodes_counted(ctx: BundleContext) -> Iterator[Finding]:
                 f"completion tokens take (at most {most} decode calls): the answer is not what "
                 "the server did",
             )  # fmt: skip
+
+
+def _seconds_counted(ctx: BundleContext) -> Iterator[Finding]:
+    """The server's seconds of work (`ServerProfile.seconds_counters`) across each request:
+    never below zero and never down; by what the answer's timings say where it has them
+    (the server adds those very milliseconds as it ends the request: a reply, or its
+    timings, put in place of another's leaves them behind); and in all by no more than the
+    request took (`elapsed_s`, the harness's clock around it). (At a fresh server's start
+    and between two requests they stand still: `_undisclosed_work`.)"""
+    profile = ctx.profile
+    pairs = profile.seconds_counters if profile is not None else ()
+    if not pairs:
+        return
+    refs = tuple(ref for ref, _ in pairs)
+    for record in ctx.records:
+        before, after = record.before.counters(refs), record.after.counters(refs)
+        if any(v is not None and not 0 <= v < math.inf for v in (*before, *after)):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"{_names(list(refs))} is below zero: a count of seconds spent cannot be",
+                file=record.file,
+                pointer="/telemetry",
+            )
+            continue
+        spent = 0.0
+        for (ref, pointer), old, new in zip(pairs, before, after, strict=True):
+            if old is None or new is None:
+                continue
+            spent += new - old
+            if new < old:
+                yield _moved(record, ref, new - old, "down: the telemetry is not usable")
+                continue
+            said = record.response_value(pointer)
+            if isinstance(said, bool) or not isinstance(said, int | float):
+                continue
+            # in milliseconds, as the timings are; /metrics writes about six significant
+            # digits of each total, and the prompt's time is added a moment short of the
+            # one the answer gives
+            moved = (new - old) * 1000
+            close = 0.05 + 0.02 * (old + new)
+            if not said - max(1.0, 0.05 * said) - close <= moved <= said + close:
+                yield _moved(
+                    record, ref, new - old,
+                    f"but its answer's {pointer[1:].replace('/', '.')} says {said:g} ms: the "
+                    "answer, or its timings, is not what the server did",
+                )  # fmt: skip
+        elapsed = record.elapsed_s
+        if (
+            isinstance(elapsed, int | float)
+            and not isinstance(elapsed, bool)
+            and spent > elapsed + 0.01
+        ):
+            yield Finding(
+                CHECK,
+                Severity.ERROR,
+                f"the server spent {spent:g} s on this request ({_names(list(refs))}), "
+                f"more than the {elapsed:g} s it took: the request's time, or its telemetry, "
+                "is not what happened",
+                file=record.file,
+                pointer="/elapsed_s",
+            )
 
 
 def _moved(record: Record, ref: str, by: float, against: str) -> Finding:

@@ -331,6 +331,17 @@ class ServerProfile(ABC):
         return ()
 
     @property
+    def seconds_counters(self) -> tuple[tuple[str, str], ...]:
+        """Counters of the seconds a server spent on its requests' work (llama-server's
+        `llamacpp:prompt_seconds_total`, `llamacpp:tokens_predicted_seconds_total`), each
+        with the field of an answer that counts the same time in milliseconds
+        (`/timings/prompt_ms`, `/timings/predicted_ms`): a server started by the harness
+        starts them at zero, only the recorded requests move them, across one they move by
+        what its answer's field says, and never by more than the request took (none known,
+        by default). Not in ProfileRules: the rule copies that bundles carry stay valid."""
+        return ()
+
+    @property
     def busy_gauges(self) -> tuple[str, ...]:
         """Gauges of the requests a server is serving or holding back, worked out as a
         snapshot is read (llama-server's `llamacpp:requests_processing` and

@@ -55,6 +55,18 @@ class LlamaCppProfile(ServerProfile):
         return ("metric:llamacpp:prompt_tokens_total", "metric:llamacpp:tokens_predicted_total")
 
     @property
+    def seconds_counters(self) -> tuple[tuple[str, str], ...]:
+        # llama-server adds each request's t_token_generation and t_prompt_processing to
+        # these as it ends the request; in the three llama.cpp samples (44 requests) the
+        # first moved by the answer's predicted_ms to the digits /metrics writes, the second
+        # by its prompt_ms less 0.02-0.15 ms, both read 0 on each fresh server and neither
+        # moved between two requests
+        return (
+            ("metric:llamacpp:prompt_seconds_total", "/timings/prompt_ms"),
+            ("metric:llamacpp:tokens_predicted_seconds_total", "/timings/predicted_ms"),
+        )
+
+    @property
     def busy_gauges(self) -> tuple[str, ...]:
         # worked out by the server loop as it answers /metrics: the slots then processing and
         # the tasks then deferred; 0 in every snapshot of the four llama.cpp samples

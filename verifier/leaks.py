@@ -689,11 +689,10 @@ _CODE_KEY_NAME = _Lazy(
 # What such a key names in code: an identifier that starts in lower case, or a dotted one, no
 # digit (`lambda`, `created_at`, `createdAt`, `str.lower`); a random key holds digits.
 _IDENTIFIER = _Lazy(r"[a-z_][A-Za-z_]*(?:\.[A-Za-z_]+)*", re.ASCII)
-# What stands in a secret's place where it was left out (`api_key: [REDACTED]`, `password:
-# ********`, `token: xxxxxxxx`), in any case.
+# What stands in a secret's place where it was left out (`api_key: [REDACTED]`, `token:
+# xxxxxxxx`), in any case.
 _PLACEHOLDER = _Lazy(
-    r"(?i:redacted|hidden|masked|removed|omitted|placeholder|none|null|undefined|x{4,}|\*{4,})"
-    r"\]?",
+    r"(?i:redacted|hidden|masked|removed|omitted|placeholder|none|null|undefined|x{4,})",
     re.ASCII,
 )
 _SIGNATURE_VALUE = _Lazy(r"(?=[^0-9]*[0-9])(?:[A-Za-z0-9+/=_-]|%[0-9A-Fa-f]{2})+", re.ASCII)

@@ -205,7 +205,6 @@ def _generic(text: str) -> Iterator[_Found]:
         else:  # no END: to the end of its string
             end = next((i for i in range(end, len(text)) if text[i] in "\x00\x01\x02"), len(text))
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
-    reached = [0]  # where the secret members' lists read so far end (`leaks.list_items`)
     for pattern in _TOKEN_PATTERNS:
         if pattern is _SECRET_FLAG and not has["-"]:
             continue
@@ -219,11 +218,10 @@ def _generic(text: str) -> Iterator[_Found]:
             excerpt = _mask_secret(match, group)
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
-                yield _found(TOKEN, start, end, excerpt)
-                for start, end, excerpt in leaks.list_items(match, reached):
-                    yield _found(TOKEN, start, end, excerpt)
-                continue
             yield _found(TOKEN, start, end, excerpt)
+    # (shared: every place a secret word starts is tried)
+    for start, end, excerpt in leaks.secret_lists(text, None):
+        yield _found(TOKEN, start, end, excerpt)
     simple: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool], bool], ...] = (
         (HOME_PATH, _HOME, lambda m: True, has["/"] or has["~"]),
         (TEMP_PATH, _TEMP, lambda m: True, has["/"]),

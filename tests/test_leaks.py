@@ -1764,6 +1764,8 @@ def test_a_documents_list_of_names_after_a_secrets_name_is_no_secret(document: o
         "auth=(username, password)",
         "password = (getpass.getpass())",
         "sort_key: ['createdAt', 'updatedAt']",
+        "api_keys = [\n    os.environ['OPENAI_API_KEY'],\n]",
+        "API_KEYS = [\n    key.strip()\n    for key in raw.split(',')\n]",
         "api_key: [REDACTED]",
         "password: ********, token: xxxxxxxxxxxx",
     ],
@@ -1772,22 +1774,26 @@ def test_prose_and_code_after_a_secrets_name_are_no_secret(text: str) -> None:
     assert scan_text(text) == []
 
 
-def test_a_member_inside_a_list_opens_no_list_of_its_own() -> None:
-    """An item that is itself a member whose value is inside the list (`- a_key: K`) reads
-    no items: the list's are read once. One whose value goes on past the list reads its
-    own from there."""
+def test_a_list_inside_a_list_is_read_once() -> None:
+    """An item that is itself a member with a list (`- a_key:\n- K`) opens no list of its
+    own where its items were read already; one that opens past them reads its own."""
     text = f"api_keys:\n- {_K1}\n- abcdefgh\n- a_key:\n- {_K2}\n- {_K1}\n- tail"
-    first = leaks._SECRET_MEMBER.regex.search(text)
-    inner = leaks._SECRET_MEMBER.regex.search(text, text.index("a_key"))
-    assert first is not None and inner is not None
-    assert inner.group("keyvalue") == _K2
-    reached = [0]
-    assert [text[s:e] for s, e, _ in leaks.list_items(first, reached)] == [_K2, _K1]
-    assert reached[0] == text.index("\n- tail")
-    assert list(leaks.list_items(inner, reached)) == []  # read already
-    assert [text[s:e] for s, e, _ in leaks.list_items(inner, [0])] == [_K1]  # alone
+    spans = [(s, e) for s, e, _ in leaks.secret_lists(text, None)]
+    assert [text[s:e] for s, e in spans] == [_K1, _K2, _K1]  # not K2 and K1 twice
     text = f"api_keys:\n- {_K1}\n- api_key: [{_K2}, {_K1}]"
     assert [text[h.start : h.end] for h in scan_text(text)] == [_K1, _K2, _K1]
+    assert [text[s:e] for s, e, _ in leaks.secret_lists(text, None)] == [_K1, _K2, _K1]
+
+
+def test_a_random_key_after_a_placeholder_or_a_name_in_a_list() -> None:
+    key = "a8F3kd9Lq2Zx7WmP"
+    for text in (f"api_keys: [REDACTED, {key}]", f"api_keys:\n- primary\n- {key}",
+                 f"api_keys: ['', '{key}']"):  # fmt: skip
+        assert [text[h.start : h.end] for h in scan_text(text)] == [key], text
+    for document in ({"api_keys": ["primary", key]}, {"api_keys": ["", key]}):
+        assert [h.pointer for h in leaks.scan_document(document)] == ["/api_keys/1"]
+    # a string of a list is no member's name: the next string is no secret of it
+    assert leaks.scan_document({"stop": ["token", "3f2a9b8c7d6e5f40"]}) == []
 
 
 @pytest.mark.parametrize(

@@ -427,24 +427,32 @@ _SECRET_FLAG = _Lazy(
     re.VERBOSE | re.ASCII,
 )
 # NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP); the
-# first of a list so written (`_LIST_OPENER`: vLLM's start-up line `non-default args: {...,
-# 'api_key': ['KEY']}`, `"api_keys": [\n  "KEY"`, a YAML block list, a document's member
-# whose value is a list, joined by ITEM_SEP), whose later items `list_items` reads. The
-# match starts at the secret word; the rest of the name before it is found by
-# `_name_before`. (Not a tuple's `(`: `auth=(username, password)` is code.)
+# first of a list so written in a text (`_LIST_OPENER`: vLLM's start-up line `non-default
+# args: {..., 'api_key': ['KEY']}`, `"api_keys": [\n  "KEY"`, a YAML block list), whose
+# items `secret_lists` reads. The match starts at the secret word; the rest of the name
+# before it is found by `_name_before`. (Not a tuple's `(`: `auth=(username, password)` is
+# code.)
 _LIST_OPENER = r"(?:\[\s*|\r?\n[ \t]*-[ \t]+)?"
 _SECRET_MEMBER = _Lazy(
     rf"""(?i:{_SECRET_WORD})[\w.-]*["']?[ \t]*
-      (?:[:=]|[\x01\x02])[ \t]*{_LIST_OPENER}["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
+      (?:[:=]|\x01)[ \t]*{_LIST_OPENER}["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
     """,
     re.VERBOSE | re.ASCII,
 )
-# The next item of such a list after one item: `, 'K2'`, `,\n    "K2"`, a YAML list's `\n- K2`,
-# or a document's next string of the list (ITEM_SEP).
+# What opens a list after a secret's name, to its first item (`secret_lists`): `: [`, `= [`,
+# a YAML block list's `:\n- `, or a document's member whose value is a list (ITEM_SEP).
+_LIST_HEAD = _Lazy(
+    r"""["']?[ \t]*(?:[:=\x01][ \t]*(?:\[\s*|\r?\n[ \t]*-[ \t]+)|\x02)["']?""", re.ASCII
+)
+# An item of such a list, the first (after its head) or the next after one (`, 'K2'`,
+# `,\n    "K2"`, a YAML list's `\n- K2`, a document's next string: ITEM_SEP); and what the
+# first is where it is no value (`''`, `null`, a short word), to read on after it.
+_LIST_VALUE = _Lazy(rf"(?P<keyvalue>{_TOKEN_VALUE}{{5,}})", re.ASCII)
 _LIST_ITEM = _Lazy(
     rf"""["']?[ \t]*(?:,\s*|\x02|\r?\n[ \t]*-[ \t]+)["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})""",
     re.ASCII,
 )
+_LIST_SKIP = _Lazy(r"""[^,\s\]\x00-\x02'"]*["']?""", re.ASCII)
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _KEY_BEGIN = _Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
@@ -722,45 +730,14 @@ def _name_before(match: re.Match[str]) -> tuple[int, str]:
 
 def _member_value(name: str, value: str, head: str) -> bool:
     """Whether the value after a secret member's name can be its secret (`_secret_value`);
-    the first item of a YAML block list (`head`, what stands between the name's secret word
-    and the value, breaks the line without a `[`) or of a document's list (ITEM_SEP) only
-    where it has a key's random shape (`_random_key`), as `list_items` reads the others: a
-    label before a Markdown list (`Your API key:\n- Register at ...`) is prose, and a
-    document's list after a secret's name is as often one of names (`{"credentials":
-    ["aws_access_key_id", ...]}`)."""
-    if ("\x02" in head or ("\n" in head and "[" not in head)) and not _random_key(value):
+    the first item of a list on a line of its own (`head`, what stands between the name's
+    secret word and the value, breaks the line: a YAML block list, a `[` at a line's end)
+    only where it has a key's random shape (`_random_key`), as `secret_lists` reads items:
+    a label before a Markdown list (`Your API key:\n- Register at ...`) is prose, and a list
+    of code is code (`api_keys = [\n    os.environ['KEY'],`)."""
+    if "\n" in head and not _random_key(value):
         return False
     return _secret_value(name, value)
-
-
-def list_items(match: re.Match[str], reached: list[int]) -> Iterator[tuple[int, int, str]]:
-    """The later items of the list a secret member's match (`_SECRET_MEMBER`) read the first
-    of: the span of each and its excerpt. Nothing where the match's value opened no list
-    (`[`, a YAML `- `, or a document's member whose value is a list, ITEM_SEP).
-    An item is a secret where it has a key's random shape (`_random_key`): a list after a
-    secret's name is as often one of names (`secrets: [OPENAI_API_KEY, HF_TOKEN]`,
-    docker-compose's `secrets:\n- db_password`) or of rules as of keys.
-
-    `reached` holds where the lists read so far in the text end: a member whose value lies
-    inside one of them (`- a_key: x`, an item that is itself a member) opens no list of its
-    own, so each stretch of a text is read as items once, and the scan stays linear however
-    lists nest; one whose value goes on past it reads its list from there."""
-    text, value_start = match.string, match.start("keyvalue")
-    if match.end() <= reached[0]:
-        return
-    head = text[match.start() : value_start]
-    if "[" not in head and "\n" not in head and "\x02" not in head:
-        return
-    name = _name_before(match)[1]
-    item = _LIST_ITEM.regex.match
-    position = match.end()
-    while (found := item(text, position)) is not None:
-        position = found.end()
-        value = found.group("keyvalue")
-        if _random_key(value) and _secret_value(name, value):
-            shown = value[: min(4, len(value) // 5)]  # as `_mask_secret` shows a value
-            yield found.start("keyvalue"), found.end(), f"{name}: [..., {shown}{ELLIPSIS}"
-    reached[0] = position
 
 
 def _in_word(char: str) -> bool:
@@ -1356,7 +1333,7 @@ _NAME_CHARS_TEXT = "".join(sorted(_NAME_CHARS))
 _NOT_LETTERS = "0123456789_.-"
 # What follows a member's name up to its value, and the value's first character.
 _MEMBER_SEP = _Lazy(
-    rf"""["']?[ \t]*[:=\x01\x02][ \t]*{_LIST_OPENER}["']?(?={_VALUE_FIRST})""", re.ASCII
+    rf"""["']?[ \t]*[:=\x01][ \t]*{_LIST_OPENER}["']?(?={_VALUE_FIRST})""", re.ASCII
 )
 _VALUE_RUN = _Lazy(rf"{_VALUE_CHAR}*", re.ASCII)
 _FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
@@ -1465,6 +1442,58 @@ def _secret_members(text: str, starts: list[int] | None) -> Iterator[re.Match[st
             position = match.end()
 
 
+def secret_lists(text: str, starts: list[int] | None) -> Iterator[tuple[int, int, str]]:
+    """Each item of a list after a secret's name (`_LIST_HEAD`: vLLM's start-up line
+    `'api_key': ['K1', 'K2']`, a list `json.dumps(indent=2)` breaks over lines, a YAML block
+    list, a document's `"api_keys": ["K1", "K2"]`) that has a key's random shape
+    (`_random_key`) and is a secret after that name (`_secret_value`): its span and its
+    excerpt. An item of another shape is read past, not taken: such a list is as often one
+    of names (`secrets: [OPENAI_API_KEY, HF_TOKEN]`, docker-compose's `secrets:\n-
+    db_password`), of rules or of code as of keys, and a placeholder may come first
+    (`[REDACTED, K]`). (In a text the first item is also `_SECRET_MEMBER`'s, judged as a
+    value.) In a document, a member's name is a string that stands after SEP: the next
+    string after a string of a list (`["token", "3f2a..."]`) is no member's value.
+
+    `starts`: where a secret word may start, as for `_secret_members` (None: anywhere). A
+    list that opens inside a list already read (`- a_key:\n- K`, an item that is itself a
+    member) is not read again, so each stretch of a text is read as items once, and the
+    scan stays linear however lists nest; one that opens past it is read from there."""
+    word_at, name_run = _WORD_AT.regex, _NAME_RUN.regex
+    head, first, item, skip = (
+        _LIST_HEAD.regex.match, _LIST_VALUE.regex.match, _LIST_ITEM.regex.match,
+        _LIST_SKIP.regex.match,
+    )  # fmt: skip
+    cursor = _Cursor(text, starts, word_at)
+    position = reached = 0  # where the cursor goes on; where the lists read so far end
+    while (start := cursor.next(position)) >= 0:
+        if word_at.match(text, start) is None:
+            position = start + 1
+            continue
+        end = _end_of(name_run, text, start)
+        position = end  # the whole run is decided here
+        opened = head(text, end)
+        if opened is None or opened.end() <= reached:  # (its items read already)
+            continue
+        run = _run_start(text, start, _NAME_CHARS_TEXT)
+        if opened.group().startswith(ITEM_SEP) and run and text[run - 1] != SEP:
+            continue  # a string of a list, not a member's name: no list of its own
+        name = text[run:end].lstrip(_NOT_LETTERS)
+        if not _is_secret_name(name):
+            continue
+        found = first(text, opened.end())
+        if found is None:  # no value first: read on after it
+            found = skip(text, opened.end())
+            assert found is not None  # (it matches the empty string)
+        while found is not None:
+            reached = found.end()  # (the cursor goes on from the name: a list may hold one)
+            if found.lastgroup == "keyvalue":
+                value = found.group("keyvalue")
+                if _random_key(value) and _secret_value(name, value):
+                    shown = value[: min(4, len(value) // 5)]  # as `_mask_secret` shows one
+                    yield found.start("keyvalue"), found.end(), f"{name}: [..., {shown}{ELLIPSIS}"
+            found = item(text, reached)
+
+
 def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
     """`_matches_at(_SECRET_FLAG, text, starts, _accept_token)` (with `starts` None, as
     `_matches`), in time linear in the text.
@@ -1569,7 +1598,6 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
         elif (rest := _STRING_END.match(text, end)) is not None:
             end = string_end = rest.end()  # no END (a log cut short): to its string's end
         yield _found(PRIVATE_KEY, match.start(), end, match.group() + ELLIPSIS)
-    reached = [0]  # where the secret members' lists read so far end (`list_items`)
     for pattern in _TOKEN_PATTERNS:
         if (pattern is _SECRET_FLAG and not dash) or (pattern is _URL_CREDENTIALS and not colon):
             continue
@@ -1587,10 +1615,11 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
             excerpt = _mask_secret(match, group)
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
-                yield _found(TOKEN, start, end, excerpt)
-                for start, end, excerpt in list_items(match, reached):
-                    yield _found(TOKEN, start, end, excerpt)
-                continue
+            yield _found(TOKEN, start, end, excerpt)
+    # the items of a list after a secret's name (`secret_lists`), where a text has such a name
+    member_starts = places.starts(_SECRET_MEMBER)
+    if member_starts != []:
+        for start, end, excerpt in secret_lists(text, member_starts):
             yield _found(TOKEN, start, end, excerpt)
     simple: tuple[tuple[str, _Lazy, Callable[[re.Match[str]], bool], bool], ...] = (
         (HOME_PATH, _HOME, lambda m: True, slash or tilde),
@@ -4035,9 +4064,10 @@ _SURROGATES = r"\\u([dD][89abAB][0-9A-Fa-f]{2})\\u([dD][c-fC-F][0-9A-Fa-f]{2})"
 # white space, quotes and the shell's special characters (`Xk9#mP2\&qL7\!vR4@` for the
 # password `Xk9#mP2&qL7!vR4@`, `My\ Models` for a folder). Not `.` or `@`, which a regular
 # expression escapes by the thousand (`10\.0\.0\.1`) and the shell never does, nor the
-# brackets, which LaTeX's and regular expressions' `\(`, `\[`, `\{` write as often (each
-# escape counts towards a bounded scan's `_MOST_ESCAPES`).
-_LITERAL = "[" + re.escape("/\\\"' !#$&*,;<>?^`|~") + "]"
+# brackets, `,`, `;` and `|`, which LaTeX's and regular expressions' `\(`, `\[`, `\{`,
+# `\,`, `\;`, `\|` write as often (each escape counts towards a bounded scan's
+# `_MOST_ESCAPES`).
+_LITERAL = "[" + re.escape("/\\\"' !#$&*<>?^`~") + "]"
 
 
 def _character(digits: str, base: int) -> str:

@@ -1824,3 +1824,46 @@ def test_a_key_of_code_is_no_secret(text: str) -> None:
 )
 def test_a_key_that_is_not_codes_is_still_a_secret(text: str) -> None:
     assert len(scan_text(text)) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"api_keys: [{_K1}, '', {_K2}]",
+        f"api_keys: [abc, def, {_K2}]",
+        f"api_keys:\n- my old key\n- {_K2}",
+        f"api_keys:\n- {_K1}\n- old key (revoked)\n- {_K2}",
+        f"api_keys:\n- {_K1}  # primary\n- {_K2}",
+        f"api_keys = [os.environ['A'], '{_K2}']",
+        f'api_keys: ["see docs", "{_K2}"]',
+    ],
+)
+def test_items_of_other_kinds_are_read_past(text: str) -> None:
+    assert _K2 in [text[h.start : h.end] for h in scan_text(text)]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [{"api_keys": ["a", "b", _K2]}, {"api_keys": ["", "", _K2]}, {"api_keys": ["my key", _K2]}],
+)
+def test_strings_of_other_kinds_in_a_documents_list_are_read_past(document: object) -> None:
+    assert isinstance(document, dict)
+    where = f"/api_keys/{len(document['api_keys']) - 1}"
+    assert [h.pointer for h in leaks.scan_document(document)] == [where]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "validate an id_token:\n- http://openid.net/specs/openid-connect-core-1_0.html#IDTokenValidation"
+        "\n- http://openid.net/specs/openid-connect-core-1_0.html#HybridIDTValidation2",
+        'secret=os.environ.get("X")',
+        "api_keys = [os.environ['A']]",
+    ],
+)
+def test_links_and_code_after_a_secrets_name_are_no_secret(text: str) -> None:
+    assert scan_text(text) == []
+
+
+def test_a_string_that_ends_in_a_space_in_a_list_names_no_member() -> None:
+    assert leaks.scan_document({"stop": ["password ", "Tr0ub4dor3xY"]}) == []

@@ -442,17 +442,26 @@ _SECRET_MEMBER = _Lazy(
 # What opens a list after a secret's name, to its first item (`secret_lists`): `: [`, `= [`,
 # a YAML block list's `:\n- `, or a document's member whose value is a list (ITEM_SEP).
 _LIST_HEAD = _Lazy(
-    r"""["']?[ \t]*(?:[:=\x01][ \t]*(?:\[\s*|\r?\n[ \t]*-[ \t]+)|\x02)["']?""", re.ASCII
+    r"""["']?[ \t]*(?:[:=\x01][ \t]*(?:\[\s*|\r?\n[ \t]*-[ \t]+)|\x02)""", re.ASCII
 )
-# An item of such a list, the first (after its head) or the next after one (`, 'K2'`,
-# `,\n    "K2"`, a YAML list's `\n- K2`, a document's next string: ITEM_SEP); and what the
-# first is where it is no value (`''`, `null`, a short word), to read on after it.
-_LIST_VALUE = _Lazy(rf"(?P<keyvalue>{_TOKEN_VALUE}{{5,}})", re.ASCII)
-_LIST_ITEM = _Lazy(
-    rf"""["']?[ \t]*(?:,\s*|\x02|\r?\n[ \t]*-[ \t]+)["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})""",
+# An item of such a list that is one value, the whole item (a YAML item's comment may
+# follow it); what stands between two items (`, 'K2'`, `,\n    "K2"`, a YAML list's `\n- K2`,
+# a document's next string: ITEM_SEP); and an item of any other kind, read past (`''`,
+# `null`, `'my old key'`, a short word).
+_LIST_VALUE = _Lazy(
+    rf"""["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})(?=["']?[ \t]*(?:[,\]#\r\n\x00-\x02]|\Z))""",
     re.ASCII,
 )
-_LIST_SKIP = _Lazy(r"""[^,\s\]\x00-\x02'"]*["']?""", re.ASCII)
+_LIST_NEXT = _Lazy(
+    r"""["']?[ \t]*(?:\#[^\r\n\x00-\x02]*)?(?:,\s*|\x02|\r?\n[ \t]*-[ \t]+)""", re.ASCII
+)
+_LIST_BODY = _Lazy(
+    r"""'[^'\r\n\x00-\x02]*'"""
+    r'|"[^"\r\n\x00-\x02]*"'
+    # (and an index, `os.environ['A']`: no list, which holds a `,` or a space)
+    r"|(?:[^,\[\]\r\n\x00-\x02]|\[[^\]\s,\x00-\x02]*\])*",
+    re.ASCII,
+)
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _KEY_BEGIN = _Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
@@ -728,14 +737,15 @@ def _name_before(match: re.Match[str]) -> tuple[int, str]:
     return start, text[start:end]
 
 
-def _member_value(name: str, value: str, head: str) -> bool:
-    """Whether the value after a secret member's name can be its secret (`_secret_value`);
-    the first item of a list on a line of its own (`head`, what stands between the name's
-    secret word and the value, breaks the line: a YAML block list, a `[` at a line's end)
-    only where it has a key's random shape (`_random_key`), as `secret_lists` reads items:
-    a label before a Markdown list (`Your API key:\n- Register at ...`) is prose, and a list
-    of code is code (`api_keys = [\n    os.environ['KEY'],`)."""
-    if "\n" in head and not _random_key(value):
+def _member_value(name: str, value: str, head: str, after: str) -> bool:
+    """Whether the value after a secret member's name can be its secret (`_secret_value`):
+    not where a call or an index follows it (`after`, the character after it, is `(` or
+    `[`: `secret=os.environ.get("X")`, `[os.environ['KEY']]` are code); the first item of a
+    list on a line of its own (`head`, what stands between the name's secret word and the
+    value, breaks the line: a YAML block list, a `[` at a line's end) only where it has a
+    key's random shape (`_random_key`), as `secret_lists` reads items: a label before a
+    Markdown list (`Your API key:\n- Register at ...`) is prose."""
+    if after in ("(", "[") or ("\n" in head and not _random_key(value)):
         return False
     return _secret_value(name, value)
 
@@ -867,7 +877,8 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
         # A number after a key-like name is a measurement (llama.cpp's prompt_per_token_ms).
         name = _name_before(match)[1]
         head = match.string[match.start() : match.start(group)]
-        return _is_secret_name(name) and _member_value(name, value, head)
+        after = match.string[match.end() : match.end() + 1]
+        return _is_secret_name(name) and _member_value(name, value, head, after)
     if group in ("auth", "bearer"):
         return _tokenish(value)
     if group == "spacedpass":  # `.netrc`'s `password X`, prose's: a password's shape only
@@ -1433,7 +1444,10 @@ def _secret_members(text: str, starts: list[int] | None) -> Iterator[re.Match[st
             continue
         name = _name_at(text, start, end)
         if not _is_secret_name(name) or not _member_value(
-            name, text[value_start:value_end], text[end:value_start]
+            name,
+            text[value_start:value_end],
+            text[end:value_start],
+            text[value_end : value_end + 1],
         ):
             continue
         match = _SECRET_MEMBER.regex.match(text, start)
@@ -1447,21 +1461,22 @@ def secret_lists(text: str, starts: list[int] | None) -> Iterator[tuple[int, int
     `'api_key': ['K1', 'K2']`, a list `json.dumps(indent=2)` breaks over lines, a YAML block
     list, a document's `"api_keys": ["K1", "K2"]`) that has a key's random shape
     (`_random_key`) and is a secret after that name (`_secret_value`): its span and its
-    excerpt. An item of another shape is read past, not taken: such a list is as often one
-    of names (`secrets: [OPENAI_API_KEY, HF_TOKEN]`, docker-compose's `secrets:\n-
-    db_password`), of rules or of code as of keys, and a placeholder may come first
-    (`[REDACTED, K]`). (In a text the first item is also `_SECRET_MEMBER`'s, judged as a
-    value.) In a document, a member's name is a string that stands after SEP: the next
-    string after a string of a list (`["token", "3f2a..."]`) is no member's value.
+    excerpt. An item of another shape (a URL too) is read past, not taken: such a list is as
+    often one of names (`secrets: [OPENAI_API_KEY, HF_TOKEN]`, docker-compose's `secrets:\n-
+    db_password`), of links, rules or code as of keys, and a placeholder, an empty string or
+    a note may stand among the keys (`[REDACTED, K]`, `['', K]`, `- old key (revoked)`).
+    (In a text the first item is also `_SECRET_MEMBER`'s, judged as a value.) In a
+    document, a member's name is a string that stands after SEP: the next string after a
+    string of a list (`["token", "3f2a..."]`) is no member's value.
 
     `starts`: where a secret word may start, as for `_secret_members` (None: anywhere). A
     list that opens inside a list already read (`- a_key:\n- K`, an item that is itself a
     member) is not read again, so each stretch of a text is read as items once, and the
     scan stays linear however lists nest; one that opens past it is read from there."""
     word_at, name_run = _WORD_AT.regex, _NAME_RUN.regex
-    head, first, item, skip = (
-        _LIST_HEAD.regex.match, _LIST_VALUE.regex.match, _LIST_ITEM.regex.match,
-        _LIST_SKIP.regex.match,
+    head, value_at, next_at, body_at = (
+        _LIST_HEAD.regex.match, _LIST_VALUE.regex.match, _LIST_NEXT.regex.match,
+        _LIST_BODY.regex.match,
     )  # fmt: skip
     cursor = _Cursor(text, starts, word_at)
     position = reached = 0  # where the cursor goes on; where the lists read so far end
@@ -1475,23 +1490,26 @@ def secret_lists(text: str, starts: list[int] | None) -> Iterator[tuple[int, int
         if opened is None or opened.end() <= reached:  # (its items read already)
             continue
         run = _run_start(text, start, _NAME_CHARS_TEXT)
-        if opened.group().startswith(ITEM_SEP) and run and text[run - 1] != SEP:
+        if ITEM_SEP in opened.group() and run and text[run - 1] != SEP:
             continue  # a string of a list, not a member's name: no list of its own
         name = text[run:end].lstrip(_NOT_LETTERS)
         if not _is_secret_name(name):
             continue
-        found = first(text, opened.end())
-        if found is None:  # no value first: read on after it
-            found = skip(text, opened.end())
-            assert found is not None  # (it matches the empty string)
-        while found is not None:
-            reached = found.end()  # (the cursor goes on from the name: a list may hold one)
-            if found.lastgroup == "keyvalue":
+        at: int | None = opened.end()
+        while at is not None:  # at an item
+            found = value_at(text, at)
+            if found is None:
+                body = body_at(text, at)
+                assert body is not None  # (it matches the empty string)
+                reached = body.end()
+            else:  # (the cursor goes on from the name: a list may hold one)
+                reached = found.end()
                 value = found.group("keyvalue")
-                if _random_key(value) and _secret_value(name, value):
+                if "://" not in value and _random_key(value) and _secret_value(name, value):
                     shown = value[: min(4, len(value) // 5)]  # as `_mask_secret` shows one
                     yield found.start("keyvalue"), found.end(), f"{name}: [..., {shown}{ELLIPSIS}"
-            found = item(text, reached)
+            following = next_at(text, reached)
+            at = None if following is None else following.end()
 
 
 def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
@@ -2029,7 +2047,9 @@ def _user_assigned() -> str:
             [
                 *(key + sep for key in _USER_KEYS for sep in ("=", " = ", '="', "='", KEY_SEP)),
                 *(key + sep for key in _USER_KEYS for sep in (' = "', " = '")),  # TOML, INI
-                *(key + SEP for key in _LIST_KEYS),
+                # a document's member whose value is a list (`_Flat`: its first string
+                # follows the name as a list's next string does)
+                *(key + ITEM_SEP for key in _LIST_KEYS),
                 # a command line's flag and its value, as two arguments or in its text
                 *(f"{key}{sep}" for key in _USER_FLAGS for sep in (ITEM_SEP, " ")),
                 # a member (`{"login": "jdoe"}`) and the first of a list (`{"username": ["jdoe"]}`,

@@ -346,10 +346,9 @@ def _names(refs: list[str]) -> str:
 def _counters_kept(ctx: BundleContext) -> Iterator[Finding]:
     """The counters the profile's rules read beyond its signals (`work_counters`,
     `cached_tokens_counter`, `decode_counter`, `seconds_counters`) are in every snapshot
-    that holds the
-    server's metrics: the server writes them in each /metrics answer, so a snapshot
-    without one is one a rule could not read (a counter taken out where it moved, in one
-    snapshot or in all). A snapshot without metrics (a read that failed) leaves its
+    that holds the server's metrics: the server writes them in each /metrics answer, so a
+    snapshot without one is one a rule could not read (a counter taken out where it moved,
+    in one snapshot or in all). A snapshot without metrics (a read that failed) leaves its
     request unproven instead."""
     profile = ctx.profile
     if profile is None:

@@ -56,11 +56,11 @@ class LlamaCppProfile(ServerProfile):
 
     @property
     def seconds_counters(self) -> tuple[tuple[str, str], ...]:
-        # llama-server adds each request's t_token_generation and t_prompt_processing to
-        # these as it ends the request; in the three llama.cpp samples (44 requests) the
-        # first moved by the answer's predicted_ms to the digits /metrics writes, the second
-        # by its prompt_ms less 0.02-0.15 ms, both read 0 on each fresh server and neither
-        # moved between two requests
+        # llama-server adds each request's t_prompt_processing and t_token_generation to
+        # these as it ends the request; in the three llama.cpp samples (44 requests)
+        # tokens_predicted_seconds_total moved by the answer's predicted_ms to the digits
+        # /metrics writes, prompt_seconds_total by its prompt_ms less 0.02-0.15 ms; both
+        # read 0 on each fresh server, and neither moved between two requests
         return (
             ("metric:llamacpp:prompt_seconds_total", "/timings/prompt_ms"),
             ("metric:llamacpp:tokens_predicted_seconds_total", "/timings/predicted_ms"),

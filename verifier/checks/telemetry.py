@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator
 
 from verifier.checks.context import BundleContext
@@ -1044,7 +1043,7 @@ def _seconds_counted(ctx: BundleContext) -> Iterator[Finding]:
     refs = tuple(ref for ref, _ in pairs)
     for record in ctx.records:
         before, after = record.before.counters(refs), record.after.counters(refs)
-        if any(v is not None and not 0 <= v < math.inf for v in (*before, *after)):
+        if any(v is not None and v < 0 for v in (*before, *after)):
             yield Finding(
                 CHECK,
                 Severity.ERROR,

@@ -40,9 +40,14 @@ def _errors(result: VerificationResult) -> list[str]:
     return [f.message for f in result.findings if f.is_error]
 
 
-def _only(result: VerificationResult, words: str) -> None:
-    """Every error is the one named: the lie left no other trace, and was verified before."""
-    assert all(words in message for message in _errors(result)), _errors(result)
+# Since the seconds counters are read, they catch F4's shortened request on their own too.
+_SECONDS_BOUND = "_seconds_total), more than the 0.005 s it took"
+
+
+def _only(result: VerificationResult, words: str, *also: str) -> None:
+    """Every error is the one named, or one of `also`: the lie left no other trace."""
+    named = (words, *also)
+    assert all(any(w in message for w in named) for message in _errors(result)), _errors(result)
 
 
 @pytest.mark.parametrize(
@@ -161,7 +166,7 @@ def test_timings_written_as_no_number(tmp_path: Path, spelling: Callable[[float]
 
     files = _short_request(respelled)
     result = _invalid(files, tmp_path, "consistency", "not a number of milliseconds")
-    _only(result, "not a number of milliseconds")
+    _only(result, "not a number of milliseconds", _SECONDS_BOUND)
     pointers = {f.pointer for f in result.findings if "not a number of milli" in f.message}
     assert pointers == {"/response/timings/prompt_ms", "/response/timings/predicted_ms"}
 
@@ -187,7 +192,7 @@ def test_timings_left_out_of_one_answer(tmp_path: Path, names: tuple[str, ...]) 
             timings.pop(name)
 
     result = _invalid(_short_request(removed), tmp_path, "telemetry", "which the others carry")
-    _only(result, "answers lack timings.")
+    _only(result, "answers lack timings.", _SECONDS_BOUND)
     lacking = {f.pointer for f in result.findings if "answers lack timings." in f.message}
     assert lacking == {f"/response/timings/{name}" for name in names}
 

@@ -219,6 +219,9 @@ def _generic(text: str) -> Iterator[_Found]:
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
             yield _found(TOKEN, start, end, excerpt)
+    # (shared: every place a secret word starts is tried)
+    for start, end, excerpt in leaks.secret_lists(text, None):
+        yield _found(TOKEN, start, end, excerpt)
     simple: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool], bool], ...] = (
         (HOME_PATH, _HOME, lambda m: True, has["/"] or has["~"]),
         (TEMP_PATH, _TEMP, lambda m: True, has["/"]),
@@ -964,16 +967,20 @@ class _Flat:
             self._chunks.append("".join(self._pieces))
             self._pieces = []
 
-    def _walk(self, node: Any) -> None:
+    def _walk(self, node: Any, first: str = SEP) -> None:
+        # `first`: what joins a list's first string to what is before it: a member's list
+        # goes on from the member's name as a list goes on from its string before
+        # (`{"api_keys": ["K1", "K2"]}`: `api_keys` ITEM_SEP `K1` ITEM_SEP `K2`), read
+        # as a list's items, not as a member's string value (KEY_SEP)
         if isinstance(node, dict):
             for key, value in node.items():
                 self._add(SEP, key, True)
                 if isinstance(value, str):
                     self._add(KEY_SEP, value, False)
                 elif isinstance(value, dict | list):
-                    self._walk(value)
+                    self._walk(value, ITEM_SEP)
         elif isinstance(node, list):
-            joiner = SEP
+            joiner = first
             for value in node:
                 if isinstance(value, str):
                     self._add(joiner, value, False)

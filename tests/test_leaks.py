@@ -7,6 +7,7 @@ import bz2
 import gzip
 import hashlib
 import itertools
+import json
 import lzma
 import re
 import time
@@ -915,11 +916,13 @@ def test_html_named_references_are_read_as_their_characters() -> None:
     text = "&sol;&bsol;&commat;&colon;&period;&lowbar;&amp;#47;&quot;&num;&amp;&amp;sol;"
     view = leaks._Decoded.of(text)
     assert isinstance(view, leaks._Decoded)
-    assert view.text == "/\\@:._&#47;&quot;#&amp;&sol;"
+    assert view.text == '/\\@:._&#47;"#&&sol;'
     assert view.original(0, len(view.text)) == (0, len(text))
-    # `&amp;`, `&quot;` and `&lt;` are what any HTML writer writes: not escapes here (each
-    # escape counts towards a text's limit), but for `&amp;` before `#` or a name above
-    assert leaks._Decoded.of("AT&amp;T &quot;x&quot; &lt;b&gt;") is None
+    # what `html.escape` writes is read too: a password holding `&`, `"` or `<` is
+    # published so in an HTML page
+    view = leaks._Decoded.of("AT&amp;T &quot;x&quot; &lt;b&gt; &#x27;y&apos;")
+    assert isinstance(view, leaks._Decoded)
+    assert view.text == "AT&T \"x\" <b> 'y'"
 
 
 def test_an_html_reference_without_a_semicolon_reads_its_digits_greedily() -> None:
@@ -1417,7 +1420,9 @@ def test_a_plain_host_name_is_found_where_a_member_names_the_machine(
         ("..\\..\\Users\\jdoe\\AppData\\x", ["jdoe"]),
         # ... and in other account spellings.
         ('{"user_name": "jdoe"} user-name=jdoe account=jdoe', ["jdoe", "jdoe", "jdoe"]),
-        ('{"username": ["jdoe"]} username\x00jdoe', ["jdoe", "jdoe"]),
+        # (the second: that document as its flattening writes it, the list's item after
+        # the member's name by ITEM_SEP)
+        ('{"username": ["jdoe"]} username\x02jdoe', ["jdoe", "jdoe"]),
         ("Access denied for user 'jdoe'@'localhost'", ["jdoe"]),
         ('"jdoe"@"%"', ["jdoe"]),
         ("220 ready\r\nUSER jdoe\r\n331", ["jdoe"]),
@@ -1702,3 +1707,165 @@ def test_a_known_name_in_octal_escapes_of_utf8_is_found() -> None:
     detector = Detector([Known("jörg", "user-name", "<user>", KnownKind.USER)])
     text = 'git: "srv/users/j\\303\\266rg/notes.txt"'
     assert [text[h.start : h.end] for h in detector.scan_text(text)] == ["j\\303\\266rg"]
+
+
+# A secret-named member whose value is a list: every item (helper-112's F2), in a text as
+# vLLM, json.dumps(indent=2), YAML and Python write it, and in a document.
+_K1, _K2 = "Qm7Zx2Lk9Pw4Rt8Vn3Bc", "Zz9Yy8Xx7Ww6Vv5Uu4Tt"
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        (f"non-default args: {{'model': 'm', 'api_key': ['{_K1}', '{_K2}'], 'port': 8000}}", 2),
+        (json.dumps({"api_key": [_K1, _K2]}, indent=2), 2),
+        (f"api_keys:\n- {_K1}\n- {_K2}\nport: 8000", 2),
+        (f"api_keys: [{_K1}, abcdefgh, {_K2}]", 2),  # an item of a word's shape is no key
+    ],
+)
+def test_every_item_of_a_secret_members_list(text: str, keys: int) -> None:
+    hits = scan_text(text)
+    found = [text[h.start : h.end] for h in hits]
+    assert found == [_K1, _K2][:keys]
+    assert all(_K1 not in h.excerpt and _K2 not in h.excerpt for h in hits)
+
+
+def test_a_list_ends_where_its_items_do() -> None:
+    text = f"'api_key': ['{_K1}'], 'model_tag': 'Zz9Yy8Xx7Ww6Vv5Uu4Tt'"
+    assert [text[h.start : h.end] for h in scan_text(text)] == [_K1]
+    # a plain member is no list: what follows its value after a comma is not its item
+    text = f"api_key={_K1}, model={_K2}"
+    assert [text[h.start : h.end] for h in scan_text(text)] == [_K1]
+
+
+def test_every_string_of_a_secret_members_list_in_a_document() -> None:
+    hits = leaks.scan_document({"api_keys": [_K1, _K2], "stop": ["Qm7Zx2Lk9Pw4Rt8Vn3Bd"]})
+    assert [h.pointer for h in hits] == ["/api_keys/0", "/api_keys/1"]
+    assert leaks.scan_document({"api_key": [[_K1]]}) == []  # (a list of lists: not read)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"secrets": ["OPENAI_API_KEY", "HF_TOKEN"]},
+        {"credentials": ["aws_access_key_id", "aws_secret_access_key"]},
+        {"auth": ["Authorization", "Bearer"]},
+        {"password_rules": ["Minimum 12 characters"]},
+    ],
+)
+def test_a_documents_list_of_names_after_a_secrets_name_is_no_secret(document: object) -> None:
+    assert leaks.scan_document(document) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Requirements for the password:\n- Minimum 12 characters\n- One digit",
+        "To get an API key:\n- Register at the site\n- Open Settings",
+        "secrets:\n  - db_password\n  - api_token_file",
+        "auth=(username, password)",
+        "password = (getpass.getpass())",
+        "sort_key: ['createdAt', 'updatedAt']",
+        "api_keys = [\n    os.environ['OPENAI_API_KEY'],\n]",
+        "API_KEYS = [\n    key.strip()\n    for key in raw.split(',')\n]",
+        "api_key: [REDACTED]",
+        "password: ********, token: xxxxxxxxxxxx",
+    ],
+)
+def test_prose_and_code_after_a_secrets_name_are_no_secret(text: str) -> None:
+    assert scan_text(text) == []
+
+
+def test_a_list_inside_a_list_is_read_once() -> None:
+    """An item that is itself a member with a list (`- a_key:\n- K`) opens no list of its
+    own where its items were read already; one that opens past them reads its own."""
+    text = f"api_keys:\n- {_K1}\n- abcdefgh\n- a_key:\n- {_K2}\n- {_K1}\n- tail"
+    spans = [(s, e) for s, e, _ in leaks.secret_lists(text, None)]
+    assert [text[s:e] for s, e in spans] == [_K1, _K2, _K1]  # not K2 and K1 twice
+    text = f"api_keys:\n- {_K1}\n- api_key: [{_K2}, {_K1}]"
+    assert [text[h.start : h.end] for h in scan_text(text)] == [_K1, _K2, _K1]
+    assert [text[s:e] for s, e, _ in leaks.secret_lists(text, None)] == [_K1, _K2, _K1]
+
+
+def test_a_random_key_after_a_placeholder_or_a_name_in_a_list() -> None:
+    key = "a8F3kd9Lq2Zx7WmP"
+    for text in (f"api_keys: [REDACTED, {key}]", f"api_keys:\n- primary\n- {key}",
+                 f"api_keys: ['', '{key}']"):  # fmt: skip
+        assert [text[h.start : h.end] for h in scan_text(text)] == [key], text
+    for document in ({"api_keys": ["primary", key]}, {"api_keys": ["", key]}):
+        assert [h.pointer for h in leaks.scan_document(document)] == ["/api_keys/1"]
+    # a string of a list is no member's name: the next string is no secret of it
+    assert leaks.scan_document({"stop": ["token", "3f2a9b8c7d6e5f40"]}) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sorted(items, key=lambda v: v[1])",
+        "max(scores, key=scores.get)",
+        '{"key": "temperature", "value": 0.7}',
+        "ORDER BY sort_key=created_at",
+        "primaryKey=user_id",
+        "cache.key=prefix_hash",
+    ],
+)
+def test_a_key_of_code_is_no_secret(text: str) -> None:
+    assert scan_text(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"key={_K1}",
+        "ENCRYPTION_KEY=abcdefghij",
+        "api_key=lambda_value",
+        "secret_key=abcdefghij",
+        "license_key=abcdefghij",
+        "access_key=abcdefghij",
+    ],
+)
+def test_a_key_that_is_not_codes_is_still_a_secret(text: str) -> None:
+    assert len(scan_text(text)) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"api_keys: [{_K1}, '', {_K2}]",
+        f"api_keys: [abc, def, {_K2}]",
+        f"api_keys:\n- my old key\n- {_K2}",
+        f"api_keys:\n- {_K1}\n- old key (revoked)\n- {_K2}",
+        f"api_keys:\n- {_K1}  # primary\n- {_K2}",
+        f"api_keys = [os.environ['A'], '{_K2}']",
+        f'api_keys: ["see docs", "{_K2}"]',
+    ],
+)
+def test_items_of_other_kinds_are_read_past(text: str) -> None:
+    assert _K2 in [text[h.start : h.end] for h in scan_text(text)]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [{"api_keys": ["a", "b", _K2]}, {"api_keys": ["", "", _K2]}, {"api_keys": ["my key", _K2]}],
+)
+def test_strings_of_other_kinds_in_a_documents_list_are_read_past(document: object) -> None:
+    assert isinstance(document, dict)
+    where = f"/api_keys/{len(document['api_keys']) - 1}"
+    assert [h.pointer for h in leaks.scan_document(document)] == [where]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "validate an id_token:\n- http://openid.net/specs/openid-connect-core-1_0.html#IDTokenValidation"
+        "\n- http://openid.net/specs/openid-connect-core-1_0.html#HybridIDTValidation2",
+        'secret=os.environ.get("X")',
+        "api_keys = [os.environ['A']]",
+    ],
+)
+def test_links_and_code_after_a_secrets_name_are_no_secret(text: str) -> None:
+    assert scan_text(text) == []
+
+
+def test_a_string_that_ends_in_a_space_in_a_list_names_no_member() -> None:
+    assert leaks.scan_document({"stop": ["password ", "Tr0ub4dor3xY"]}) == []

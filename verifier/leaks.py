@@ -78,6 +78,7 @@ import functools
 import heapq
 import ipaddress
 import itertools
+import json
 import os
 import re
 import string
@@ -426,15 +427,40 @@ _SECRET_FLAG = _Lazy(
     re.VERBOSE | re.ASCII,
 )
 # NAME=value, NAME: value, or an object member {"NAME": "value"} (joined by KEY_SEP); the
-# first of a list so written in a text (vLLM's start-up line `non-default args: {...,
-# 'api_key': ['KEY']}`, `"api_keys": ["KEY", ...]`). The match starts at the secret word; the
-# rest of the name before it is found by `_name_before`.
+# first of a list so written in a text (`_LIST_OPENER`: vLLM's start-up line `non-default
+# args: {..., 'api_key': ['KEY']}`, `"api_keys": [\n  "KEY"`, a YAML block list), whose
+# items `secret_lists` reads. The match starts at the secret word; the rest of the name
+# before it is found by `_name_before`. (Not a tuple's `(`: `auth=(username, password)` is
+# code.)
+_LIST_OPENER = r"(?:\[\s*|\r?\n[ \t]*-[ \t]+)?"
 _SECRET_MEMBER = _Lazy(
     rf"""(?i:{_SECRET_WORD})[\w.-]*["']?[ \t]*
-      (?:[:=]|\x01)[ \t]*(?:\[[ \t]*)?["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
+      (?:[:=]|\x01)[ \t]*{_LIST_OPENER}["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})
     """,
     re.VERBOSE | re.ASCII,
 )
+# What opens a list after a secret's name, to its first item (`secret_lists`): `: [`, `= [`,
+# a YAML block list's `:\n- `, or a document's member whose value is a list (ITEM_SEP).
+_LIST_HEAD = _Lazy(r"""["']?[ \t]*(?:[:=\x01][ \t]*(?:\[\s*|\r?\n[ \t]*-[ \t]+)|\x02)""", re.ASCII)
+# An item of such a list that is one value, the whole item (a YAML item's comment may
+# follow it); what stands between two items (`, 'K2'`, `,\n    "K2"`, a YAML list's `\n- K2`,
+# a document's next string: ITEM_SEP); and an item of any other kind, read past (`''`,
+# `null`, `'my old key'`, a short word).
+_LIST_VALUE = _Lazy(
+    rf"""["']?(?P<keyvalue>{_TOKEN_VALUE}{{5,}})(?=["']?[ \t]*(?:[,\]#\r\n\x00-\x02]|\Z))""",
+    re.ASCII,
+)
+_LIST_NEXT = _Lazy(
+    r"""["']?[ \t]*(?:\#[^\r\n\x00-\x02]*)?(?:,\s*|\x02|\r?\n[ \t]*-[ \t]+)""", re.ASCII
+)
+_LIST_BODY = _Lazy(
+    r"""'[^'\r\n\x00-\x02]*'"""
+    r'|"[^"\r\n\x00-\x02]*"'
+    # (and an index, `os.environ['A']`: no list, which holds a `,` or a space)
+    r"|(?:[^,\[\]\r\n\x00-\x02]|\[[^\]\s,\x00-\x02]*\])*",
+    re.ASCII,
+)
+
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _KEY_BEGIN = _Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _KEY_END = _Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
@@ -527,6 +553,8 @@ def _mask(text: str, start: int = 0, end: int | None = None) -> str:
 
 
 _SEP_TO_SPACE = str.maketrans({c: " " for c in _SEPS})
+# (and what comes before a secret on its line, or lines: a list opened on one line)
+_BEFORE_TO_SPACE = str.maketrans({c: " " for c in _SEPS + "\r\n"})
 
 
 def _secret_group(match: re.Match[str]) -> str:
@@ -541,7 +569,7 @@ def _mask_secret(match: re.Match[str], group: str) -> str:
     """Show what comes before the secret and at most its first four characters."""
     secret_start = match.start(group) - match.start()
     secret = match.group(group)
-    before = match.group()[:secret_start].translate(_SEP_TO_SPACE)
+    before = match.group()[:secret_start].translate(_BEFORE_TO_SPACE)
     return before + secret[: min(4, len(secret) // 5)] + ELLIPSIS
 
 
@@ -643,7 +671,11 @@ def _secret_value(name: str, value: str) -> bool:
     signature of 16 characters or more of base64, URL-escaped base64 or hex with a digit
     (`sig=Qm9n...%3D`, `X-Amz-Signature=9f86...`), or a password of 8 or more with letters
     in both cases and a digit (`pass=Tr0ub4dor3`), no path (`PWD=D:\\work\\x`)."""
-    if _NUMBER.fullmatch(value):
+    if _NUMBER.fullmatch(value) or _PLACEHOLDER.fullmatch(value):
+        return False
+    if _CODE_KEY_NAME.fullmatch(name) and _IDENTIFIER.fullmatch(value):
+        # a key of code names what it sorts or looks up by (`sorted(x, key=lambda ...)`,
+        # `sort_key=created_at`, `{"key": "temperature", "value": 0}`), not a secret
         return False
     if name == "token":  # a model's token (logprobs), unless it is 16 random characters
         return len(value) >= 16 and _random_key(value)
@@ -660,6 +692,24 @@ def _secret_value(name: str, value: str) -> bool:
     return True
 
 
+# A key of code that names what it sorts, looks up or partitions by, as code writes it (not
+# an environment variable's capitals): a bare `key` (`sorted(x, key=lambda ...)`, `{"key":
+# "temperature"}`, AWS's tags' `Key`), `sort_key`, `primaryKey`, `partition_key`.
+_CODE_KEY_NAME = _Lazy(
+    r"(?:key|Key|(?:sort|primary|foreign|partition|cluster|clustering|cache|lookup|group|join"
+    r"|index|row|hash|range|dict|map|unique|composite|natural|shard|routing|order|dedup|item"
+    r"|record|object|s3|bucket|redis|table|column|field|attr|attribute)(?:[_.-]?(?:key|Key)|Key))",
+    re.ASCII,
+)
+# What such a key names in code: an identifier that starts in lower case, or a dotted one, no
+# digit (`lambda`, `created_at`, `createdAt`, `str.lower`); a random key holds digits.
+_IDENTIFIER = _Lazy(r"[a-z_][A-Za-z_]*(?:\.[A-Za-z_]+)*", re.ASCII)
+# What stands in a secret's place where it was left out (`api_key: [REDACTED]`, `token:
+# xxxxxxxx`), in any case.
+_PLACEHOLDER = _Lazy(
+    r"(?i:redacted|hidden|masked|removed|omitted|placeholder|none|null|undefined|x{4,})",
+    re.ASCII,
+)
 _SIGNATURE_VALUE = _Lazy(r"(?=[^0-9]*[0-9])(?:[A-Za-z0-9+/=_-]|%[0-9A-Fa-f]{2})+", re.ASCII)
 
 
@@ -683,6 +733,19 @@ def _name_before(match: re.Match[str]) -> tuple[int, str]:
     while end < len(text) and text[end] in _NAME_CHARS:
         end += 1
     return start, text[start:end]
+
+
+def _member_value(name: str, value: str, head: str, after: str) -> bool:
+    """Whether the value after a secret member's name can be its secret (`_secret_value`):
+    not where a call or an index follows it (`after`, the character after it, is `(` or
+    `[`: `secret=os.environ.get("X")`, `[os.environ['KEY']]` are code); the first item of a
+    list on a line of its own (`head`, what stands between the name's secret word and the
+    value, breaks the line: a YAML block list, a `[` at a line's end) only where it has a
+    key's random shape (`_random_key`), as `secret_lists` reads items: a label before a
+    Markdown list (`Your API key:\n- Register at ...`) is prose."""
+    if after in ("(", "[") or ("\n" in head and not _random_key(value)):
+        return False
+    return _secret_value(name, value)
 
 
 def _in_word(char: str) -> bool:
@@ -811,7 +874,9 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
     if group == "keyvalue":
         # A number after a key-like name is a measurement (llama.cpp's prompt_per_token_ms).
         name = _name_before(match)[1]
-        return _is_secret_name(name) and _secret_value(name, value)
+        head = match.string[match.start() : match.start(group)]
+        after = match.string[match.end() : match.end() + 1]
+        return _is_secret_name(name) and _member_value(name, value, head, after)
     if group in ("auth", "bearer"):
         return _tokenish(value)
     if group == "spacedpass":  # `.netrc`'s `password X`, prose's: a password's shape only
@@ -1276,7 +1341,9 @@ _NAME_RUN = _Lazy(r"[\w.-]*", re.ASCII)
 _NAME_CHARS_TEXT = "".join(sorted(_NAME_CHARS))
 _NOT_LETTERS = "0123456789_.-"
 # What follows a member's name up to its value, and the value's first character.
-_MEMBER_SEP = _Lazy(rf"""["']?[ \t]*[:=\x01][ \t]*(?:\[[ \t]*)?["']?(?={_VALUE_FIRST})""", re.ASCII)
+_MEMBER_SEP = _Lazy(
+    rf"""["']?[ \t]*[:=\x01][ \t]*{_LIST_OPENER}["']?(?={_VALUE_FIRST})""", re.ASCII
+)
 _VALUE_RUN = _Lazy(rf"{_VALUE_CHAR}*", re.ASCII)
 _FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
 _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
@@ -1374,12 +1441,73 @@ def _secret_members(text: str, starts: list[int] | None) -> Iterator[re.Match[st
         if value_end - value_start < 6:  # the value's first character and five more
             continue
         name = _name_at(text, start, end)
-        if not _is_secret_name(name) or not _secret_value(name, text[value_start:value_end]):
+        if not _is_secret_name(name) or not _member_value(
+            name,
+            text[value_start:value_end],
+            text[end:value_start],
+            text[value_end : value_end + 1],
+        ):
             continue
         match = _SECRET_MEMBER.regex.match(text, start)
         if match is not None:
             yield match
             position = match.end()
+
+
+def secret_lists(text: str, starts: list[int] | None) -> Iterator[tuple[int, int, str]]:
+    """Each item of a list after a secret's name (`_LIST_HEAD`: vLLM's start-up line
+    `'api_key': ['K1', 'K2']`, a list `json.dumps(indent=2)` breaks over lines, a YAML block
+    list, a document's `"api_keys": ["K1", "K2"]`) that has a key's random shape
+    (`_random_key`) and is a secret after that name (`_secret_value`): its span and its
+    excerpt. An item of another shape (a URL too) is read past, not taken: such a list is as
+    often one of names (`secrets: [OPENAI_API_KEY, HF_TOKEN]`, docker-compose's `secrets:\n-
+    db_password`), of links, rules or code as of keys, and a placeholder, an empty string or
+    a note may stand among the keys (`[REDACTED, K]`, `['', K]`, `- old key (revoked)`).
+    (In a text the first item is also `_SECRET_MEMBER`'s, judged as a value.) In a
+    document, a member's name is a string that stands after SEP: the next string after a
+    string of a list (`["token", "3f2a..."]`) is no member's value.
+
+    `starts`: where a secret word may start, as for `_secret_members` (None: anywhere). A
+    list that opens inside a list already read (`- a_key:\n- K`, an item that is itself a
+    member) is not read again, so each stretch of a text is read as items once, and the
+    scan stays linear however lists nest; one that opens past it is read from there."""
+    word_at, name_run = _WORD_AT.regex, _NAME_RUN.regex
+    head, value_at, next_at, body_at = (
+        _LIST_HEAD.regex.match, _LIST_VALUE.regex.match, _LIST_NEXT.regex.match,
+        _LIST_BODY.regex.match,
+    )  # fmt: skip
+    cursor = _Cursor(text, starts, word_at)
+    position = reached = 0  # where the cursor goes on; where the lists read so far end
+    while (start := cursor.next(position)) >= 0:
+        if word_at.match(text, start) is None:
+            position = start + 1
+            continue
+        end = _end_of(name_run, text, start)
+        position = end  # the whole run is decided here
+        opened = head(text, end)
+        if opened is None or opened.end() <= reached:  # (its items read already)
+            continue
+        run = _run_start(text, start, _NAME_CHARS_TEXT)
+        if ITEM_SEP in opened.group() and run and text[run - 1] != SEP:
+            continue  # a string of a list, not a member's name: no list of its own
+        name = text[run:end].lstrip(_NOT_LETTERS)
+        if not _is_secret_name(name):
+            continue
+        at: int | None = opened.end()
+        while at is not None:  # at an item
+            found = value_at(text, at)
+            if found is None:
+                body = body_at(text, at)
+                assert body is not None  # (it matches the empty string)
+                reached = body.end()
+            else:  # (the cursor goes on from the name: a list may hold one)
+                reached = found.end()
+                value = found.group("keyvalue")
+                if "://" not in value and _random_key(value) and _secret_value(name, value):
+                    shown = value[: min(4, len(value) // 5)]  # as `_mask_secret` shows one
+                    yield found.start("keyvalue"), found.end(), f"{name}: [..., {shown}{ELLIPSIS}"
+            following = next_at(text, reached)
+            at = None if following is None else following.end()
 
 
 def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
@@ -1503,6 +1631,11 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
             excerpt = _mask_secret(match, group)
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
+            yield _found(TOKEN, start, end, excerpt)
+    # the items of a list after a secret's name (`secret_lists`), where a text has such a name
+    member_starts = places.starts(_SECRET_MEMBER)
+    if member_starts != []:
+        for start, end, excerpt in secret_lists(text, member_starts):
             yield _found(TOKEN, start, end, excerpt)
     simple: tuple[tuple[str, _Lazy, Callable[[re.Match[str]], bool], bool], ...] = (
         (HOME_PATH, _HOME, lambda m: True, slash or tilde),
@@ -1912,7 +2045,9 @@ def _user_assigned() -> str:
             [
                 *(key + sep for key in _USER_KEYS for sep in ("=", " = ", '="', "='", KEY_SEP)),
                 *(key + sep for key in _USER_KEYS for sep in (' = "', " = '")),  # TOML, INI
-                *(key + SEP for key in _LIST_KEYS),
+                # a document's member whose value is a list (`_Flat`: its first string
+                # follows the name as a list's next string does)
+                *(key + ITEM_SEP for key in _LIST_KEYS),
                 # a command line's flag and its value, as two arguments or in its text
                 *(f"{key}{sep}" for key in _USER_FLAGS for sep in (ITEM_SEP, " ")),
                 # a member (`{"login": "jdoe"}`) and the first of a list (`{"username": ["jdoe"]}`,
@@ -2382,6 +2517,19 @@ def _encodings(value: str) -> tuple[bytes, bytes]:
     return value.encode("utf-8", "surrogatepass"), value.encode("utf-16-le", "surrogatepass")
 
 
+def _ascii_json(value: str) -> bytes:
+    """A value past ASCII as a JSON string holds it escaped to ASCII (`json.dumps`' default:
+    `j\\u00f6rg` for `jörg`, a surrogate pair past the Basic Multilingual Plane), without
+    the quotes; empty for a value of ASCII, which JSON writes as it is."""
+    if value.isascii():
+        return b""
+    return json.dumps(value)[1:-1].encode("ascii")
+
+
+def _upper_escape(match: re.Match[bytes]) -> bytes:
+    return b"\\u" + match.group()[2:].upper()
+
+
 def _big_endian(value: str) -> bytes:
     """A value's UTF-16BE bytes (Java's and the network's order), for its base64 and hex."""
     return value.encode("utf-16-be", "surrogatepass")
@@ -2461,6 +2609,11 @@ class _Base64Cores:
                 # (base32's alphabet is base64's upper-case letters and 2-7); and a path as
                 # JSON may escape it (`\/home\/alice`), base64 of a JSON document
                 escaped = utf8.replace(b"/", b"\\/") if b"/" in utf8 else b""
+                # and a value past ASCII as JSON's ASCII escaping writes it (`j\u00f6rg`, as
+                # `json.dumps` does by default), in base64 or hex of a JSON document
+                ascii_json = _ascii_json(value.value)
+                # (its hex digits in capitals too, as .NET's and Jackson's writers write them)
+                ascii_upper = re.sub(rb"\\u[0-9a-f]{4}", _upper_escape, ascii_json)
                 big = _big_endian(value.value)
                 for core in (
                     *base64_cores(utf8),
@@ -2469,6 +2622,8 @@ class _Base64Cores:
                     *base32_cores(utf8),
                     *base32_cores(utf8, hex_alphabet=True),
                     *(base64_cores(escaped) if escaped else ()),
+                    *(base64_cores(ascii_json) if ascii_json else ()),
+                    *(base64_cores(ascii_upper) if ascii_upper != ascii_json else ()),
                     # base64 of base64: the cores of each core (found in base64 of any
                     # text that holds it, as the cores of a value are), in the standard
                     # alphabet at both levels
@@ -2482,6 +2637,9 @@ class _Base64Cores:
                 self.hexes.setdefault(utf8.hex(), index)
                 self.hexes.setdefault(utf16.hex(), index)
                 self.hexes.setdefault(big.hex(), index)
+                if ascii_json:
+                    self.hexes.setdefault(ascii_json.hex(), index)
+                    self.hexes.setdefault(ascii_upper.hex(), index)
                 for spelled in separated_bytes(utf8, decimal=spells_apart(value.value)):
                     self.separated.setdefault(spelled, index)
                 for core in base85_cores(utf8):
@@ -2938,6 +3096,10 @@ _WRAPPED_KINDS = frozenset({KnownKind.SECRET, KnownKind.OPAQUE, KnownKind.ADDRES
 # (`\\?\r?\n`, each branch led by a character; then any other line break, as Unicode counts
 # them: a terminal's bare `\r`, `\n\r`, a vertical tab, a form feed, NEL, U+2028, U+2029)
 _BREAK = _Lazy(r"(?:\\\r?\n|\r\n|\n\r|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])[ \t]*")
+# And, read a second way where a text holds one, quoted-printable's soft break (`=` at a
+# line's end, MIME's `=\r\n`) with the others: a value with its own `=` cut after it is
+# found the first way, a value cut by a soft break the second.
+_SOFT_BREAK = _Lazy(r"(?:[\\=]\r?\n|\r\n|\n\r|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])[ \t]*")
 
 
 def _has_break(text: str) -> bool:
@@ -3266,10 +3428,18 @@ class Detector:
         editor's wrap, a shell's `\\` before a break): the text read again with each break
         and the spaces after it left out (`_BREAK`), and each hit there that holds a break,
         from its first character to its last at the text's offsets. (Not a value cut by a
-        space, or by a hyphen before a break: prose cuts words so.)"""
+        space, or by a hyphen before a break: prose cuts words so.) A text with
+        quoted-printable's soft breaks (`=` at a line's end) is read a second way, those
+        left out too (`_SOFT_BREAK`)."""
         if not self._wrap_regexes or not _has_break(text):
             return
-        joined = _BREAK.regex.sub("", text)
+        yield from self._joined_hits(text, _BREAK.regex)
+        if "=\n" in text or "=\r\n" in text:
+            yield from self._joined_hits(text, _SOFT_BREAK.regex)
+
+    def _joined_hits(self, text: str, breaks: re.Pattern[str]) -> Iterator[_Found]:
+        """`_wrapped_hits` of one way of reading the breaks."""
+        joined = breaks.sub("", text)
         if len(joined) == len(text):
             return
         cuts: list[int] = []  # where each break was, at the joined text's offsets
@@ -3277,7 +3447,7 @@ class Detector:
         for hit in self._known_matches(_Places(joined), joined, self._wrap_regexes):
             if not cuts:
                 total = 0
-                for found in _BREAK.regex.finditer(text):
+                for found in breaks.finditer(text):
                     cuts.append(found.start() - total)
                     total += found.end() - found.start()
                     gone.append(total)
@@ -3874,10 +4044,11 @@ _COMPATIBLE_IN = _Lazy(
 
 
 # HTML's named references of the characters that paths, addresses, accounts and tokens are
-# written with (HTML5's names), which an HTML writer never needs to use (`&amp;`, `&quot;`,
-# `&lt;`, which an honest page holds by the thousand, are not among them: each escape counts
-# towards a text's `escapes`); and `&amp;` before `#` or one of these, a text escaped twice
-# (`&amp;#47;`, read as `/` in the second view).
+# written with (HTML5's names), and those `html.escape` writes (`&amp;`, `&quot;`, `&#x27;`,
+# `&lt;`, `&gt;`): a password holding `&` or `"` is published in an HTML page or an XML
+# file so escaped. (An honest page holds the latter by the thousand; each counts towards a
+# bounded scan's `_MOST_ESCAPES` of one text, which is far more.) A text escaped twice
+# (`&amp;#47;`) is read as `/` in the second view.
 # HTML's named references of Latin-1's letters and of Œ œ Š š Ÿ (`b&uuml;ro-lab-07`), in
 # the order of their code points.
 _LATIN_NAMES = (
@@ -3895,10 +4066,26 @@ _ENTITIES = {
     "UnderBar": "_", "plus": "+", "equals": "=", "percnt": "%", "num": "#",
     "hyphen": "-", "dash": "-",  # (U+2010: a name's hyphen as HTML may write it)
     "nbsp": "\u00a0",
+    # what `html.escape` writes (a password's `"`, `'`, `<`, `>`)
+    "quot": '"', "QUOT": '"', "apos": "'", "lt": "<", "LT": "<", "gt": ">", "GT": ">",
     **dict(zip(_LATIN_NAMES.split(), _LATIN_LETTERS, strict=True)),
 }  # fmt: skip
 _ENTITY_NAMES = _trie_pattern(sorted(_ENTITIES))
-_ENTITY = rf"&({_ENTITY_NAMES});|&(?:amp|AMP);(?=#|(?:{_ENTITY_NAMES});)"
+_ENTITY = rf"&({_ENTITY_NAMES});|&(?:amp|AMP);"
+
+# A UTF-16 surrogate pair as JSON's ASCII escaping writes a character past the Basic
+# Multilingual Plane (`json.dumps` of a name in mathematical letters: `\ud835\udc1a`),
+# read as that character; a lone half is read as the surrogate it is (`\uXXXX`).
+_SURROGATES = r"\\u([dD][89abAB][0-9A-Fa-f]{2})\\u([dD][c-fC-F][0-9A-Fa-f]{2})"
+# The characters a backslash before them stands for themselves: JSON's `\/`, `\\`, `\"`,
+# and what bash's `printf %q` escapes in a word:
+# white space, quotes and the shell's special characters (`Xk9#mP2\&qL7\!vR4@` for the
+# password `Xk9#mP2&qL7!vR4@`, `My\ Models` for a folder). Not `.` or `@`, which a regular
+# expression escapes by the thousand (`10\.0\.0\.1`) and the shell never does, nor the
+# brackets, `,`, `;` and `|`, which LaTeX's and regular expressions' `\(`, `\[`, `\{`,
+# `\,`, `\;`, `\|` write as often (each escape counts towards a bounded scan's
+# `_MOST_ESCAPES`).
+_LITERAL = "[" + re.escape("/\\\"' !#$&*<>?^`~") + "]"
 
 
 def _character(digits: str, base: int) -> str:
@@ -3931,7 +4118,8 @@ class _Decoded:
     # `see` is no part of the path.
     _ESCAPE = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')}|{_UTF8_OCTAL_RUN})"
-        r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
+        rf"|{_SURROGATES}|\\u([0-9A-Fa-f]{{4}})|\\({_LITERAL})|\\([nrtbf])"
+        r"|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
         r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
@@ -3940,7 +4128,8 @@ class _Decoded:
     )
     _SPACED = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')}|{_UTF8_OCTAL_RUN})"
-        r"|\\u([0-9A-Fa-f]{4})|\\([/\\\"])|\\([nrtbf])|(?:%|\\x)([0-9A-Fa-f]{2})"
+        rf"|{_SURROGATES}|\\u([0-9A-Fa-f]{{4}})|\\({_LITERAL})|\\([nrtbf])"
+        r"|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
         r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
         r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
@@ -3953,7 +4142,7 @@ class _Decoded:
     # `_ESCAPE` is tried only where one matches (`_escapes`). Replies with a `%` and a `\\`
     # in each: the leak scan of 10,000 records took 3.7 s with the two full searches.
     _ESCAPE_START = _Lazy(
-        rf"%[0-9A-Fa-fu]|\\[uUx/\\\"nrtbf0-3]|&#|{_ENTITY}"
+        rf"%[0-9A-Fa-fu]|\\[uUxnrtbf0-3]|\\{_LITERAL}|&#|{_ENTITY}"
         rf"|[\x1b\x9b]|[{_INVISIBLE}]"
     )
     # Whether a text holds a character past ASCII that starts an escape (a text of ASCII
@@ -4021,8 +4210,8 @@ class _Decoded:
             pieces.append(text[last : match.start()])
             length += match.start() - last
             (
-                utf8, code, literal, control, percent, wide, wide8, wide4, octal, decimal,
-                hexadecimal, entity, shown, *more,
+                utf8, high, low, code, literal, control, percent, wide, wide8, wide4, octal,
+                decimal, hexadecimal, entity, shown, *more,
             ) = match.groups()  # fmt: skip
             terminal = more[0] if more else None  # (`_SPACED`'s)
             hexadecimal = hexadecimal or wide or wide8 or wide4
@@ -4048,6 +4237,10 @@ class _Decoded:
                     last = match.end()
                     continue
                 pieces.append(character)
+            elif high is not None:  # a UTF-16 surrogate pair: the one code point it spells
+                pieces.append(
+                    chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
+                )
             elif literal is not None:
                 pieces.append(literal)
             elif control is not None:
@@ -4137,16 +4330,20 @@ class _Flat:
             self._chunks.append("".join(self._pieces))
             self._pieces = []
 
-    def _walk(self, node: Any) -> None:
+    def _walk(self, node: Any, first: str = SEP) -> None:
+        # `first`: what joins a list's first string to what is before it: a member's list
+        # goes on from the member's name as a list goes on from its string before
+        # (`{"api_keys": ["K1", "K2"]}`: `api_keys` ITEM_SEP `K1` ITEM_SEP `K2`), read
+        # as a list's items, not as a member's string value (KEY_SEP)
         if isinstance(node, dict):
             for key, value in node.items():
                 self._add(SEP, key, True)
                 if isinstance(value, str):
                     self._add(KEY_SEP, value, False)
                 elif isinstance(value, dict | list):
-                    self._walk(value)
+                    self._walk(value, ITEM_SEP)
         elif isinstance(node, list):
-            joiner = SEP
+            joiner = first
             for value in node:
                 if isinstance(value, str):
                     self._add(joiner, value, False)
@@ -4214,7 +4411,7 @@ def _text_of() -> Callable[[Any], str]:
     # As `_walk`, with a test of the exact type first: JSON's own types are the usual case.
     # It is handed itself, to call: a function that named itself from the scope around it
     # would be in a reference cycle, which only the cyclic collector frees.
-    def walk(node: Any, walk: Callable[[Any, Any], None]) -> None:
+    def walk(node: Any, walk: Callable[..., None], first: str = SEP) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
                 kind = type(value)
@@ -4222,7 +4419,7 @@ def _text_of() -> Callable[[Any], str]:
                     add((SEP, key, KEY_SEP, value))
                 elif kind is dict or kind is list:
                     add((SEP, key))
-                    walk(value, walk)
+                    walk(value, walk, ITEM_SEP)
                 elif kind is int or kind is float or kind is bool or value is None:
                     add((SEP, key))
                 elif isinstance(value, str):
@@ -4230,9 +4427,9 @@ def _text_of() -> Callable[[Any], str]:
                 else:
                     add((SEP, key))
                     if isinstance(value, containers):
-                        walk(value, walk)
+                        walk(value, walk, ITEM_SEP)
         else:
-            joiner = SEP
+            joiner = first
             for value in node:
                 if type(value) is str or isinstance(value, str):
                     add((joiner, value))

@@ -985,10 +985,9 @@ class _Flat:
                 if isinstance(value, str):
                     self._add(joiner, value, False)
                     joiner = ITEM_SEP
-                else:
+                elif isinstance(value, dict | list):
                     joiner = SEP
-                    if isinstance(value, dict | list):
-                        self._walk(value)
+                    self._walk(value)
         elif isinstance(node, str):
             self._add(SEP, node, False)
 

@@ -1846,7 +1846,15 @@ def test_items_of_other_kinds_are_read_past(text: str) -> None:
 
 @pytest.mark.parametrize(
     "document",
-    [{"api_keys": ["a", "b", _K2]}, {"api_keys": ["", "", _K2]}, {"api_keys": ["my key", _K2]}],
+    [
+        {"api_keys": ["a", "b", _K2]},
+        {"api_keys": ["", "", _K2]},
+        {"api_keys": ["my key", _K2]},
+        # a number, a boolean or null, as a text's `[null, K]`
+        {"api_keys": [None, _K2]},
+        {"api_keys": [0, False, _K2]},
+        {"api_keys": ["", 1.5, None, _K2]},
+    ],
 )
 def test_strings_of_other_kinds_in_a_documents_list_are_read_past(document: object) -> None:
     assert isinstance(document, dict)

@@ -4348,10 +4348,11 @@ class _Flat:
                 if isinstance(value, str):
                     self._add(joiner, value, False)
                     joiner = ITEM_SEP
-                else:
+                elif isinstance(value, dict | list):
+                    # a number, a boolean or null between two strings is read past, as
+                    # in a text (`{"api_keys": [null, "K"]}`: `api_keys` ITEM_SEP `K`)
                     joiner = SEP
-                    if isinstance(value, dict | list):
-                        self._walk(value)
+                    self._walk(value)
         elif isinstance(node, str):
             self._add(SEP, node, False)
 
@@ -4434,10 +4435,9 @@ def _text_of() -> Callable[[Any], str]:
                 if type(value) is str or isinstance(value, str):
                     add((joiner, value))
                     joiner = ITEM_SEP
-                else:
+                elif isinstance(value, containers):
                     joiner = SEP
-                    if isinstance(value, containers):
-                        walk(value, walk)
+                    walk(value, walk)
         if len(pieces) >= 65536:  # join as we go: no list of millions of pieces
             pieces[:] = ["".join(pieces)]
 

@@ -925,6 +925,12 @@ def test_html_named_references_are_read_as_their_characters() -> None:
     assert view.text == "AT&T \"x\" <b> 'y'"
 
 
+def test_amp_and_latin_letters_are_read_without_their_semicolon_and_qp_s_equals_sign() -> None:
+    view = leaks._Decoded.of("&uumlro &ampy =3D &sol w &sol;x &OElig &Uuml")
+    assert isinstance(view, leaks._Decoded)
+    assert view.text == "\u00fcro &y = &sol w /x &OElig \u00dc"
+
+
 def test_an_html_reference_without_a_semicolon_reads_its_digits_greedily() -> None:
     view = leaks._Decoded.of("&#47home&#x2fabc&#0000047;x&#99999999999")
     assert isinstance(view, leaks._Decoded)
@@ -1101,6 +1107,14 @@ _WRAPPED = base64.encodebytes(gzip.compress(_HOME + bytes(range(256)) * 3, mtime
         ("h gb10&hyphen;lab&dash;07 x", [("gb10&hyphen;lab&dash;07", "<host>")]),
         ("&Uuml;ber &eacute;t&eacute;", []),
         ("gb10&amp;hyphen;lab-07", [("gb10&amp;hyphen;lab-07", "<host>")]),
+        # ... a Latin-1 letter's without its `;`, as HTML reads it
+        ("node b&uumlro-lab-07 down", [("b&uumlro-lab-07", "<host>")]),
+        # quoted-printable: a letter past ASCII as its bytes (`=C3=BC`, in either case), and
+        # the `=` before a value as `=3D`
+        ("host b=C3=BCro-lab-07 up", [("b=C3=BCro-lab-07", "<host>")]),
+        ("path=3D/srv/ml/mod=C3=A8les/x", [("/srv/ml/mod=C3=A8les", "/path/to/model")]),
+        ("path=3D/srv/ml/mod=c3=a8les/x", [("/srv/ml/mod=c3=a8les", "/path/to/model")]),
+        ("HOME=3D/home/jdoe", [("/home/jdoe", "/path/to/home")]),
         # a plain user name where it names an account, before `@` (as `_known_pattern`
         # finds it in text); not before another character
         ("u 6a 64 6f 65 40 61 62", [("6a 64 6f 65 40", "<user>")]),

@@ -2868,7 +2868,7 @@ _BATCH_CHARS = 1 << 20
 #    batch with no accepted match every place of X is tried, with the result of 3.
 # 5. The views: no escape (`_Decoded._ESCAPE`: `\uXXXX`, `\/`, `\\`, `\"`, `\n` and the
 #    other JSON control escapes, `%XX`, `\xXX`, `\NNN`, `&#N;`, `&#xX;` and those without `;`,
-#    the named references of `_ENTITIES`, a
+#    the named references of `_ENTITIES` (with or without `;`), quoted-printable's `=3D`, a
 #    run of invisible characters or terminal sequences and the character after it, never a
 #    separator; in the second reading, `_SPACED`, a run of terminal sequences read as a
 #    space) holds \x00,
@@ -2897,7 +2897,8 @@ def spellings(
     """The other spellings of a known value that a text can hold for it: where it has letters
     past ASCII, composed and decomposed (NFC, NFD: `jöns` as `jo\u0308ns`), and a host name
     also in its IDNA form (`xn--bro-lab-07-9db` for `büro-lab-07`, label by label); with
-    `rot13`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`); an IPv4 address as one number, in
+    `rot13`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`); past ASCII, quoted-printable's too
+    (`j=C3=B6ns`); an IPv4 address as one number, in
     decimal and in hex (padded to 8 digits or not: `0xa2c0509`), and with its octets in octal
     (as they are, or of 4 digits) or in hex,
     as URLs and `inet_aton` read them (`3232245783`, `0xC0A82817`, `0300.0250.050.027`,
@@ -2931,13 +2932,26 @@ def spellings(
     if name and is_distinctive(value):  # `gb10_lab_07` for `gb10-lab-07`, and the reverse
         found += [value.replace(a, b) for a, b in (("-", "_"), ("_", "-")) if a in value]
     if not value.isascii():
-        found += [unicodedata.normalize(form, value) for form in ("NFC", "NFD")]
+        forms = [unicodedata.normalize(form, value) for form in ("NFC", "NFD")]
+        found += forms
+        # and as quoted-printable writes it (MIME's: a byte past ASCII and `=` as `=C3`,
+        # `=3D`; `j=C3=B6ns`), its digits in capitals, as the standard has them, or not
+        found += [
+            "".join(c if " " <= c <= "~" and c != "=" else _qp(c, case) for c in form)
+            for form in forms
+            for case in ("X", "x")
+        ]
         if host:
             with contextlib.suppress(UnicodeError):  # a label too long, empty or not allowed
                 found.append(value.encode("idna").decode("ascii"))
     if rot13:
         found.append(codecs.encode(value, "rot13"))
     return [form for form in dict.fromkeys(found) if form != value]
+
+
+def _qp(character: str, case: str) -> str:
+    """A character's UTF-8 bytes as quoted-printable writes them (`ö`: `=C3=B6`)."""
+    return "".join(f"={byte:02{case}}" for byte in character.encode("utf-8", "surrogatepass"))
 
 
 def spelled_out(value: str) -> list[str]:
@@ -4075,7 +4089,10 @@ _ENTITIES = {
     **dict(zip(_LATIN_NAMES.split(), _LATIN_LETTERS, strict=True)),
 }  # fmt: skip
 _ENTITY_NAMES = _trie_pattern(sorted(_ENTITIES))
-_ENTITY = rf"&({_ENTITY_NAMES});|&(?:amp|AMP);"
+# (the `;` may be left out where HTML's parsers read a name without it: `&amp`, and the
+# Latin-1 letters', `&uuml`; not the others: `&sol` is no `/`)
+_LEGACY_NAMES = _trie_pattern(_LATIN_NAMES.split()[:-5])  # (not OElig ... Yuml)
+_ENTITY = rf"&({_ENTITY_NAMES}(?=;)|{_LEGACY_NAMES});?|&(?:amp|AMP);?"
 
 # A UTF-16 surrogate pair as JSON's ASCII escaping writes a character past the Basic
 # Multilingual Plane (`json.dumps` of a name in mathematical letters: `\ud835\udc1a`),
@@ -4110,9 +4127,12 @@ class _Decoded:
     # references of the characters of paths, addresses and names (`&sol;`, `&commat;`; and
     # `&amp;`, so that `&amp;#47;`, escaped twice, is read as `/` in the second view)
     # (and without the `;`, its digits read as far as they go, as an HTML parser reads them:
-    # `&#47home`). A run of `%HH`, `\\xHH` or octal `\\OOO` that spells one character in
-    # UTF-8 (`%C3%B6`, `\\303\\266`, `ö`) is one escape of that character; a run that does
-    # not is one escape a byte, each its Latin-1 character, as a lone `%HH` is. A run of
+    # `&#47home`; and the names HTML reads without it, `&uumlro`, `&amp`), quoted-printable's
+    # `=3D` (`path=3D/home/alice`: the rest of a quoted-printable text is itself, but past
+    # ASCII, which the known values' spellings hold). A run of `%HH`, `\\xHH` or octal
+    # `\\OOO` that spells one character in UTF-8 (`%C3%B6`, `\\303\\266`, `ö`) is one
+    # escape of that character; a run that does not is one escape a byte, each its Latin-1
+    # character, as a lone `%HH` is. A run of
     # invisible characters (zero-width spaces and joiners, word joiner, byte order mark, soft
     # hyphen) and terminal escape
     # sequences, and the character after it, is one escape of that character: `ali\u200bce`
@@ -4126,7 +4146,7 @@ class _Decoded:
         r"|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
         r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
-        r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
+        r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?|=3D"
         rf"|{_ENTITY}"
         rf"|(?:[{_INVISIBLE}]|{_TERMINAL})+([^\x00-\x02])"
     )
@@ -4136,7 +4156,7 @@ class _Decoded:
         r"|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
         r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
-        r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?"
+        r"|\\([0-3][0-7]{2})|&#([0-9]+);?|&#[xX]([0-9A-Fa-f]+);?|=3D"
         rf"|{_ENTITY}"
         rf"|[{_INVISIBLE}]+([^\x00-\x02])|(?P<terminal>(?:{_TERMINAL})+)"
     )
@@ -4146,7 +4166,7 @@ class _Decoded:
     # `_ESCAPE` is tried only where one matches (`_escapes`). Replies with a `%` and a `\\`
     # in each: the leak scan of 10,000 records took 3.7 s with the two full searches.
     _ESCAPE_START = _Lazy(
-        rf"%[0-9A-Fa-fu]|\\[uUxnrtbf0-3]|\\{_LITERAL}|&#|{_ENTITY}"
+        rf"%[0-9A-Fa-fu]|\\[uUxnrtbf0-3]|\\{_LITERAL}|&#|=3D|{_ENTITY}"
         rf"|[\x1b\x9b]|[{_INVISIBLE}]"
     )
     # Whether a text holds a character past ASCII that starts an escape (a text of ASCII
@@ -4177,6 +4197,7 @@ class _Decoded:
             "\\" not in text
             and "%" not in text
             and "&" not in text
+            and "=3D" not in text
             and "\x1b" not in text
             and (text.isascii() or cls._PAST_ASCII.search(text) is None)
         ) or next(cls._escapes(text, spaced), None) is None:
@@ -4263,6 +4284,8 @@ class _Decoded:
                 pieces.append(" ")
             elif octal is not None:
                 pieces.append(chr(int(octal, 8)))
+            elif match.group() == "=3D":
+                pieces.append("=")
             else:
                 pieces.append(chr(int(code or percent, 16)))
             positions.append(length)

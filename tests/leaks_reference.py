@@ -53,6 +53,7 @@ import bz2
 import dataclasses
 import enum
 import functools
+import itertools
 import lzma
 import re
 import unicodedata
@@ -632,6 +633,9 @@ class Detector:
             # written backwards, spaced out: a secret's literal
             for value in leaks.spelled_out(k.value) if scrambles or address else ():
                 values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
+            # quoted-printable, past ASCII: a secret's literal
+            for value in leaks.quoted_printable(k.value) if k.kind is not KnownKind.OPAQUE else ():
+                values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
         # a value's ROT13 or reversal (what only it spells) is looked for as it is, not
         # encoded again
         plain = {k.value for k in known}
@@ -867,19 +871,24 @@ class Detector:
                 view = _Decoded.of(view.text, view)
                 depth += 1
         # Identifying hits first, so that an opaque value (removed from free text only) never
-        # hides a home path or a token inside it; then the opaque ones in the gaps.
+        # hides a home path or a token inside it; then each stretch of an opaque one that no
+        # identifying hit covers, a character at a time.
         chosen: list[_Found] = []
         for wanted in (True, False):
             layer = sorted(
                 (h for h in found if h.identifying is wanted),
                 key=lambda h: (h.start, not h.known, h.start - h.end),
             )
-            taken: list[_Found] = []
+            covered = {i for h in chosen for i in range(h.start, h.end)}
+            reach = 0
             for hit in layer:
-                clear = not taken or hit.start >= taken[-1].end
-                if clear and not any(h.start < hit.end and hit.start < h.end for h in chosen):
-                    taken.append(hit)
-            chosen += taken
+                if hit.start < reach:
+                    continue
+                reach = hit.end
+                free = [i for i in range(hit.start, hit.end) if i not in covered]
+                for _, run in itertools.groupby(enumerate(free), lambda pair: pair[1] - pair[0]):
+                    places = [i for _, i in run]
+                    chosen.append(dataclasses.replace(hit, start=places[0], end=places[-1] + 1))
         chosen.sort(key=lambda h: h.start)
         return [
             LeakHit(h.category, h.start, h.end, h.excerpt, h.placeholder, h.identifying, h.known)

@@ -970,6 +970,24 @@ class _Found:
     known: bool
 
 
+def _outside(hit: _Found, chosen: Sequence[_Found], starts: Sequence[int]) -> list[_Found]:
+    """The stretches of `hit` that none of `chosen` (sorted by start, none overlapping
+    another; `starts`: their starts) covers."""
+    stretches = []
+    at = hit.start
+    index = max(bisect.bisect_right(starts, hit.start) - 1, 0)
+    while index < len(starts) and chosen[index].start < hit.end:
+        other = chosen[index]
+        if other.end > at:
+            if other.start > at:
+                stretches.append(replace(hit, start=at, end=other.start))
+            at = other.end
+        index += 1
+    if at < hit.end:
+        stretches.append(hit if at == hit.start else replace(hit, start=at))
+    return stretches
+
+
 def _found(category: str, start: int, end: int, excerpt: str, placeholder: str = "") -> _Found:
     return _Found(category, start, end, excerpt, placeholder or PLACEHOLDERS[category], True, False)
 
@@ -2897,8 +2915,7 @@ def spellings(
     """The other spellings of a known value that a text can hold for it: where it has letters
     past ASCII, composed and decomposed (NFC, NFD: `jöns` as `jo\u0308ns`), and a host name
     also in its IDNA form (`xn--bro-lab-07-9db` for `büro-lab-07`, label by label); with
-    `rot13`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`); past ASCII, quoted-printable's too
-    (`j=C3=B6ns`); an IPv4 address as one number, in
+    `rot13`, its ROT13 (`/ubzr/nyvpr` for `/home/alice`); an IPv4 address as one number, in
     decimal and in hex (padded to 8 digits or not: `0xa2c0509`), and with its octets in octal
     (as they are, or of 4 digits) or in hex,
     as URLs and `inet_aton` read them (`3232245783`, `0xC0A82817`, `0300.0250.050.027`,
@@ -2932,15 +2949,7 @@ def spellings(
     if name and is_distinctive(value):  # `gb10_lab_07` for `gb10-lab-07`, and the reverse
         found += [value.replace(a, b) for a, b in (("-", "_"), ("_", "-")) if a in value]
     if not value.isascii():
-        forms = [unicodedata.normalize(form, value) for form in ("NFC", "NFD")]
-        found += forms
-        # and as quoted-printable writes it (MIME's: a byte past ASCII and `=` as `=C3`,
-        # `=3D`; `j=C3=B6ns`), its digits in capitals, as the standard has them, or not
-        found += [
-            "".join(c if " " <= c <= "~" and c != "=" else _qp(c, case) for c in form)
-            for form in forms
-            for case in ("X", "x")
-        ]
+        found += [unicodedata.normalize(form, value) for form in ("NFC", "NFD")]
         if host:
             with contextlib.suppress(UnicodeError):  # a label too long, empty or not allowed
                 found.append(value.encode("idna").decode("ascii"))
@@ -2949,9 +2958,24 @@ def spellings(
     return [form for form in dict.fromkeys(found) if form != value]
 
 
-def _qp(character: str, case: str) -> str:
-    """A character's UTF-8 bytes as quoted-printable writes them (`ö`: `=C3=B6`)."""
-    return "".join(f"={byte:02{case}}" for byte in character.encode("utf-8", "surrogatepass"))
+def quoted_printable(value: str) -> list[str]:
+    """A value past ASCII as quoted-printable (MIME's) writes it, composed and decomposed:
+    each byte past ASCII, and `=`, as `=C3`, `=3D` (`j=C3=B6ns` for `jöns`), the digits in
+    capitals as the standard has them, or not; none for a value of ASCII (the rest of a
+    quoted-printable text is itself, and its `=3D` a view reads as `=`: `_Decoded`).
+    Looked for as literals, as a secret is: `=C3=B6` is in no ordinary text."""
+    if value.isascii():
+        return []
+    forms = dict.fromkeys(unicodedata.normalize(form, value) for form in ("NFC", "NFD"))
+    return [
+        "".join(
+            c if " " <= c <= "~" and c != "=" else
+            "".join(f"={byte:02{case}}" for byte in c.encode("utf-8", "surrogatepass"))
+            for c in form
+        )
+        for form in forms
+        for case in ("X", "x")
+    ]  # fmt: skip
 
 
 def spelled_out(value: str) -> list[str]:
@@ -2976,7 +3000,8 @@ def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
     not a known value itself, with its category and placeholder; of its kind, but a value
     `spelled_out`, a secret. With `scrambled`, a value also in ROT13 and spelled out (not a
     string named private, found inside any word: its ROT13 could be one; nor an environment
-    value, which identifies nobody: a capture holds scores of them)."""
+    value, which identifies nobody: a capture holds scores of them), and past ASCII in
+    `quoted_printable` (but an environment value), each a secret's literal."""
     values = {k.value: k for k in known}
     found = list(values.values())
     for k in list(found):
@@ -2998,6 +3023,8 @@ def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
         ]
         if scrambles or (scrambled and kind is KnownKind.ADDRESS):  # (no ROT13 of digits)
             forms += [(value, KnownKind.SECRET) for value in spelled_out(k.value)]
+        if scrambled and kind is not KnownKind.OPAQUE:
+            forms += [(value, KnownKind.SECRET) for value in quoted_printable(k.value)]
         for value, form_kind in forms:
             if value not in values:
                 values[value] = Known(value, k.category, k.placeholder, form_kind)
@@ -3611,23 +3638,29 @@ class Detector:
                 break
             stopped = self._views_hits(text, first, found, most)
         # Identifying hits first, so that an opaque value (removed from free text only) never
-        # hides a home path or a token inside it; then the opaque ones in the gaps.
-        # The identifying hits chosen do not overlap: by start, their ends ascend too, and the
-        # last one that starts before a hit ends is the one that can overlap it.
+        # hides a home path or a token inside it; then the opaque ones, each stretch of one
+        # outside them: an environment value that holds an address or a password
+        # (`NO_PROXY=localhost,10.0.0.7,.corp.internal`, `http://al:PW@proxy.corp:3128`) is
+        # removed whole, the identifying value inside it with its own placeholder.
+        layer = sorted(
+            (h for h in found if h.identifying),
+            key=lambda h: (h.start, not h.known, h.start - h.end),
+        )
         chosen: list[_Found] = []
-        for wanted in (True, False):
-            layer = sorted(
-                (h for h in found if h.identifying is wanted),
-                key=lambda h: (h.start, not h.known, h.start - h.end),
-            )
-            starts = [h.start for h in chosen]
-            taken: list[_Found] = []
-            for hit in layer:
-                clear = not taken or hit.start >= taken[-1].end
-                before = bisect.bisect_left(starts, hit.end) - 1
-                if clear and (before < 0 or chosen[before].end <= hit.start):
-                    taken.append(hit)
-            chosen += taken
+        for hit in layer:
+            if not chosen or hit.start >= chosen[-1].end:
+                chosen.append(hit)
+        # (they do not overlap: by start, their ends ascend too)
+        starts = [h.start for h in chosen]
+        layer = sorted(
+            (h for h in found if not h.identifying),
+            key=lambda h: (h.start, not h.known, h.start - h.end),
+        )
+        reach = 0  # where the opaque hits taken end
+        for hit in layer:
+            if hit.start >= reach:
+                chosen += _outside(hit, chosen, starts)
+                reach = hit.end
         chosen.sort(key=lambda h: h.start)
         hits = [
             LeakHit(h.category, h.start, h.end, h.excerpt, h.placeholder, h.identifying, h.known)

@@ -187,3 +187,32 @@ def test_a_plain_machine_name_after_a_launchers_flag(tmp_path: Path, note: str) 
     f = RawFactory(host=Host(hostname="falcon"))
     f.run["notes"] = [note]
     assert "falcon" not in _strings(_exported(f, tmp_path)).lower()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "pieces"),
+    [
+        # (helper-119's F1) an environment value that holds an identifying value, the
+        # bearer token or a URL's password, in free text: none of it is published, where
+        # only the identifying part was removed before
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "authorization=Bearer Zq3nB6cV1xM5kJ0hW2,x-tenant=acme-research-eu",
+            ["Zq3nB6cV1xM5kJ0hW2", "acme-research-eu"],
+        ),
+        (
+            "HTTPS_PROXY",
+            "http://jsmith:Xk9pQ2mZ7@proxy.acme-corp.com:3128",
+            ["jsmith", "Xk9pQ2mZ7", "proxy.acme-corp.com"],
+        ),
+    ],
+)
+def test_an_environment_value_that_holds_an_identifying_one_goes_whole(
+    tmp_path: Path, variable: str, value: str, pieces: list[str]
+) -> None:
+    f = RawFactory(host=HOST)
+    f.server["env"][variable] = value
+    f.exchanges()[0]["telemetry"]["before"]["cache_stats"]["extra"] = f"proxy: {value} refused"
+    published = _strings(_exported(f, tmp_path))
+    assert "refused" in published
+    assert not [piece for piece in pieces if piece in published]

@@ -1735,9 +1735,6 @@ _K1, _K2 = "Qm7Zx2Lk9Pw4Rt8Vn3Bc", "Zz9Yy8Xx7Ww6Vv5Uu4Tt"
         (json.dumps({"api_key": [_K1, _K2]}, indent=2), 2),
         (f"api_keys:\n- {_K1}\n- {_K2}\nport: 8000", 2),
         (f"api_keys: [{_K1}, abcdefgh, {_K2}]", 2),  # an item of a word's shape is no key
-        # a blank line between YAML items, or before the first
-        (f"api_keys:\n- {_K1}\n\n- {_K2}\nport: 8000", 2),
-        (f"api_keys:\n\n  - {_K1}\n  \r\n  - {_K2}\n", 2),
     ],
 )
 def test_every_item_of_a_secret_members_list(text: str, keys: int) -> None:

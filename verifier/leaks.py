@@ -441,10 +441,7 @@ _SECRET_MEMBER = _Lazy(
 )
 # What opens a list after a secret's name, to its first item (`secret_lists`): `: [`, `= [`,
 # a YAML block list's `:\n- `, or a document's member whose value is a list (ITEM_SEP).
-# (a blank line may stand before a YAML item: `(?:\r?\n[ \t]*)+`)
-_LIST_HEAD = _Lazy(
-    r"""["']?[ \t]*(?:[:=\x01][ \t]*(?:\[\s*|(?:\r?\n[ \t]*)+-[ \t]+)|\x02)""", re.ASCII
-)
+_LIST_HEAD = _Lazy(r"""["']?[ \t]*(?:[:=\x01][ \t]*(?:\[\s*|\r?\n[ \t]*-[ \t]+)|\x02)""", re.ASCII)
 # An item of such a list that is one value, the whole item (a YAML item's comment may
 # follow it); what stands between two items (`, 'K2'`, `,\n    "K2"`, a YAML list's `\n- K2`,
 # a document's next string: ITEM_SEP); and an item of any other kind, read past (`''`,
@@ -454,8 +451,7 @@ _LIST_VALUE = _Lazy(
     re.ASCII,
 )
 _LIST_NEXT = _Lazy(
-    r"""["']?[ \t]*(?:\#[^\r\n\x00-\x02]*)?(?:,\s*|\x02|(?:\r?\n[ \t]*)+-[ \t]+)""",
-    re.ASCII,
+    r"""["']?[ \t]*(?:\#[^\r\n\x00-\x02]*)?(?:,\s*|\x02|\r?\n[ \t]*-[ \t]+)""", re.ASCII
 )
 _LIST_BODY = _Lazy(
     r"""'[^'\r\n\x00-\x02]*'"""

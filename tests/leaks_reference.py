@@ -872,7 +872,7 @@ class Detector:
                 depth += 1
         # Identifying hits first, so that an opaque value (removed from free text only) never
         # hides a home path or a token inside it; then each stretch of an opaque one that no
-        # identifying hit covers, a character at a time.
+        # identifying hit covers, a character at a time (an empty one's where none is around).
         chosen: list[_Found] = []
         for wanted in (True, False):
             layer = sorted(
@@ -880,15 +880,21 @@ class Detector:
                 key=lambda h: (h.start, not h.known, h.start - h.end),
             )
             covered = {i for h in chosen for i in range(h.start, h.end)}
+            taken: list[_Found] = []
             reach = 0
             for hit in layer:
-                if hit.start < reach:
+                if hit.start < reach or (taken and hit.start < taken[-1].end):
                     continue
                 reach = hit.end
+                if wanted or hit.start == hit.end:
+                    if not any(h.start < hit.end and hit.start < h.end for h in chosen):
+                        taken.append(hit)
+                    continue
                 free = [i for i in range(hit.start, hit.end) if i not in covered]
                 for _, run in itertools.groupby(enumerate(free), lambda pair: pair[1] - pair[0]):
                     places = [i for _, i in run]
-                    chosen.append(dataclasses.replace(hit, start=places[0], end=places[-1] + 1))
+                    taken.append(dataclasses.replace(hit, start=places[0], end=places[-1] + 1))
+            chosen += taken
         chosen.sort(key=lambda h: h.start)
         return [
             LeakHit(h.category, h.start, h.end, h.excerpt, h.placeholder, h.identifying, h.known)

@@ -969,6 +969,9 @@ class _Found:
 def _outside(hit: _Found, chosen: Sequence[_Found], starts: Sequence[int]) -> list[_Found]:
     """The stretches of `hit` that none of `chosen` (sorted by start, none overlapping
     another; `starts`: their starts) covers."""
+    if hit.start == hit.end:  # (an empty value's: kept where no chosen hit is around it)
+        before = bisect.bisect_left(starts, hit.end) - 1
+        return [hit] if before < 0 or chosen[before].end <= hit.start else []
     stretches = []
     at = hit.start
     index = max(bisect.bisect_right(starts, hit.start) - 1, 0)

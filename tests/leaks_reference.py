@@ -883,7 +883,7 @@ class Detector:
             taken: list[_Found] = []
             reach = 0
             for hit in layer:
-                if hit.start < reach or (taken and hit.start < taken[-1].end):
+                if hit.start < reach:  # (every piece taken ends by `reach`)
                     continue
                 reach = hit.end
                 if wanted or hit.start == hit.end:

@@ -220,6 +220,9 @@ def _generic(text: str) -> Iterator[_Found]:
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
             yield _found(TOKEN, start, end, excerpt)
+            if pattern is _SECRET_FLAG or pattern is _SECRET_MEMBER:  # K2 of `K1,K2` (shared)
+                for more in leaks.more_keys(text, end, flag=pattern is _SECRET_FLAG):
+                    yield _found(TOKEN, *more)
     # (shared: every place a secret word starts is tried)
     for start, end, excerpt in leaks.secret_lists(text, None):
         yield _found(TOKEN, start, end, excerpt)
@@ -454,6 +457,9 @@ def _base64_hits(
         for core in {c for c in _cores(utf8) if not set(c) & set("-_")}:
             cores |= {c for c in _cores(core.encode()) if not set(c) & set("-_")}
         hexes = {utf8.hex(), utf16.hex(), big.hex()}
+        for data in leaks.single_byte(value.value):  # Latin-1, Windows-1252
+            cores |= _cores(data)
+            hexes.add(data.hex())
         eligible.append((index, cores, hexes))
         for core in cores:
             occurrences += _occurrences(text, core, index)
@@ -633,9 +639,20 @@ class Detector:
             # written backwards, spaced out: a secret's literal
             for value in leaks.spelled_out(k.value) if scrambles or address else ():
                 values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
-            # quoted-printable, past ASCII: a secret's literal
-            for value in leaks.quoted_printable(k.value) if k.kind is not KnownKind.OPAQUE else ():
+            # quoted-printable and mojibake, past ASCII: a secret's literal
+            literals = (
+                [*leaks.quoted_printable(k.value), *leaks.mojibake(k.value)]
+                if k.kind is not KnownKind.OPAQUE
+                else []
+            )
+            # a secret in capitals or small letters: a secret's literal
+            literals += leaks.other_case(k.value) if k.kind is KnownKind.SECRET else []
+            for value in literals:
                 values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
+            # shell-quoted around a `'`: a secret's literal, an environment value's its own
+            quoted = KnownKind.OPAQUE if k.kind is KnownKind.OPAQUE else KnownKind.SECRET
+            for value in leaks.shell_quoted(k.value):
+                values.setdefault(value, Known(value, k.category, k.placeholder, quoted))
         # a value's ROT13 or reversal (what only it spells) is looked for as it is, not
         # encoded again
         plain = {k.value for k in known}

@@ -1175,6 +1175,63 @@ def test_a_known_value_encoded_again_is_found(text: str, found: list[tuple[str, 
     assert [(text[h.start : h.end], h.placeholder) for h in hits] == found
 
 
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # (helper-119's F2) shell-quoted around its `'`, as shlex.quote and bash write it
+        ("mysql --password='Tr0ub'\"'\"'4dor&3Horse'", "Tr0ub'\"'\"'4dor&3Horse"),
+        ("mysql --password='Tr0ub'\\''4dor&3Horse'", "Tr0ub'\\''4dor&3Horse"),
+        # (F5) a secret in capitals or small letters
+        ("tok HF_QMVYEVNLY3JLDFRVA2VURM9YVGVZDHMX.", "HF_QMVYEVNLY3JLDFRVA2VURM9YVGVZDHMX"),
+        ("tok hf_qmvyevnly3jldfrva2vurm9yvgvzdhmx.", "hf_qmvyevnly3jldfrva2vurm9yvgvzdhmx"),
+        # (F6) UTF-8 read as Latin-1 or Windows-1252; the single-byte bytes in base64 or hex
+        ("on b\u00c3\u00bcro-lab-07 ok", "b\u00c3\u00bcro-lab-07"),
+        ("in /srv/ml/mod\u00c3\u00a8les/x", "/srv/ml/mod\u00c3\u00a8les"),
+        ("u j\u00c3\u00b6ns", "j\u00c3\u00b6ns"),
+        (
+            "blob " + base64.b64encode("/srv/ml/mod\u00e8les/x".encode("latin-1")).decode(),
+            base64.b64encode("/srv/ml/mod\u00e8les/x".encode("latin-1")).decode(),
+        ),
+        (
+            "hex " + "/srv/ml/mod\u00e8les".encode("cp1252").hex(),
+            "/srv/ml/mod\u00e8les".encode("cp1252").hex(),
+        ),
+    ],
+)
+def test_a_known_value_in_the_ways_tools_mangle_it(text: str, found: str) -> None:
+    """A known value shell-quoted, in another case, as mojibake, in a single-byte encoding:
+    found by the fast scan and the reference alike."""
+    import leaks_reference as reference
+
+    known = [*_MANGLED_KNOWN, Known("Tr0ub'4dor&3Horse", "token", "<token>", KnownKind.SECRET)]
+    plain = [
+        reference.Known(k.value, k.category, k.placeholder, reference.KnownKind(k.kind.value))
+        for k in known
+    ]
+    for detector in (Detector(known), reference.Detector(plain)):
+        assert [text[h.start : h.end] for h in detector.scan_text(text)] == [found]
+
+
+_MANGLED_KNOWN = [
+    Known("j\u00f6ns", "user-name", "<user>", KnownKind.USER),
+    Known("b\u00fcro-lab-07", "host-name", "<host>", KnownKind.HOST),
+    Known("/srv/ml/mod\u00e8les", "private-path", "/path/to/model", KnownKind.PATH),
+    Known("hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx", "token", "<token>", KnownKind.SECRET),
+]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PASSWORD Password",  # a secret's other case only where it is a token's shape
+        "caf\u00c3\u00a9 na\u00c3\u00afve",  # mojibake of no known value
+    ],
+)
+def test_mangled_forms_of_no_known_value_are_no_hit(text: str) -> None:
+    detector = Detector([Known("password", "token", "<token>", KnownKind.SECRET)])
+    assert [text[h.start : h.end] for h in detector.scan_text(text)] == []
+
+
 def test_a_plain_user_name_alone_is_found_spelled_before_its_at() -> None:
     """With no value to look for in base64 (a plain user name is none), its account form
     spelled a byte at a time is still looked for."""
@@ -1750,6 +1807,33 @@ def test_a_list_ends_where_its_items_do() -> None:
     # a plain member is no list: what follows its value after a comma is not its item
     text = f"api_key={_K1}, model={_K2}"
     assert [text[h.start : h.end] for h in scan_text(text)] == [_K1]
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        # (helper-119's F4) llama-server's comma-separated keys, vLLM's keys one argument each
+        (f"llama-server -m m.gguf --api-key {_K1},{_K2}", [_K1, _K2]),
+        (f"vllm serve Qwen/Qwen3-8B --api-key {_K1} {_K2} --port 8000", [_K1, _K2]),
+        (f"--api-key\x02{_K1}\x02{_K2}\x02--port\x028000", [_K1, _K2]),
+        (f"LLAMA_API_KEY={_K1},{_K2} llama-server", [_K1, _K2]),
+        (f"--api-key {_K1}, {_K2}.", [_K1, _K2]),
+        # what ends the list: a flag, a word, a path, a member of its own, a short item
+        (f"--api-key {_K1} --port 8000 {_K2}", [_K1]),
+        (f"--api-key {_K1} and then {_K2}", [_K1]),
+        (f"--api-key {_K1} Qwen/Qwen3-8B", [_K1]),
+        (f"--api-key {_K1} Qwen3-8B-Instruct-AWQ", [_K1]),
+        (f"api_key={_K1}, model={_K2}", [_K1]),
+        (f"--api-key {_K1},Ab1Cd2", [_K1]),
+    ],
+)
+def test_every_key_after_a_secret_flag_or_name(text: str, keys: list[str]) -> None:
+    import leaks_reference as reference
+
+    for scan in (scan_text, reference.scan_text):
+        hits = scan(text)
+        assert [text[h.start : h.end] for h in hits] == keys
+        assert all(_K1 not in h.excerpt and _K2 not in h.excerpt for h in hits)
 
 
 def test_every_string_of_a_secret_members_list_in_a_document() -> None:

@@ -1531,6 +1531,45 @@ def secret_lists(text: str, starts: list[int] | None) -> Iterator[tuple[int, int
             at = None if following is None else following.end()
 
 
+# Another key after a secret flag's or name's value, where several are given so: after `,`
+# (`--api-key K1,K2`, as llama-server takes several; `LLAMA_API_KEY=K1,K2`) and after a
+# flag's value also after blanks or as the next argument (vLLM's `--api-key K1 K2`); not a
+# flag (`-`), and ending where a list's item does. (Not `/`: a model's repository follows
+# a flag's value as often, `--api-key K Qwen/Qwen3-8B`; nor `=` or `:`, a member of its
+# own, `api_key=K1, model=M`.)
+_MORE_KEY_CHAR = r"""[^\s"'<>`,;(){}\[\]\x00-\x02/=:]"""
+_MORE_KEY = (
+    rf"(?![-$*%])(?P<keyvalue>{_MORE_KEY_CHAR}{{12,}}(?<!\.))"
+    r"""(?=\.?(?:[\s,;)\]}"'\x00-\x02]|\Z))"""
+)
+_MORE_AFTER_FLAG = _Lazy(r"(?:,[ \t]*|[ \t]+|\x02)" + _MORE_KEY, re.ASCII)
+_MORE_AFTER_NAME = _Lazy(r",[ \t]*" + _MORE_KEY, re.ASCII)
+# The keys read after one value at most (as `--api-key` lists are in practice: a few).
+_MOST_MORE_KEYS = 64
+# A key's run of random letters and digits: a name of words has none so long
+# (`Qwen3-8B-Instruct-AWQ`, a model given after the keys).
+_KEY_RUN = _Lazy("[A-Za-z0-9]{12}", re.ASCII)
+
+
+def more_keys(text: str, end: int, *, flag: bool) -> Iterator[tuple[int, int, str]]:
+    """The keys that follow a secret flag's (`flag`) or name's value ending at `end`
+    (`_MORE_AFTER_FLAG`, `_MORE_AFTER_NAME`), one after another while each has a key's random
+    shape (`_random_key`, with a run of 12 letters and digits: a word, a number, a path, a
+    name of words ends the list): their spans and excerpts. Each place is read once: the
+    next value of a flag or a name is after them."""
+    after = (_MORE_AFTER_FLAG if flag else _MORE_AFTER_NAME).regex.match
+    run = _KEY_RUN.regex.search
+    for _ in range(_MOST_MORE_KEYS):
+        found = after(text, end)
+        if found is None:
+            return
+        value = found.group("keyvalue")
+        if run(value) is None or not _random_key(value):
+            return
+        end = found.end()
+        yield found.start("keyvalue"), end, f"..., {value[: min(4, len(value) // 5)]}{ELLIPSIS}"
+
+
 def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
     """`_matches_at(_SECRET_FLAG, text, starts, _accept_token)` (with `starts` None, as
     `_matches`), in time linear in the text.
@@ -1653,6 +1692,9 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
             if pattern is _SECRET_MEMBER:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
             yield _found(TOKEN, start, end, excerpt)
+            if pattern is _SECRET_FLAG or pattern is _SECRET_MEMBER:  # K2 of `K1,K2`
+                for more in more_keys(text, end, flag=pattern is _SECRET_FLAG):
+                    yield _found(TOKEN, *more)
     # the items of a list after a secret's name (`secret_lists`), where a text has such a name
     member_starts = places.starts(_SECRET_MEMBER)
     if member_starts != []:
@@ -2538,6 +2580,19 @@ def _encodings(value: str) -> tuple[bytes, bytes]:
     return value.encode("utf-8", "surrogatepass"), value.encode("utf-16-le", "surrogatepass")
 
 
+def single_byte(value: str) -> list[bytes]:
+    """A value past ASCII in the one-byte encodings that hold it, Latin-1 and Windows-1252
+    (`/home/j\\xf6rg` for `/home/jörg`: what a Windows or an old Unix tool writes), for
+    its base64 and hex (distinct; none for a value of ASCII, whose bytes are its UTF-8)."""
+    if value.isascii():
+        return []
+    found: list[bytes] = []
+    for codec in ("latin-1", "cp1252"):
+        with contextlib.suppress(UnicodeError):
+            found.append(unicodedata.normalize("NFC", value).encode(codec))
+    return list(dict.fromkeys(found))
+
+
 def _ascii_json(value: str) -> bytes:
     """A value past ASCII as a JSON string holds it escaped to ASCII (`json.dumps`' default:
     `j\\u00f6rg` for `jörg`, a surrogate pair past the Basic Multilingual Plane), without
@@ -2584,8 +2639,9 @@ def _trie_pattern(words: Sequence[str], depth: int = 0) -> str:
 
 class _Base64Cores:
     """The cores of the known values looked for in base64 (of their UTF-8 and UTF-16LE
-    bytes, and but an environment value's, UTF-16BE) and in base32 (of their UTF-8 bytes),
-    and their hex (of the UTF-8 and UTF-16LE bytes, and UTF-16BE's likewise, in any case),
+    bytes, and but an environment value's, UTF-16BE and past ASCII its `single_byte` ones)
+    and in base32 (of their UTF-8 bytes), and their hex (of the UTF-8 and UTF-16LE bytes, and
+    UTF-16BE's and the single-byte ones likewise, in any case),
     each with the index of the first known value it is a core of, and
     where they are in a text.
 
@@ -2636,7 +2692,9 @@ class _Base64Cores:
                 # (its hex digits in capitals too, as .NET's and Jackson's writers write them)
                 ascii_upper = re.sub(rb"\\u[0-9a-f]{4}", _upper_escape, ascii_json)
                 big = _big_endian(value.value)
+                one_byte = single_byte(value.value)
                 for core in (
+                    *(core for data in one_byte for core in base64_cores(data)),
                     *base64_cores(utf8),
                     *base64_cores(utf16),
                     *base64_cores(big),
@@ -2658,6 +2716,8 @@ class _Base64Cores:
                 self.hexes.setdefault(utf8.hex(), index)
                 self.hexes.setdefault(utf16.hex(), index)
                 self.hexes.setdefault(big.hex(), index)
+                for data in one_byte:
+                    self.hexes.setdefault(data.hex(), index)
                 if ascii_json:
                     self.hexes.setdefault(ascii_json.hex(), index)
                     self.hexes.setdefault(ascii_upper.hex(), index)
@@ -2977,6 +3037,49 @@ def quoted_printable(value: str) -> list[str]:
     ]  # fmt: skip
 
 
+def shell_quoted(value: str) -> list[str]:
+    """A value that holds `'` as a shell's single quotes write it: each `'` closes the
+    quotes, is given another way and opens them again, `'"'"'` (Python's `shlex.quote`) or
+    `'\\''` (bash's habit): `Tr0ub'"'"'4dor` for `Tr0ub'4dor`. None for a value without one.
+    Looked for as literals, as a secret is."""
+    if "'" not in value:
+        return []
+    return [value.replace("'", "'\"'\"'"), value.replace("'", "'\\''")]
+
+
+# Windows-1252's characters for the bytes 0x80-0x9F; where it has none (0x81, 0x8D, 0x8F,
+# 0x90, 0x9D), Windows reads the byte as Latin-1 does (`MultiByteToWideChar`).
+_CP1252_HIGH = "".join(
+    bytes([byte]).decode("cp1252", "ignore") or chr(byte) for byte in range(0x80, 0xA0)
+)
+
+
+def mojibake(value: str) -> list[str]:
+    """A value past ASCII as its UTF-8 bytes read a byte a character, as a tool that takes
+    them for Latin-1 or Windows-1252 writes it (`bÃ¼ro-lab-07` for `büro-lab-07`, `Ã¶` for
+    `ö`), composed and decomposed; none for a value of ASCII. Looked for as literals, as a
+    secret is: `Ã¼` is in no ordinary text."""
+    if value.isascii():
+        return []
+    found = []
+    for form in dict.fromkeys(unicodedata.normalize(f, value) for f in ("NFC", "NFD")):
+        latin1 = form.encode("utf-8", "surrogatepass").decode("latin-1")
+        found.append(latin1)
+        found.append(
+            "".join(_CP1252_HIGH[ord(c) - 0x80] if "\x80" <= c <= "\x9f" else c for c in latin1)
+        )
+    return [form for form in dict.fromkeys(found) if form != value]
+
+
+def other_case(value: str) -> list[str]:
+    """A secret of a token's shape (`is_tokenish`, 8 characters or more) in capitals and in
+    small letters (`HF_QMVY...` for `hf_QmVy...`): what a tool that folds case writes of it.
+    Looked for as literals, as a secret is."""
+    if len(value) < 8 or not _tokenish(value):
+        return []
+    return [form for form in dict.fromkeys((value.upper(), value.lower())) if form != value]
+
+
 def spelled_out(value: str) -> list[str]:
     """A value written backwards (`ecila/emoh/`) and, where it `spells_apart`, spaced out
     (`/ h o m e`, `/.h.o.m.e`): looked for as literals, as a secret is (a path's or a name's
@@ -2999,8 +3102,10 @@ def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
     not a known value itself, with its category and placeholder; of its kind, but a value
     `spelled_out`, a secret. With `scrambled`, a value also in ROT13 and spelled out (not a
     string named private, found inside any word: its ROT13 could be one; nor an environment
-    value, which identifies nobody: a capture holds scores of them), and past ASCII in
-    `quoted_printable` (but an environment value), each a secret's literal."""
+    value, which identifies nobody: a capture holds scores of them), past ASCII in
+    `quoted_printable` and as `mojibake` (but an environment value), a secret also in
+    `other_case`, each a secret's literal; and a value with `'` `shell_quoted`, a secret's
+    literal (an environment value's, its own kind)."""
     values = {k.value: k for k in known}
     found = list(values.values())
     for k in list(found):
@@ -3024,6 +3129,12 @@ def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
             forms += [(value, KnownKind.SECRET) for value in spelled_out(k.value)]
         if scrambled and kind is not KnownKind.OPAQUE:
             forms += [(value, KnownKind.SECRET) for value in quoted_printable(k.value)]
+            forms += [(value, KnownKind.SECRET) for value in mojibake(k.value)]
+        if scrambled and kind is KnownKind.SECRET:
+            forms += [(value, KnownKind.SECRET) for value in other_case(k.value)]
+        if scrambled:  # (an environment value's stays one: it identifies nobody)
+            literal = KnownKind.OPAQUE if kind is KnownKind.OPAQUE else KnownKind.SECRET
+            forms += [(value, literal) for value in shell_quoted(k.value)]
         for value, form_kind in forms:
             if value not in values:
                 values[value] = Known(value, k.category, k.placeholder, form_kind)

@@ -122,3 +122,38 @@ def test_shell_escapes_need_a_shell_special_character(tmp_path: Path) -> None:
     view = leaks._Decoded.of(shlex.quote("x") + r" My\ Models\ \&\ more\!")
     assert isinstance(view, leaks._Decoded)
     assert view.text == "x My Models & more!"
+
+
+def test_values_as_tools_mangle_them_and_keys_listed_after_a_flag(tmp_path: Path) -> None:
+    """(helper-119's F2, F4, F5, F6) Through a real export: a password with `'` shell-quoted
+    as `shlex.quote` writes it, a token in capitals, the host and the home path as mojibake
+    and as Latin-1 bytes in base64 and hex, and a second key after a flag or a name."""
+    host = Host(
+        user="jörg", hostname="büro-gpu-07", home="/home/jörg", cwd="/home/jörg/arbeit",
+        binary="/home/jörg/src/mlxcel/target/release/mlxcel-server",
+        model="/srv/modelle/jörg-finetune-v2",
+    )  # fmt: skip
+    password, token = "Tr0ub'4dor&3Horse", "hf_Zq8Wm3Xr5Tb7Nc9Vd1Kp4Lm6Nb8"
+    second = "Zq3nB6cV1xM5kJ0hW2"
+    f = RawFactory(host=host)
+    f.server["env"].update({"DB_PASSWORD": password, "HF_TOKEN": token})
+    latin1 = "/home/jörg/arbeit".encode("latin-1")
+    forms = [
+        shlex.quote(password),
+        "'" + password.replace("'", "'\\''") + "'",
+        token.upper(),
+        "büro-gpu-07".encode().decode("latin-1"),
+        "/home/jörg".encode().decode("cp1252"),
+        base64.b64encode(latin1).decode(),
+        latin1.hex(),
+    ]
+    published = _notes_exported(
+        f,
+        tmp_path,
+        *(f"seen: {form}" for form in forms),
+        f"llama-server --api-key k9Z8y7X6w5V4u3T2s1R0,{second}",
+        f"vllm serve m --api-key k9Z8y7X6w5V4u3T2s1R0 {second} --port 8000",
+    )
+    for form in [*forms, second]:
+        assert form not in published
+    assert "4dor&3Horse" not in published

@@ -212,6 +212,7 @@ def _generic(text: str) -> Iterator[_Found]:
         # (one _Words for the text: the same answers as a fresh one each time, its words
         # read once)
         accept = functools.partial(_accept_token, words=leaks._Words(text))
+        chained = leaks.MoreKeys(text, flag=pattern is _SECRET_FLAG)
         for match in _matches(pattern, text, accept):
             group = _secret_group(match)
             # A prefixed token goes whole; after a name or a flag, only the value.
@@ -221,7 +222,7 @@ def _generic(text: str) -> Iterator[_Found]:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
             yield _found(TOKEN, start, end, excerpt)
             if pattern is _SECRET_FLAG or pattern is _SECRET_MEMBER:  # K2 of `K1,K2` (shared)
-                for more in leaks.more_keys(text, end, flag=pattern is _SECRET_FLAG):
+                for more in chained.after(end):
                     yield _found(TOKEN, *more)
     # (shared: every place a secret word starts is tried)
     for start, end, excerpt in leaks.secret_lists(text, None):
@@ -639,16 +640,24 @@ class Detector:
             # written backwards, spaced out: a secret's literal
             for value in leaks.spelled_out(k.value) if scrambles or address else ():
                 values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
-            # quoted-printable and mojibake, past ASCII: a secret's literal
-            literals = (
-                [*leaks.quoted_printable(k.value), *leaks.mojibake(k.value)]
-                if k.kind is not KnownKind.OPAQUE
-                else []
-            )
+            # quoted-printable, past ASCII: a secret's literal
+            literals = leaks.quoted_printable(k.value) if k.kind is not KnownKind.OPAQUE else []
             # a secret in capitals or small letters: a secret's literal
             literals += leaks.other_case(k.value) if k.kind is KnownKind.SECRET else []
             for value in literals:
                 values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
+            # mojibake, past ASCII: a secret's literal; a user name's a user name, a named
+            # string's a named string; a host name's only where it is unlike a word; not of
+            # an environment value
+            kind: KnownKind | None = KnownKind.SECRET
+            if k.kind in (KnownKind.USER, KnownKind.STRING):
+                kind = k.kind
+            elif k.kind is KnownKind.OPAQUE or (
+                k.kind is KnownKind.HOST and not leaks.is_distinctive(k.value)
+            ):
+                kind = None
+            for value in leaks.mojibake(k.value) if kind is not None else ():
+                values.setdefault(value, Known(value, k.category, k.placeholder, kind))
             # shell-quoted around a `'`: a secret's literal, an environment value's its own
             quoted = KnownKind.OPAQUE if k.kind is KnownKind.OPAQUE else KnownKind.SECRET
             for value in leaks.shell_quoted(k.value):
@@ -901,6 +910,9 @@ class Detector:
             reach = 0
             for hit in layer:
                 if hit.start < reach:  # (every piece taken ends by `reach`)
+                    if wanted and hit.end > reach:  # an identifying one: its part past it
+                        taken.append(dataclasses.replace(hit, start=reach))
+                        reach = hit.end
                     continue
                 reach = hit.end
                 if wanted or hit.start == hit.end:

@@ -1187,7 +1187,7 @@ def test_a_known_value_encoded_again_is_found(text: str, found: list[tuple[str, 
         # (F6) UTF-8 read as Latin-1 or Windows-1252; the single-byte bytes in base64 or hex
         ("on b\u00c3\u00bcro-lab-07 ok", "b\u00c3\u00bcro-lab-07"),
         ("in /srv/ml/mod\u00c3\u00a8les/x", "/srv/ml/mod\u00c3\u00a8les"),
-        ("u j\u00c3\u00b6ns", "j\u00c3\u00b6ns"),
+        ("USER=j\u00c3\u00b6ns", "j\u00c3\u00b6ns"),  # (a user name where it names one)
         (
             "blob " + base64.b64encode("/srv/ml/mod\u00e8les/x".encode("latin-1")).decode(),
             base64.b64encode("/srv/ml/mod\u00e8les/x".encode("latin-1")).decode(),
@@ -1223,13 +1223,44 @@ _MANGLED_KNOWN = [
 @pytest.mark.parametrize(
     "text",
     [
-        "PASSWORD Password",  # a secret's other case only where it is a token's shape
+        "PASSWORD Password",  # a secret's other case only where it is a key's shape
+        "try the default admin123 or ADMIN123",  # ... or 16 characters (helper-121)
         "caf\u00c3\u00a9 na\u00c3\u00afve",  # mojibake of no known value
+        "jos\u00c3\u00a9 said hi",  # a plain user name's, only where it names an account
+        "on b\u00c3\u00bcro today",  # a plain host name's not
+        # a 4-byte name's Latin-1 bytes in base64: 4 characters, found by chance
+        "img " + base64.b64encode("\u00d1o\u00f1o".encode("latin-1")).decode() + "AAAA",
     ],
 )
 def test_mangled_forms_of_no_known_value_are_no_hit(text: str) -> None:
-    detector = Detector([Known("password", "token", "<token>", KnownKind.SECRET)])
+    detector = Detector(
+        [
+            Known("password", "token", "<token>", KnownKind.SECRET),
+            Known("Admin123", "token", "<token>", KnownKind.SECRET),
+            Known("jos\u00e9", "user-name", "<user>", KnownKind.USER),
+            Known("b\u00fcro", "host-name", "<host>", KnownKind.HOST),
+            Known("\u00d1o\u00f1o", "private-path", "<private-1>", KnownKind.STRING),
+        ]
+    )
     assert [text[h.start : h.end] for h in detector.scan_text(text)] == []
+
+
+def test_a_hit_past_the_one_before_it_is_removed_too() -> None:
+    """(helper-121) A Windows home's name stops at a mojibake's symbol (`¶`); the known
+    name's mojibake, a user name after `Users\\`, runs past it: its part past it goes too."""
+    import leaks_reference as reference
+
+    text = "C:\\Users\\j\u00c3\u00b6rg\\notes.txt"
+    known = Known("j\u00f6rg", "user-name", "<user>", KnownKind.USER)
+    plain = reference.Known(
+        known.value, known.category, known.placeholder, reference.KnownKind.USER
+    )
+    for detector in (Detector([known]), reference.Detector([plain])):
+        hits = detector.scan_text(text)
+        assert [(text[h.start : h.end], h.placeholder) for h in hits] == [
+            ("C:\\Users\\j\u00c3", "/path/to/home"),
+            ("\u00b6rg", "<user>"),
+        ]
 
 
 def test_a_plain_user_name_alone_is_found_spelled_before_its_at() -> None:
@@ -1825,6 +1856,7 @@ def test_a_list_ends_where_its_items_do() -> None:
         (f"--api-key {_K1} Qwen3-8B-Instruct-AWQ", [_K1]),
         (f"api_key={_K1}, model={_K2}", [_K1]),
         (f"--api-key {_K1},Ab1Cd2", [_K1]),
+        (f"api_key: {_K1}, 1700000000000", [_K1]),  # a number (helper-121)
     ],
 )
 def test_every_key_after_a_secret_flag_or_name(text: str, keys: list[str]) -> None:

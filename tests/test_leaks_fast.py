@@ -378,6 +378,9 @@ HOSTILE_UNITS = (
     "--monkey ",
     "-p ",
     "- ",
+    # a key that is a flag too: each flag's keys after it read once (helper-121)
+    "Ab12Cd34Ef56.--api-key ",
+    "Ab12Cd34Ef56,API_KEY=",
     "token",
     "tokens",
     "auth",

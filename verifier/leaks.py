@@ -1551,12 +1551,30 @@ _MOST_MORE_KEYS = 64
 _KEY_RUN = _Lazy("[A-Za-z0-9]{12}", re.ASCII)
 
 
+class MoreKeys:
+    """The keys that follow the values of one detector's matches in one text, in order
+    (`more_keys`): a value that ends inside the keys read after an earlier one starts no
+    list of its own (each of `K.--api-key K.--api-key ...` is a key and a flag: its keys
+    are read once, not once a flag)."""
+
+    def __init__(self, text: str, *, flag: bool) -> None:
+        self.text, self.flag = text, flag
+        self.reached = -1  # where the keys read so far end
+
+    def after(self, end: int) -> list[tuple[int, int, str]]:
+        """The keys after a value that ends at `end`: their spans and excerpts."""
+        if end < self.reached:
+            return []
+        found = list(more_keys(self.text, end, flag=self.flag))
+        self.reached = found[-1][1] if found else end
+        return found
+
+
 def more_keys(text: str, end: int, *, flag: bool) -> Iterator[tuple[int, int, str]]:
     """The keys that follow a secret flag's (`flag`) or name's value ending at `end`
     (`_MORE_AFTER_FLAG`, `_MORE_AFTER_NAME`), one after another while each has a key's random
-    shape (`_random_key`, with a run of 12 letters and digits: a word, a number, a path, a
-    name of words ends the list): their spans and excerpts. Each place is read once: the
-    next value of a flag or a name is after them."""
+    shape (`_random_key`, with a letter and a run of 12 letters and digits: a word, a number,
+    a path, a name of words ends the list): their spans and excerpts."""
     after = (_MORE_AFTER_FLAG if flag else _MORE_AFTER_NAME).regex.match
     run = _KEY_RUN.regex.search
     for _ in range(_MOST_MORE_KEYS):
@@ -1564,7 +1582,7 @@ def more_keys(text: str, end: int, *, flag: bool) -> Iterator[tuple[int, int, st
         if found is None:
             return
         value = found.group("keyvalue")
-        if run(value) is None or not _random_key(value):
+        if run(value) is None or value.isdigit() or not _random_key(value):
             return
         end = found.end()
         yield found.start("keyvalue"), end, f"..., {value[: min(4, len(value) // 5)]}{ELLIPSIS}"
@@ -1684,6 +1702,7 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
         matches = (
             linear(text, starts) if linear else _matches_at(pattern, text, starts, _accept_token)
         )
+        chained = MoreKeys(text, flag=pattern is _SECRET_FLAG)
         for match in matches:
             group = _secret_group(match)
             # A prefixed token goes whole; after a name or a flag, only the value.
@@ -1693,7 +1712,7 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
                 excerpt = text[_name_before(match)[0] : match.start()] + excerpt
             yield _found(TOKEN, start, end, excerpt)
             if pattern is _SECRET_FLAG or pattern is _SECRET_MEMBER:  # K2 of `K1,K2`
-                for more in more_keys(text, end, flag=pattern is _SECRET_FLAG):
+                for more in chained.after(end):
                     yield _found(TOKEN, *more)
     # the items of a list after a secret's name (`secret_lists`), where a text has such a name
     member_starts = places.starts(_SECRET_MEMBER)
@@ -2583,13 +2602,16 @@ def _encodings(value: str) -> tuple[bytes, bytes]:
 def single_byte(value: str) -> list[bytes]:
     """A value past ASCII in the one-byte encodings that hold it, Latin-1 and Windows-1252
     (`/home/j\\xf6rg` for `/home/jörg`: what a Windows or an old Unix tool writes), for
-    its base64 and hex (distinct; none for a value of ASCII, whose bytes are its UTF-8)."""
+    its base64 and hex (distinct; none for a value of ASCII, whose bytes are its UTF-8, nor
+    bytes fewer than `_BASE64_MIN_BYTES`, whose cores are found in base64 by chance)."""
     if value.isascii():
         return []
     found: list[bytes] = []
     for codec in ("latin-1", "cp1252"):
         with contextlib.suppress(UnicodeError):
-            found.append(unicodedata.normalize("NFC", value).encode(codec))
+            data = unicodedata.normalize("NFC", value).encode(codec)
+            if len(data) >= _BASE64_MIN_BYTES:
+                found.append(data)
     return list(dict.fromkeys(found))
 
 
@@ -3072,10 +3094,11 @@ def mojibake(value: str) -> list[str]:
 
 
 def other_case(value: str) -> list[str]:
-    """A secret of a token's shape (`is_tokenish`, 8 characters or more) in capitals and in
-    small letters (`HF_QMVY...` for `hf_QmVy...`): what a tool that folds case writes of it.
-    Looked for as literals, as a secret is."""
-    if len(value) < 8 or not _tokenish(value):
+    """A secret of a key's random shape (`is_random_key`) or of 16 characters or more, in
+    capitals and in small letters (`HF_QMVY...` for `hf_QmVy...`): what a tool that folds
+    case writes of it. (Not a password a person chose, `Admin123`: `admin123` is in every
+    text about default passwords.) Looked for as literals, as a secret is."""
+    if len(value) < 8 or not (len(value) >= 16 or _random_key(value)):
         return []
     return [form for form in dict.fromkeys((value.upper(), value.lower())) if form != value]
 
@@ -3097,15 +3120,29 @@ def spells_apart(value: str) -> bool:
     return len(value) >= 8 and not value.isalpha() and not value.isdigit()
 
 
+def _mangled(known: Known) -> KnownKind | None:
+    """The kind a known value's `mojibake` is looked for as: a secret's literal; but a user
+    name's, a user name (`josé` is found where it names an account, `C:\\Users\\josÃ©`,
+    not in every `josÃ© said`), a named string's, a named string; a host name's only where
+    it is unlike a word (each host pattern more costs every text a pass); an environment
+    value's not (it identifies nobody)."""
+    kind = known.kind
+    if kind is KnownKind.USER or kind is KnownKind.STRING:
+        return kind
+    if kind is KnownKind.HOST:
+        return KnownKind.SECRET if is_distinctive(known.value) else None
+    return None if kind is KnownKind.OPAQUE else KnownKind.SECRET
+
+
 def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
     """The known values (the last of each value), then each one's other spellings that is
     not a known value itself, with its category and placeholder; of its kind, but a value
     `spelled_out`, a secret. With `scrambled`, a value also in ROT13 and spelled out (not a
     string named private, found inside any word: its ROT13 could be one; nor an environment
     value, which identifies nobody: a capture holds scores of them), past ASCII in
-    `quoted_printable` and as `mojibake` (but an environment value), a secret also in
-    `other_case`, each a secret's literal; and a value with `'` `shell_quoted`, a secret's
-    literal (an environment value's, its own kind)."""
+    `quoted_printable` (but an environment value) and as `mojibake` (of the kind `_mangled`
+    says), a secret also in `other_case`, each a secret's literal; and a value with `'`
+    `shell_quoted`, a secret's literal (an environment value's, its own kind)."""
     values = {k.value: k for k in known}
     found = list(values.values())
     for k in list(found):
@@ -3129,7 +3166,8 @@ def _spelled(known: Sequence[Known], *, scrambled: bool = True) -> list[Known]:
             forms += [(value, KnownKind.SECRET) for value in spelled_out(k.value)]
         if scrambled and kind is not KnownKind.OPAQUE:
             forms += [(value, KnownKind.SECRET) for value in quoted_printable(k.value)]
-            forms += [(value, KnownKind.SECRET) for value in mojibake(k.value)]
+        if scrambled and (mangled := _mangled(k)) is not None:
+            forms += [(value, mangled) for value in mojibake(k.value)]
         if scrambled and kind is KnownKind.SECRET:
             forms += [(value, KnownKind.SECRET) for value in other_case(k.value)]
         if scrambled:  # (an environment value's stays one: it identifies nobody)
@@ -3760,6 +3798,9 @@ class Detector:
         for hit in layer:
             if not chosen or hit.start >= chosen[-1].end:
                 chosen.append(hit)
+            elif hit.end > chosen[-1].end:  # its part past the one taken (`C:\Users\jÃ` of
+                # a Windows home, then the rest of `jÃ¶rg`, a known name's mojibake)
+                chosen.append(replace(hit, start=chosen[-1].end))
         # (they do not overlap: by start, their ends ascend too)
         starts = [h.start for h in chosen]
         layer = sorted(

@@ -875,7 +875,8 @@ class Detector:
 
         Where two matches overlap (an address inside a home path, a token inside an
         Authorization header), the one that starts first wins, a known value before a
-        pattern, then the longer one.
+        pattern, then the longer one; of an identifying one that runs past it, its part
+        past it is a hit too.
         """
         found = list(self._view_hits(text))
         # Terminal sequences are read two ways (`_Decoded._SPACED`); a text without them

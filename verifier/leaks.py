@@ -3760,7 +3760,8 @@ class Detector:
 
         Where two matches overlap (an address inside a home path, a token inside an
         Authorization header), the one that starts first wins, a known value before a
-        pattern, then the longer one.
+        pattern, then the longer one; of an identifying one that runs past it, its part
+        past it is a hit too.
         """
         found = list(itertools.islice(self._view_hits(text), most))
         stopped: tuple[int, str] | None = None  # where the scan stopped early, and why

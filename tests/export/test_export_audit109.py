@@ -216,3 +216,34 @@ def test_an_environment_value_that_holds_an_identifying_one_goes_whole(
     published = _strings(_exported(f, tmp_path))
     assert "refused" in published
     assert not [piece for piece in pieces if piece in published]
+
+
+@pytest.mark.parametrize(
+    ("bound", "private"),
+    [
+        (["--host", "gpu-node-3.cluster.acme.internal"], ["gpu-node-3", "acme.internal"]),
+        (["--host=gpu-node-3.cluster.acme.internal"], ["gpu-node-3", "acme.internal"]),
+        (["--host", "10.20.30.41"], ["10.20.30.41"]),
+    ],
+)
+def test_the_name_or_address_a_server_is_bound_to(
+    tmp_path: Path, bound: list[str], private: list[str]
+) -> None:
+    """(helper-119's F5) A server bound to the machine by name or address (`--host NAME`):
+    the name is the capture's own machine, found in the command line and anywhere else."""
+    f = RawFactory(host=HOST)
+    argv = f.server["argv"]
+    at = argv.index("--host")
+    argv[at : at + 2] = bound
+    f.run["notes"] = [f"served on {bound[-1].removeprefix('--host=')} port 18128"]
+    published = _strings(_exported(f, tmp_path))
+    for value in private:
+        assert value not in published
+
+
+def test_loopback_and_every_interface_are_no_machine(tmp_path: Path) -> None:
+    f = RawFactory(host=HOST)
+    f.server["argv"][f.server["argv"].index("--host") + 1] = "0.0.0.0"
+    out = _exported(f, tmp_path)
+    experiment = json.loads((out / "experiment.json").read_text())
+    assert "0.0.0.0" in experiment["conditions"][0]["servers"][0]["argv"]

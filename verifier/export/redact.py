@@ -734,6 +734,16 @@ def _home_user(home: str | None) -> str | None:
     return None if name in (None, "Shared", "Public", "Default") else name
 
 
+def _bound(argv: Sequence[str]) -> Iterator[str]:
+    """The values of a command line's `--host` (`--host NAME`, `--host=NAME`): what
+    llama-server, vLLM, SGLang and mlxcel bind to."""
+    for index, argument in enumerate(argv):
+        if argument == "--host" and index + 1 < len(argv):
+            yield argv[index + 1].strip("[]")
+        elif argument.startswith("--host="):
+            yield argument.removeprefix("--host=").strip("[]")
+
+
 def _url_host(url: str | None) -> str | None:
     if not url:
         return None
@@ -1123,10 +1133,18 @@ def collect_private_values(
         for variable in _HOST_VARIABLES:
             if name := _env_host(server.env.get(variable)):
                 hostnames |= {name, name.split(".", 1)[0]}
+    # The name or address a server was bound to (`--host gpu-node-3.cluster.acme.internal`):
+    # the machine, not its loopback or every interface (`0.0.0.0`).
+    bound = [
+        value for command in (*(s.argv for s in servers), run.argv) for value in _bound(command)
+    ]
+    for name in filter(None, map(_env_host, bound)):
+        hostnames |= {name, name.split(".", 1)[0]}
     for hostname in sorted(hostnames, key=lambda h: (-len(h), h)):
         c.name(hostname, "host-name", "<host>", KnownKind.HOST)
     addresses = {a for a in map(_url_address, filter(None, urls)) if a}
     addresses.update(a for s in servers for a in _ssh_addresses(s.env))
+    addresses.update(a for a in map(_ipv4, bound) if a)
     for address in sorted(addresses):
         c.address(address)
     for secret in secrets:

@@ -875,8 +875,7 @@ class Detector:
 
         Where two matches overlap (an address inside a home path, a token inside an
         Authorization header), the one that starts first wins, a known value before a
-        pattern, then the longer one; of an identifying one that runs past it, its part
-        past it is a hit too.
+        pattern, then the longer one.
         """
         found = list(self._view_hits(text))
         # Terminal sequences are read two ways (`_Decoded._SPACED`); a text without them
@@ -911,9 +910,6 @@ class Detector:
             reach = 0
             for hit in layer:
                 if hit.start < reach:  # (every piece taken ends by `reach`)
-                    if wanted and hit.end > reach:  # an identifying one: its part past it
-                        taken.append(dataclasses.replace(hit, start=reach))
-                        reach = hit.end
                     continue
                 reach = hit.end
                 if wanted or hit.start == hit.end:

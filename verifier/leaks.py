@@ -271,10 +271,13 @@ _HOME = _Lazy(
 # Windows user's folder can hold spaces (`C:\Users\Bob Smith\AppData`): words after a
 # space are the name's where a separator or a quote follows them (a path with a space is
 # quoted: `"C:\Users\Bob Smith"`).
+# ... and in a Windows home's name also the Latin-1 symbols that UTF-8 read as Latin-1 or
+# Windows-1252 puts after `Ã` (`C:\Users\jÃ¶rg`, mojibake of `jörg`).
+_WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}\xa1-\xbf-]"
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
     {_WIN_SEP}
-    {_NAME_START}{_NAME_CHAR}*(?:(?:\ {_NAME_CHAR}+)+(?={_WIN_SEP}|["']))?
+    {_NAME_START}{_WIN_NAME_CHAR}*(?:(?:\ {_NAME_CHAR}+)+(?={_WIN_SEP}|["']))?
     (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
@@ -3760,8 +3763,7 @@ class Detector:
 
         Where two matches overlap (an address inside a home path, a token inside an
         Authorization header), the one that starts first wins, a known value before a
-        pattern, then the longer one; of an identifying one that runs past it, its part
-        past it is a hit too.
+        pattern, then the longer one.
         """
         found = list(itertools.islice(self._view_hits(text), most))
         stopped: tuple[int, str] | None = None  # where the scan stopped early, and why
@@ -3799,9 +3801,6 @@ class Detector:
         for hit in layer:
             if not chosen or hit.start >= chosen[-1].end:
                 chosen.append(hit)
-            elif hit.end > chosen[-1].end:  # its part past the one taken (`C:\Users\jÃ` of
-                # a Windows home, then the rest of `jÃ¶rg`, a known name's mojibake)
-                chosen.append(replace(hit, start=chosen[-1].end))
         # (they do not overlap: by start, their ends ascend too)
         starts = [h.start for h in chosen]
         layer = sorted(

@@ -647,14 +647,14 @@ class Detector:
             for value in literals:
                 values.setdefault(value, Known(value, k.category, k.placeholder, KnownKind.SECRET))
             # mojibake, past ASCII: a secret's literal; a user name's a user name, a named
-            # string's a named string; a host name's only where it is unlike a word; not of
-            # an environment value
+            # string's a named string, a host name's like a word a host name; not of an
+            # environment value
             kind: KnownKind | None = KnownKind.SECRET
-            if k.kind in (KnownKind.USER, KnownKind.STRING):
-                kind = k.kind
-            elif k.kind is KnownKind.OPAQUE or (
+            if k.kind in (KnownKind.USER, KnownKind.STRING) or (
                 k.kind is KnownKind.HOST and not leaks.is_distinctive(k.value)
             ):
+                kind = k.kind
+            elif k.kind is KnownKind.OPAQUE:
                 kind = None
             for value in leaks.mojibake(k.value) if kind is not None else ():
                 values.setdefault(value, Known(value, k.category, k.placeholder, kind))

@@ -1188,6 +1188,7 @@ def test_a_known_value_encoded_again_is_found(text: str, found: list[tuple[str, 
         ("on b\u00c3\u00bcro-lab-07 ok", "b\u00c3\u00bcro-lab-07"),
         ("in /srv/ml/mod\u00c3\u00a8les/x", "/srv/ml/mod\u00c3\u00a8les"),
         ("USER=j\u00c3\u00b6ns", "j\u00c3\u00b6ns"),  # (a user name where it names one)
+        ("http://m\u00c3\u00bcller:8080/v1", "m\u00c3\u00bcller"),  # (a host like a word)
         (
             "blob " + base64.b64encode("/srv/ml/mod\u00e8les/x".encode("latin-1")).decode(),
             base64.b64encode("/srv/ml/mod\u00e8les/x".encode("latin-1")).decode(),
@@ -1214,6 +1215,7 @@ def test_a_known_value_in_the_ways_tools_mangle_it(text: str, found: str) -> Non
 
 _MANGLED_KNOWN = [
     Known("j\u00f6ns", "user-name", "<user>", KnownKind.USER),
+    Known("m\u00fcller", "host-name", "<host>", KnownKind.HOST),
     Known("b\u00fcro-lab-07", "host-name", "<host>", KnownKind.HOST),
     Known("/srv/ml/mod\u00e8les", "private-path", "/path/to/model", KnownKind.PATH),
     Known("hf_QmVyeVNlY3JldFRva2VuRm9yVGVzdHMx", "token", "<token>", KnownKind.SECRET),
@@ -1261,6 +1263,11 @@ def test_a_windows_home_of_a_mojibake_name_goes_whole() -> None:
             "C:\\Users\\j\u00c3\u00b6rg\\notes.txt",
             "C:\\Users\\jos\u00c3\u00a9\\x",
         ]
+    # ... as an account's user and host are (helper-122: `root@mÃ` left `¼ller`)
+    text = "ssh root@m\u00c3\u00bcller; ssh j\u00c3\u00b6rg@box"
+    for scan in (leaks.scan_text, reference.scan_text):
+        found = [text[h.start : h.end] for h in scan(text)]
+        assert found == ["root@m\u00c3\u00bcller", "j\u00c3\u00b6rg@box"]
 
 
 def test_a_plain_user_name_alone_is_found_spelled_before_its_at() -> None:

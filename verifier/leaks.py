@@ -344,9 +344,11 @@ _EMAIL = _Lazy(
     re.ASCII,
 )
 # user@host where host is one label (ssh-style), not an e-mail address.
+# (A name's characters past its first letter take the Latin-1 symbols that UTF-8 read as
+# Latin-1 puts after `Ã`: `jÃ¶rg@mÃ¼ller`, mojibake of `jörg@müller`, whole.)
 _ACCOUNT = _Lazy(
-    rf"(?<![\w.%+@{_LETTER}-])(?P<user>[A-Za-z_{_LETTER}][A-Za-z0-9._{_LETTER}-]*)"
-    rf"@(?P<host>[A-Za-z{_LETTER}][A-Za-z0-9{_LETTER}-]*)(?![\w.@{_LETTER}-])",
+    rf"(?<![\w.%+@{_LETTER}\xa1-\xbf-])(?P<user>[A-Za-z_{_LETTER}][A-Za-z0-9._{_LETTER}\xa1-\xbf-]*)"
+    rf"@(?P<host>[A-Za-z{_LETTER}][A-Za-z0-9{_LETTER}\xa1-\xbf-]*)(?![\w.@{_LETTER}\xa1-\xbf-])",
     re.ASCII,
 )
 _URL_HOST = _Lazy(
@@ -1048,7 +1050,8 @@ _WORD_BACK = {
 # The characters of the run that ends at a pattern's anchor (`@`, `://`) or holds its word.
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _EMAIL_LOCAL = frozenset(_LETTERS + "._%+-") | _LETTER_CHARS
-_ACCOUNT_USER = frozenset(_LETTERS + "._-") | _LETTER_CHARS
+# (and the Latin-1 symbols of a name's mojibake, as `_ACCOUNT` takes them)
+_ACCOUNT_USER = frozenset(_LETTERS + "._-") | _LETTER_CHARS | {chr(c) for c in range(0xA1, 0xC0)}
 _URL_SCHEME = frozenset(_LETTERS + "+.-")
 _FLAG_NAME = frozenset(_LETTERS + "_-")
 # An AWS secret is a run of 40 characters or more of its alphabet: each becomes b"a".
@@ -3082,8 +3085,8 @@ _CP1252_HIGH = "".join(
 def mojibake(value: str) -> list[str]:
     """A value past ASCII as its UTF-8 bytes read a byte a character, as a tool that takes
     them for Latin-1 or Windows-1252 writes it (`bÃ¼ro-lab-07` for `büro-lab-07`, `Ã¶` for
-    `ö`), composed and decomposed; none for a value of ASCII. Looked for as literals, as a
-    secret is: `Ã¼` is in no ordinary text."""
+    `ö`), composed and decomposed; none for a value of ASCII. Looked for as `_mangled`
+    says: most as a secret's literals (`Ã¼` is in no ordinary text)."""
     if value.isascii():
         return []
     found = []
@@ -3126,14 +3129,14 @@ def spells_apart(value: str) -> bool:
 def _mangled(known: Known) -> KnownKind | None:
     """The kind a known value's `mojibake` is looked for as: a secret's literal; but a user
     name's, a user name (`josé` is found where it names an account, `C:\\Users\\josÃ©`,
-    not in every `josÃ© said`), a named string's, a named string; a host name's only where
-    it is unlike a word (each host pattern more costs every text a pass); an environment
-    value's not (it identifies nobody)."""
+    not in every `josÃ© said`), a named string's, a named string, and a host name's like a
+    word, a host name (`müller`: `http://mÃ¼ller:8080`); an environment value's not (it
+    identifies nobody)."""
     kind = known.kind
     if kind is KnownKind.USER or kind is KnownKind.STRING:
         return kind
     if kind is KnownKind.HOST:
-        return KnownKind.SECRET if is_distinctive(known.value) else None
+        return KnownKind.SECRET if is_distinctive(known.value) else kind
     return None if kind is KnownKind.OPAQUE else KnownKind.SECRET
 
 

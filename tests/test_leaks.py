@@ -1268,6 +1268,10 @@ def test_a_windows_home_of_a_mojibake_name_goes_whole() -> None:
     for scan in (leaks.scan_text, reference.scan_text):
         found = [text[h.start : h.end] for h in scan(text)]
         assert found == ["root@m\u00c3\u00bcller", "j\u00c3\u00b6rg@box"]
+    # ... not the quotes and marks around a word (`«`, `»`, `¡`, `¿`)
+    text = "\u00e9crivez \u00e0 \u00abalice@lab-07\u00bb, \u00a1bob@lab-08!"
+    for scan in (leaks.scan_text, reference.scan_text):
+        assert [text[h.start : h.end] for h in scan(text)] == ["alice@lab-07", "bob@lab-08"]
 
 
 def test_a_plain_user_name_alone_is_found_spelled_before_its_at() -> None:

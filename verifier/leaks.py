@@ -247,6 +247,8 @@ _LETTER_RANGES = (
 )
 _LETTER = "".join(f"{chr(low)}-{chr(high)}" for low, high in _LETTER_RANGES)
 _LETTER_CHARS = frozenset(chr(c) for low, high in _LETTER_RANGES for c in range(low, high + 1))
+# The Latin-1 symbols of `_MOJIBAKE_SYMBOLS`, as characters.
+_MOJIBAKE_CHARS = frozenset(map(chr, [*range(0xA2, 0xAB), *range(0xAC, 0xBB), *range(0xBC, 0xBF)]))
 _NAME_START = rf"[A-Za-z0-9_{_LETTER}]"
 _NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}-]"
 _HOME_DIR = rf"{_NAME_START}[A-Za-z0-9._-]*"
@@ -272,8 +274,10 @@ _HOME = _Lazy(
 # space are the name's where a separator or a quote follows them (a path with a space is
 # quoted: `"C:\Users\Bob Smith"`).
 # ... and in a Windows home's name also the Latin-1 symbols that UTF-8 read as Latin-1 or
-# Windows-1252 puts after `Ã` (`C:\Users\jÃ¶rg`, mojibake of `jörg`).
-_WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}\xa1-\xbf-]"
+# Windows-1252 puts after `Ã` (`C:\Users\jÃ¶rg`, mojibake of `jörg`): not the quotes and
+# marks that stand around a word, `«`, `»`, `¡`, `¿` (`«alice@lab-07»`).
+_MOJIBAKE_SYMBOLS = "\xa2-\xaa\xac-\xba\xbc-\xbe"
+_WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_MOJIBAKE_SYMBOLS}-]"
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
     {_WIN_SEP}
@@ -346,9 +350,10 @@ _EMAIL = _Lazy(
 # user@host where host is one label (ssh-style), not an e-mail address.
 # (A name's characters past its first letter take the Latin-1 symbols that UTF-8 read as
 # Latin-1 puts after `Ã`: `jÃ¶rg@mÃ¼ller`, mojibake of `jörg@müller`, whole.)
+_ACCOUNT_CHAR = rf"A-Za-z0-9{_LETTER}{_MOJIBAKE_SYMBOLS}"
 _ACCOUNT = _Lazy(
-    rf"(?<![\w.%+@{_LETTER}\xa1-\xbf-])(?P<user>[A-Za-z_{_LETTER}][A-Za-z0-9._{_LETTER}\xa1-\xbf-]*)"
-    rf"@(?P<host>[A-Za-z{_LETTER}][A-Za-z0-9{_LETTER}\xa1-\xbf-]*)(?![\w.@{_LETTER}\xa1-\xbf-])",
+    rf"(?<![\w.%+@{_LETTER}{_MOJIBAKE_SYMBOLS}-])(?P<user>[A-Za-z_{_LETTER}][{_ACCOUNT_CHAR}._-]*)"
+    rf"@(?P<host>[A-Za-z{_LETTER}][{_ACCOUNT_CHAR}-]*)(?![\w.@{_LETTER}{_MOJIBAKE_SYMBOLS}-])",
     re.ASCII,
 )
 _URL_HOST = _Lazy(
@@ -1051,7 +1056,7 @@ _WORD_BACK = {
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _EMAIL_LOCAL = frozenset(_LETTERS + "._%+-") | _LETTER_CHARS
 # (and the Latin-1 symbols of a name's mojibake, as `_ACCOUNT` takes them)
-_ACCOUNT_USER = frozenset(_LETTERS + "._-") | _LETTER_CHARS | {chr(c) for c in range(0xA1, 0xC0)}
+_ACCOUNT_USER = frozenset(_LETTERS + "._-") | _LETTER_CHARS | _MOJIBAKE_CHARS
 _URL_SCHEME = frozenset(_LETTERS + "+.-")
 _FLAG_NAME = frozenset(_LETTERS + "_-")
 # An AWS secret is a run of 40 characters or more of its alphabet: each becomes b"a".

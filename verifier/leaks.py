@@ -247,8 +247,12 @@ _LETTER_RANGES = (
 )
 _LETTER = "".join(f"{chr(low)}-{chr(high)}" for low, high in _LETTER_RANGES)
 _LETTER_CHARS = frozenset(chr(c) for low, high in _LETTER_RANGES for c in range(low, high + 1))
-# The Latin-1 symbols of `_MOJIBAKE_SYMBOLS`, as characters.
-_MOJIBAKE_CHARS = frozenset(map(chr, [*range(0xA2, 0xAB), *range(0xAC, 0xBB), *range(0xBC, 0xBF)]))
+# The Latin-1 symbols that UTF-8 read as Latin-1 or Windows-1252 puts after `Ã` (mojibake
+# of `ö` is `Ã¶`), taken in a name: not the quotes and marks that stand around a word, `«`,
+# `»`, `¡`, `¿` (`«alice@lab-07»`).
+_MOJIBAKE_RANGES = ((0xA2, 0xAA), (0xAC, 0xBA), (0xBC, 0xBE))
+_MOJIBAKE_SYMBOLS = "".join(f"{chr(low)}-{chr(high)}" for low, high in _MOJIBAKE_RANGES)
+_MOJIBAKE_CHARS = frozenset(chr(c) for low, high in _MOJIBAKE_RANGES for c in range(low, high + 1))
 _NAME_START = rf"[A-Za-z0-9_{_LETTER}]"
 _NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}-]"
 _HOME_DIR = rf"{_NAME_START}[A-Za-z0-9._-]*"
@@ -273,10 +277,8 @@ _HOME = _Lazy(
 # Windows user's folder can hold spaces (`C:\Users\Bob Smith\AppData`): words after a
 # space are the name's where a separator or a quote follows them (a path with a space is
 # quoted: `"C:\Users\Bob Smith"`).
-# ... and in a Windows home's name also the Latin-1 symbols that UTF-8 read as Latin-1 or
-# Windows-1252 puts after `Ã` (`C:\Users\jÃ¶rg`, mojibake of `jörg`): not the quotes and
-# marks that stand around a word, `«`, `»`, `¡`, `¿` (`«alice@lab-07»`).
-_MOJIBAKE_SYMBOLS = "\xa2-\xaa\xac-\xba\xbc-\xbe"
+# ... and in a Windows home's name also the symbols of a name's mojibake (`_MOJIBAKE_SYMBOLS`:
+# `C:\Users\jÃ¶rg`, mojibake of `jörg`).
 _WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_MOJIBAKE_SYMBOLS}-]"
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)

@@ -708,7 +708,7 @@ class Detector:
                 excerpt = _mask(text[start:end])
                 identifying = known.kind is not KnownKind.OPAQUE
                 yield _Found(
-                    known.category, start, end, excerpt, known.placeholder, identifying, True
+                    known.category, start, end, excerpt, known.placeholder, identifying, True, True
                 )
         # a run of characters with a NUL after each, read without its NULs (UTF-16LE)
         for run in re.finditer("[^\x00-\x02](?:\x00[^\x00-\x02]){3,}\x00?", text):
@@ -857,6 +857,7 @@ class Detector:
                 known.placeholder,
                 known.kind is not KnownKind.OPAQUE and not shown,
                 known.kind not in (KnownKind.USER, KnownKind.HOST),
+                True,
             )
 
     def _view_hits(self, text: str) -> Iterator[_Found]:
@@ -875,7 +876,8 @@ class Detector:
 
         Where two matches overlap (an address inside a home path, a token inside an
         Authorization header), the one that starts first wins, a known value before a
-        pattern, then the longer one.
+        pattern, then the longer one; each stretch of a known value's match that the ones
+        taken leave is a hit too, one known value after another.
         """
         found = list(self._view_hits(text))
         # Terminal sequences are read two ways (`_Decoded._SPACED`); a text without them
@@ -891,7 +893,7 @@ class Detector:
                     found.append(
                         _Found(
                             hit.category, start, end, excerpt, hit.placeholder, hit.identifying,
-                            hit.known,
+                            hit.known, hit.value,
                         )
                     )  # fmt: skip
                 view = _Decoded.of(view.text, view)
@@ -921,6 +923,17 @@ class Detector:
                     places = [i for _, i in run]
                     taken.append(dataclasses.replace(hit, start=places[0], end=places[-1] + 1))
             chosen += taken
+            if wanted:  # what the ones taken leave of a known value's match, a character at a time
+                for hit in layer:
+                    if not hit.value or hit.start == hit.end:
+                        continue
+                    covered = {i for h in chosen for i in range(h.start, h.end)}
+                    free = [i for i in range(hit.start, hit.end) if i not in covered]
+                    for _, run in itertools.groupby(
+                        enumerate(free), lambda pair: pair[1] - pair[0]
+                    ):
+                        places = [i for _, i in run]
+                        chosen.append(dataclasses.replace(hit, start=places[0], end=places[-1] + 1))
         chosen.sort(key=lambda h: h.start)
         return [
             LeakHit(h.category, h.start, h.end, h.excerpt, h.placeholder, h.identifying, h.known)

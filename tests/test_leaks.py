@@ -1274,6 +1274,100 @@ def test_a_windows_home_of_a_mojibake_name_goes_whole() -> None:
         assert [text[h.start : h.end] for h in scan(text)] == ["alice@lab-07", "bob@lab-08"]
 
 
+def _replaced(text: str, hits: list[leaks.LeakHit]) -> str:
+    out: list[str] = []
+    at = 0
+    for hit in hits:
+        out += [text[at : hit.start], hit.placeholder]
+        at = hit.end
+    return "".join(out) + text[at:]
+
+
+@pytest.mark.parametrize(
+    ("names", "text", "published"),
+    [
+        # a home's name stopped at a character no name takes (`'`, a letter of another
+        # script), and the known name that runs on past it was dropped
+        (("o'brien",), "C:\\Users\\o'brien\\Desktop\\x", "/path/to/home<user>\\Desktop\\x"),
+        (("o'brien",), "\\\\wsl$\\Ubuntu\\home\\o'brien\\x", "/path/to/home<user>\\x"),
+        (
+            ("li\u674e\u96f7",),
+            "//wsl.localhost/Ubuntu/home/li\u674e\u96f7/b.log",
+            "/path/to/home<user>/b.log",
+        ),
+        # an account found first, its host stopped at `¡`: the rest of the known host's mojibake
+        (
+            ("tom\u00e1\u0161", "tom\u00c3\u00a1\u00c5\u00a1"),
+            "ssh root@tom\u00c3\u00a1\u00c5\u00a1 failed",
+            "ssh <user>@<host><host> failed",
+        ),
+    ],
+)
+def test_a_known_value_is_never_published_in_part(
+    names: tuple[str, ...], text: str, published: str
+) -> None:
+    """(helper-123) Where a pattern's match stops inside a known value's and was taken
+    first, the rest of the known value was dropped with it, and published."""
+    import leaks_reference as reference
+
+    def known_of(name: str) -> Known:
+        if name.startswith("tom"):
+            return Known(name, "host-name", "<host>", KnownKind.HOST)
+        return Known(name, "user-name", "<user>", KnownKind.USER)
+
+    known = [known_of(n) for n in names]
+    plain = [
+        reference.Known(k.value, k.category, k.placeholder, reference.KnownKind(k.kind.value))
+        for k in known
+    ]
+    for detector in (Detector(known), reference.Detector(plain)):
+        assert _replaced(text, detector.scan_text(text)) == published
+
+
+def test_only_a_known_value_is_taken_past_the_match_before_it() -> None:
+    """A pattern's match that runs on past a known value's is not: a home path that runs
+    past a known model path would name the model's files `/path/to/home`."""
+    known = [
+        Known("/home/alice/models/Q", "private-path", "/path/to/model", KnownKind.PATH),
+        Known("alice", "user-name", "<user>", KnownKind.USER),
+    ]
+    text = "/home/alice/models/Q/model.safetensors and /home/alice/x"
+    assert _replaced(text, Detector(known).scan_text(text)) == (
+        "/path/to/model/model.safetensors and /path/to/home"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "published"),
+    [
+        # an account after a symbol that no name's mojibake puts there (d22401b had them
+        # all stand for the name's: `·ops@gpu-node-9` was published)
+        (
+            "mirror \u00b7ops@gpu-node-9 and \u00a7root@build-host-3",
+            "mirror \u00b7<user>@<host> and \u00a7<user>@<host>",
+        ),
+        ("ssh j\u00c3\u00b6rg@box", "ssh <user>@<host>"),
+        # names past ASCII with no value known: a WSL home's, a Windows name of two words,
+        # and mojibake whatever its second byte (`Ã¡`, `Ã«`, `Ì\x88`, cp1252's `ˆ`)
+        ("\\\\wsl$\\Ubuntu\\home\\j\u00f6rg\\x y", "/path/to/home y"),
+        ("C:\\Users\\Bob M\u00c3\u00bcller\\AppData\\x y", "/path/to/home y"),
+        (
+            "C:\\Users\\Zolt\u00c3\u00a1n\\x C:/Users/zo\u00c3\u00ab/x y",
+            "/path/to/home /path/to/home y",
+        ),
+        (
+            "C:/Users/jo\u00cc\u02c6rg/x \\\\wsl$\\U\\home\\jo\u00cc\x88rg\\x y",
+            "/path/to/home /path/to/home y",
+        ),
+    ],
+)
+def test_names_with_symbols_and_letters_past_ascii(text: str, published: str) -> None:
+    import leaks_reference as reference
+
+    for scan in (leaks.scan_text, reference.scan_text):
+        assert _replaced(text, scan(text)) == published
+
+
 def test_a_plain_user_name_alone_is_found_spelled_before_its_at() -> None:
     """With no value to look for in base64 (a plain user name is none), its account form
     spelled a byte at a time is still looked for."""
@@ -1459,8 +1553,10 @@ def test_overlapping_hex_spellings_are_each_found() -> None:
     qp = "".join(f"={c:02X}" for c in b"/srv/data/x1/tok")
     text = _b64(b"/srv/data/x1") + qp
     hits = detector.scan_text(text)
-    assert [h.placeholder for h in hits] == ["<p>", "<t>"]
-    assert hits[1].end == len(text)
+    # (the path's quoted-printable runs from the base64's `=` to inside the token's: what
+    # the two leave of it, `=2F=73=72=76=2F` of `/srv/`, is its own hit)
+    assert [h.placeholder for h in hits] == ["<p>", "<p>", "<t>"]
+    assert [h.end for h in hits] == [hits[1].start, hits[2].start, len(text)]
 
 
 def test_a_string_named_private_is_not_looked_for_in_rot13() -> None:

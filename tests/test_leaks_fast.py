@@ -252,6 +252,13 @@ FRAGMENTS = (
     "w\u00d6rd",
     "\u212aelvin-box",
     "kelvin-box",
+    # known values' mojibake past a pattern's match that stops inside them (helper-123)
+    "\\\\wsl$\\Ubuntu\\home\\",
+    "Zolt\u00c3\u00a1n",
+    "tom\u00c3\u00a1\u00c5\u00a1",
+    "\u00a7",
+    "\u00b7",
+    "\u00c3\u00ab",
     "34.12.005.006",
     "remote_addr=",
     "clientIp=",
@@ -524,6 +531,12 @@ ODD_KNOWN = (
         Known("j\u00f6ns", "user-name", "<user>", KnownKind.USER),
         Known("W\u00f6rd", "private-path", "<private-1>", KnownKind.STRING),
         Known("/srv/mod\u00e8les", "private-path", "/path/to/model", KnownKind.PATH),
+    ),
+    (  # mojibake of names that a pattern's match stops inside (`¡`), and the names
+        Known("Zolt\u00c3\u00a1n", "user-name", "<user>", KnownKind.USER),
+        Known("Zolt\u00e1n", "user-name", "<user>", KnownKind.USER),
+        Known("tom\u00c3\u00a1\u00c5\u00a1", "host-name", "<host>", KnownKind.HOST),
+        Known("j\u00f6rg", "user-name", "<user>", KnownKind.USER),
     ),
     (  # a name past ASCII that `(?i)` reads in a text of ASCII alone (`K` as `k`)
         Known("\u212aelvin-box", "host-name", "<host>", KnownKind.HOST),

@@ -277,20 +277,27 @@ _HOME = _Lazy(
 # Windows user's folder can hold spaces (`C:\Users\Bob Smith\AppData`): words after a
 # space are the name's where a separator or a quote follows them (a path with a space is
 # quoted: `"C:\Users\Bob Smith"`).
-# ... and in a Windows home's name also the symbols of a name's mojibake (`_MOJIBAKE_SYMBOLS`:
-# `C:\Users\jÃ¶rg`, mojibake of `jörg`).
-_WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_MOJIBAKE_SYMBOLS}-]"
+# ... and in a Windows home's name also every character that UTF-8 read as Latin-1 or
+# Windows-1252 puts after `Ã`, `Å` or `Ì` (`C:\Users\jÃ¶rg`, `ZoltÃ¡n`, `zoÃ«`, `joÌˆrg`):
+# Latin-1's symbols and C1 controls, and Windows-1252's own (`ˆ`, `‚`, `€`...). (Not in an
+# account's name, whose run starts after `«` and `¡`: `«alice@lab-07»`.)
+_CP1252_SYMBOLS = "".join(
+    sorted(
+        {c for c in bytes(range(0x80, 0xA0)).decode("cp1252", "ignore") if c not in _LETTER_CHARS}
+    )
+)
+_WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}\x80-\xbf{re.escape(_CP1252_SYMBOLS)}-]"
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
     {_WIN_SEP}
-    {_NAME_START}{_WIN_NAME_CHAR}*(?:(?:\ {_NAME_CHAR}+)+(?={_WIN_SEP}|["']))?
+    {_NAME_START}{_WIN_NAME_CHAR}*(?:(?:\ {_WIN_NAME_CHAR}+)+(?={_WIN_SEP}|["']))?
     (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
 # A WSL home as Windows reaches it: \\wsl$\Ubuntu\home\al, \\wsl.localhost\Ubuntu\root.
 _WSL_HOME = _Lazy(
     rf"""(?<![\\\w/])(?:\\\\?\\\\?|//)(?i:wsl\$|wsl\.localhost){_WIN_SEP}[A-Za-z0-9._-]+{_WIN_SEP}
-    (?:home{_WIN_SEP}{_HOME_DIR}|root)(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
+    (?:home{_WIN_SEP}{_NAME_START}{_WIN_NAME_CHAR}*|root)(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
 _TEMP = _Lazy(
@@ -351,10 +358,13 @@ _EMAIL = _Lazy(
 )
 # user@host where host is one label (ssh-style), not an e-mail address.
 # (A name's characters past its first letter take the Latin-1 symbols that UTF-8 read as
-# Latin-1 puts after `Ã`: `jÃ¶rg@mÃ¼ller`, mojibake of `jörg@müller`, whole.)
+# Latin-1 puts after `Ã`: `jÃ¶rg@mÃ¼ller`, mojibake of `jörg@müller`, whole. A symbol
+# after a name's character is the name's, so the name starts before it; one that starts a
+# run stands before the name, `§root@build-host`, as it did before names took them.)
 _ACCOUNT_CHAR = rf"A-Za-z0-9{_LETTER}{_MOJIBAKE_SYMBOLS}"
 _ACCOUNT = _Lazy(
-    rf"(?<![\w.%+@{_LETTER}{_MOJIBAKE_SYMBOLS}-])(?P<user>[A-Za-z_{_LETTER}][{_ACCOUNT_CHAR}._-]*)"
+    rf"(?<![\w.%+@{_LETTER}-])(?<![{_ACCOUNT_CHAR}._-][{_MOJIBAKE_SYMBOLS}])"
+    rf"(?P<user>[A-Za-z_{_LETTER}][{_ACCOUNT_CHAR}._-]*)"
     rf"@(?P<host>[A-Za-z{_LETTER}][{_ACCOUNT_CHAR}-]*)(?![\w.@{_LETTER}{_MOJIBAKE_SYMBOLS}-])",
     re.ASCII,
 )
@@ -976,6 +986,7 @@ class _Found:
     placeholder: str
     identifying: bool
     known: bool
+    value: bool = False  # a match of a value the capture knows (a name, a path, a secret)
 
 
 def _outside(hit: _Found, chosen: Sequence[_Found], starts: Sequence[int]) -> list[_Found]:
@@ -989,7 +1000,7 @@ def _outside(hit: _Found, chosen: Sequence[_Found], starts: Sequence[int]) -> li
     index = max(bisect.bisect_right(starts, hit.start) - 1, 0)
     while index < len(starts) and chosen[index].start < hit.end:
         other = chosen[index]
-        if other.end > at:
+        if other.end > at and other.end > other.start:  # (an empty one covers nothing)
             if other.start > at:
                 stretches.append(replace(hit, start=at, end=other.start))
             at = other.end
@@ -1224,7 +1235,14 @@ class _Places:
         return _run_starts(self.text, self.ats, _EMAIL_LOCAL)
 
     def _account(self) -> list[int] | None:
-        return _run_starts(self.text, self.ats, _ACCOUNT_USER)
+        starts = _run_starts(self.text, self.ats, _ACCOUNT_USER)
+        if not starts:
+            return starts
+        # A run that starts with a symbol may start its name after it (`§root@h`: _ACCOUNT);
+        # nowhere else past its start can a name start (a symbol inside is the name's).
+        text = self.text
+        after = [at + 1 for at in starts if text[at] in _MOJIBAKE_CHARS]
+        return sorted({*starts, *after}) if after else starts
 
     @property
     def schemes(self) -> list[int] | None:
@@ -3555,7 +3573,9 @@ class Detector:
             known = self.known[index]
             excerpt = _mask(text, start, end)
             identifying = known.kind is not KnownKind.OPAQUE
-            yield _Found(known.category, start, end, excerpt, known.placeholder, identifying, True)
+            yield _Found(
+                known.category, start, end, excerpt, known.placeholder, identifying, True, True
+            )
         if not self._encoded:
             return
         if self.known and not self._inflating:
@@ -3749,6 +3769,7 @@ class Detector:
                     known.placeholder,
                     identifying,
                     known.kind not in (KnownKind.USER, KnownKind.HOST),
+                    True,
                 )
 
     def _view_hits(self, text: str) -> Iterator[_Found]:
@@ -3773,7 +3794,8 @@ class Detector:
 
         Where two matches overlap (an address inside a home path, a token inside an
         Authorization header), the one that starts first wins, a known value before a
-        pattern, then the longer one.
+        pattern, then the longer one; a known value's match is never published in part:
+        each stretch of it that the ones taken leave is a hit too.
         """
         found = list(itertools.islice(self._view_hits(text), most))
         stopped: tuple[int, str] | None = None  # where the scan stopped early, and why
@@ -3813,6 +3835,24 @@ class Detector:
                 chosen.append(hit)
         # (they do not overlap: by start, their ends ascend too)
         starts = [h.start for h in chosen]
+        # A known value's match that runs past the ones taken (a WSL home's `\\wsl$\...\home\j`,
+        # whose name stops at `ö`, then the rest of the known `jörg`; `C:\Users\Zolt` of the
+        # mojibake `ZoltÃ¡n`, whose `¡` no name takes): what they leave of it is a hit too,
+        # one known value after another. (Not a pattern's match: a home path that runs on
+        # past a known model path would name the model's files `/path/to/home`.)
+        # Each character goes to the first that holds it: what the ones before a match
+        # left of it starts past `reach`, the end of the last (their stretches ascend).
+        pieces: list[_Found] = []
+        reach = 0
+        for hit in layer:
+            if hit.value and hit.end > reach and hit.end > hit.start:
+                pieces += _outside(
+                    hit if hit.start >= reach else replace(hit, start=reach), chosen, starts
+                )
+                reach = hit.end
+        if pieces:
+            chosen = list(heapq.merge(chosen, pieces, key=lambda h: h.start))
+            starts = [h.start for h in chosen]
         layer = sorted(
             (h for h in found if not h.identifying),
             key=lambda h: (h.start, not h.known, h.start - h.end),
@@ -3846,7 +3886,7 @@ class Detector:
                 found.append(
                     _Found(
                         hit.category, start, end, excerpt, hit.placeholder, hit.identifying,
-                        hit.known,
+                        hit.known, hit.value,
                     )
                 )  # fmt: skip
             if most is not None and len(found) >= most:

@@ -287,7 +287,7 @@ def _known_pattern(known: Known) -> str:
         return leaks._known_address(known.value)
     if known.kind is KnownKind.USER:
         return (
-            rf"(?i:(?<=[/\\]){leaks._SYSTEM_PARENTS}{v}{_NAME_END}|(?<=~){v}(?![\w.-])"
+            rf"(?i:(?<=[/\\]){leaks._SYSTEM_PARENTS}{v}{leaks._PATH_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@)"
             rf"|(?<=['\"`]){v}(?=['\"`]@)"
             rf"|(?:{leaks._user_assigned()}){v}(?![\w-]|\.\w)"

@@ -1290,6 +1290,14 @@ def _replaced(text: str, hits: list[leaks.LeakHit]) -> str:
         # script), and the known name that runs on past it was dropped
         (("o'brien",), "C:\\Users\\o'brien\\Desktop\\x", "/path/to/home<user>\\Desktop\\x"),
         (("o'brien",), "\\\\wsl$\\Ubuntu\\home\\o'brien\\x", "/path/to/home<user>\\x"),
+        # (helper-124) ... before punctuation that a name's end did not list (`)`, `.`, `;`)
+        (
+            ("o'brien",),
+            "(C:\\Users\\o'brien). /Users/o'brien;",
+            "(/path/to/home<user>). /path/to/home<user>;",
+        ),
+        (("anne(2)",), "\\\\wsl$\\U\\home\\anne(2).", "/path/to/home<user>."),
+        (("Bob Smith",), "(C:\\Users\\Bob Smith)", "(/path/to/home<user>)"),
         (
             ("li\u674e\u96f7",),
             "//wsl.localhost/Ubuntu/home/li\u674e\u96f7/b.log",
@@ -1359,9 +1367,25 @@ def test_only_a_known_value_is_taken_past_the_match_before_it() -> None:
             "C:/Users/jo\u00cc\u02c6rg/x \\\\wsl$\\U\\home\\jo\u00cc\x88rg\\x y",
             "/path/to/home /path/to/home y",
         ),
+        ("C:\\Users\\Erd\u00c5\u2018s\\x y", "/path/to/home y"),
+        # what follows an ASCII name is not the name's
+        ("C:\\Users\\bob\u2014aa:bb:cc:dd:ee:ff", "/path/to/home\u2014<mac>"),
+        ("\\\\wsl$\\Ubuntu\\home\\bob\u00bbroot@build-host-3", "/path/to/home\u00bb<user>@<host>"),
+        (
+            "\u201cC:\\Users\\bob\u201d, C:\\Users\\bob\xa0is here",
+            "\u201c/path/to/home\u201d, /path/to/home\xa0is here",
+        ),
+        (
+            "C:\\Users\\bob\u2019s files \u00abC:\\Users\\bob\u00bb",
+            "/path/to/home\u2019s files \u00ab/path/to/home\u00bb",
+        ),
     ],
 )
 def test_names_with_symbols_and_letters_past_ascii(text: str, published: str) -> None:
+    """A Windows or WSL home's name takes a symbol only where mojibake puts it, after the
+    lead byte of a letter (`Ã¡`), so that what follows an ASCII name (punctuation, a no-break
+    space, the next token) is neither taken nor hidden (helper-124: `C:\\Users\\bob—aa:bb:..`
+    published the MAC address's tail)."""
     import leaks_reference as reference
 
     for scan in (leaks.scan_text, reference.scan_text):

@@ -277,16 +277,23 @@ _HOME = _Lazy(
 # Windows user's folder can hold spaces (`C:\Users\Bob Smith\AppData`): words after a
 # space are the name's where a separator or a quote follows them (a path with a space is
 # quoted: `"C:\Users\Bob Smith"`).
-# ... and in a Windows home's name also every character that UTF-8 read as Latin-1 or
-# Windows-1252 puts after `Ã`, `Å` or `Ì` (`C:\Users\jÃ¶rg`, `ZoltÃ¡n`, `zoÃ«`, `joÌˆrg`):
-# Latin-1's symbols and C1 controls, and Windows-1252's own (`ˆ`, `‚`, `€`...). (Not in an
-# account's name, whose run starts after `«` and `¡`: `«alice@lab-07»`.)
+# ... and in a Windows home's name also what UTF-8 read as Latin-1 or Windows-1252 makes of
+# a letter past ASCII: its lead byte (`Ã`, `Å`, `Ì`, a letter) and after it, never
+# elsewhere, each byte that continues it, as Latin-1's symbols and C1 controls or
+# Windows-1252's own (`C:\Users\jÃ¶rg`, `ZoltÃ¡n`, `zoÃ«`, `joÌˆrg`, `ErdÅ‘s`). A symbol
+# after an ASCII name is no part of it: `C:\Users\bob—then`, `C:\Users\bob”`, a no-break
+# space. (Not in an account's name, whose run starts after `«` and `¡`: `«alice@lab-07»`.)
 _CP1252_SYMBOLS = "".join(
     sorted(
         {c for c in bytes(range(0x80, 0xA0)).decode("cp1252", "ignore") if c not in _LETTER_CHARS}
     )
 )
-_WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}\x80-\xbf{re.escape(_CP1252_SYMBOLS)}-]"
+_MOJIBAKE_NEXT = rf"[\x80-\xbf{re.escape(_CP1252_SYMBOLS)}]"
+_WIN_NAME_CHAR = (
+    rf"(?:[A-Za-z0-9._{_LETTER}-]|(?<=[\xc2-\xf4]){_MOJIBAKE_NEXT}"
+    rf"|(?<=[\xe0-\xf4]{_MOJIBAKE_NEXT}){_MOJIBAKE_NEXT}"
+    rf"|(?<=[\xf0-\xf4]{_MOJIBAKE_NEXT}{_MOJIBAKE_NEXT}){_MOJIBAKE_NEXT})"
+)
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
     {_WIN_SEP}
@@ -1806,6 +1813,10 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
 # Known values
 
 _NAME_END = r"(?=[/\\\s\"':@\x00-\x02]|\Z)"
+# The end of a plain user's name after a slash: no character of a name after it (nor a dot
+# before one: `alice.txt` is a file's name), so that a name a home path's pattern stopped
+# inside (`C:\Users\o'brien)`, at `'`) is found to its end before any punctuation.
+_PATH_NAME_END = rf"(?!(?-i:[A-Za-z0-9_{_LETTER}-]|\.[A-Za-z0-9_{_LETTER}-]))"
 # The system's own folders, whose entries name programs and services, not accounts: a user
 # named `cache`, `www` or `postgres` is not found in `/var/cache`, `/var/www`,
 # `/var/lib/postgres`; each folder from the root of its path (`/mnt/share/al` is a user's).
@@ -2331,7 +2342,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
             # or a repository id is found too.
             return rf"(?i:{_NOT_ALNUM_BEFORE}{v}{_NOT_ALNUM_AFTER})"
         return (
-            rf"(?i:(?<=[/\\]){_SYSTEM_PARENTS}{v}{_NAME_END}|(?<=~){v}(?![\w.-])"
+            rf"(?i:(?<=[/\\]){_SYSTEM_PARENTS}{v}{_PATH_NAME_END}|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
             rf"|{_QUOTED_ACCOUNT[0]}{v}{_QUOTED_ACCOUNT[1]}"
             rf"|(?:{_user_assigned()}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\))"

@@ -707,36 +707,26 @@ def bench_bundles(
     def fresh_outputs() -> None:
         put_aside(out, out_archive)
 
-    export = Case(
-        "evidence export --archive",
-        lambda: run_procs(
-            [[*EVIDENCE, "export", str(raw), "--out", str(out), "--archive", str(out_archive)]]
-        ),
-        before=fresh_outputs,
-    )
+    def export_of(capture: Path) -> Case:
+        command = [*EVIDENCE, "export", str(capture), "--out", str(out), "--archive"]
+        return Case(
+            "evidence export --archive",
+            lambda: run_procs([[*command, str(out_archive)]]),
+            before=fresh_outputs,
+        )
+
+    export = export_of(raw)
     # the same capture by a person whose names are past ASCII: export looks for each name
     # in its other spellings and in any case (a capture of 1,400 records took 279 s so)
     named = scratch / "raw-named"
     write_seed_raw(named)
     rename_person(named, PERSON_PAST_ASCII)
     scale_raw(named, copies)
-    export_named = Case(
-        "evidence export --archive",
-        lambda: run_procs(
-            [[*EVIDENCE, "export", str(named), "--out", str(out), "--archive", str(out_archive)]]
-        ),
-        before=fresh_outputs,
-    )
+    export_named = export_of(named)
     logged = scratch / "raw-logs"
     write_seed_raw(logged)
     log_bytes = pad_logs(logged, log_mb * 10**6)
-    export_logs = Case(
-        "evidence export --archive",
-        lambda: run_procs(
-            [[*EVIDENCE, "export", str(logged), "--out", str(out), "--archive", str(out_archive)]]
-        ),
-        before=fresh_outputs,
-    )
+    export_logs = export_of(logged)
     measure([export, export_named, export_logs], export_repeat)
     fresh_outputs()
     records_per_s = count / export.seconds

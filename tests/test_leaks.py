@@ -1303,6 +1303,15 @@ def _replaced(text: str, hits: list[leaks.LeakHit]) -> str:
             "//wsl.localhost/Ubuntu/home/li\u674e\u96f7/b.log",
             "/path/to/home<user>/b.log",
         ),
+        # a Windows home's name stops at `¡`, `«`, `ˆ` (mojibake no name takes: they follow
+        # words too): the rest of the known name's mojibake is a hit of its own
+        (
+            ("Zolt\u00e1n", "Zolt\u00c3\u00a1n"),
+            "C:\\Users\\Zolt\u00c3\u00a1n\\AppData\\run.log",
+            "/path/to/home<user>\\AppData\\run.log",
+        ),
+        (("zo\u00eb", "zo\u00c3\u00ab"), "C:/Users/zo\u00c3\u00ab/x", "/path/to/home<user>/x"),
+        (("jo\u00cc\u02c6rg",), "C:/Users/jo\u00cc\u02c6rg/x", "/path/to/home<user>/x"),
         # an account found first, its host stopped at `¡`: the rest of the known host's mojibake
         (
             ("tom\u00e1\u0161", "tom\u00c3\u00a1\u00c5\u00a1"),
@@ -1355,20 +1364,13 @@ def test_only_a_known_value_is_taken_past_the_match_before_it() -> None:
             "mirror \u00b7<user>@<host> and \u00a7<user>@<host>",
         ),
         ("ssh j\u00c3\u00b6rg@box", "ssh <user>@<host>"),
-        # names past ASCII with no value known: a WSL home's, a Windows name of two words,
-        # and mojibake whatever its second byte (`Ã¡`, `Ã«`, `Ì\x88`, cp1252's `ˆ`)
+        # names past ASCII with no value known: a WSL home's, a Windows name of two words
         ("\\\\wsl$\\Ubuntu\\home\\j\u00f6rg\\x y", "/path/to/home y"),
         ("C:\\Users\\Bob M\u00c3\u00bcller\\AppData\\x y", "/path/to/home y"),
-        (
-            "C:\\Users\\Zolt\u00c3\u00a1n\\x C:/Users/zo\u00c3\u00ab/x y",
-            "/path/to/home /path/to/home y",
-        ),
-        (
-            "C:/Users/jo\u00cc\u02c6rg/x \\\\wsl$\\U\\home\\jo\u00cc\x88rg\\x y",
-            "/path/to/home /path/to/home y",
-        ),
-        ("C:\\Users\\Erd\u00c5\u2018s\\x y", "/path/to/home y"),
-        # what follows an ASCII name is not the name's
+        ("\\\\wsl$\\U\\home\\j\u00c3\u00b6rg\\x y", "/path/to/home y"),
+        # what follows a name is not the name's (helper-124, helper-125)
+        ("C:\\Users\\Jos\u00e9\u2014aa:bb:cc:dd:ee:ff", "/path/to/home\u2014<mac>"),
+        ("C:\\Users\\Strau\u00df\xa0root@build-host-3 y", "/path/to/home\xa0<user>@<host> y"),
         ("C:\\Users\\bob\u2014aa:bb:cc:dd:ee:ff", "/path/to/home\u2014<mac>"),
         ("\\\\wsl$\\Ubuntu\\home\\bob\u00bbroot@build-host-3", "/path/to/home\u00bb<user>@<host>"),
         (
@@ -1382,10 +1384,11 @@ def test_only_a_known_value_is_taken_past_the_match_before_it() -> None:
     ],
 )
 def test_names_with_symbols_and_letters_past_ascii(text: str, published: str) -> None:
-    """A Windows or WSL home's name takes a symbol only where mojibake puts it, after the
-    lead byte of a letter (`Ã¡`), so that what follows an ASCII name (punctuation, a no-break
-    space, the next token) is neither taken nor hidden (helper-124: `C:\\Users\\bob—aa:bb:..`
-    published the MAC address's tail)."""
+    """A Windows or WSL home's name takes letters past ASCII and the Latin-1 symbols of
+    mojibake (`MÃ¼ller`), and not what follows a name (punctuation, a no-break space, the next
+    token): 0921f72 took every symbol, and `C:\\Users\\bob—aa:bb:..` published the MAC
+    address's tail (helper-124); f7180f5 took one after any letter that can lead UTF-8, and
+    `C:\\Users\\José—...` did (helper-125)."""
     import leaks_reference as reference
 
     for scan in (leaks.scan_text, reference.scan_text):

@@ -277,23 +277,13 @@ _HOME = _Lazy(
 # Windows user's folder can hold spaces (`C:\Users\Bob Smith\AppData`): words after a
 # space are the name's where a separator or a quote follows them (a path with a space is
 # quoted: `"C:\Users\Bob Smith"`).
-# ... and in a Windows home's name also what UTF-8 read as Latin-1 or Windows-1252 makes of
-# a letter past ASCII: its lead byte (`Ã`, `Å`, `Ì`, a letter) and after it, never
-# elsewhere, each byte that continues it, as Latin-1's symbols and C1 controls or
-# Windows-1252's own (`C:\Users\jÃ¶rg`, `ZoltÃ¡n`, `zoÃ«`, `joÌˆrg`, `ErdÅ‘s`). A symbol
-# after an ASCII name is no part of it: `C:\Users\bob—then`, `C:\Users\bob”`, a no-break
-# space. (Not in an account's name, whose run starts after `«` and `¡`: `«alice@lab-07»`.)
-_CP1252_SYMBOLS = "".join(
-    sorted(
-        {c for c in bytes(range(0x80, 0xA0)).decode("cp1252", "ignore") if c not in _LETTER_CHARS}
-    )
-)
-_MOJIBAKE_NEXT = rf"[\x80-\xbf{re.escape(_CP1252_SYMBOLS)}]"
-_WIN_NAME_CHAR = (
-    rf"(?:[A-Za-z0-9._{_LETTER}-]|(?<=[\xc2-\xf4]){_MOJIBAKE_NEXT}"
-    rf"|(?<=[\xe0-\xf4]{_MOJIBAKE_NEXT}){_MOJIBAKE_NEXT}"
-    rf"|(?<=[\xf0-\xf4]{_MOJIBAKE_NEXT}{_MOJIBAKE_NEXT}){_MOJIBAKE_NEXT})"
-)
+# ... and in a Windows home's name also the symbols of a name's mojibake (`_MOJIBAKE_SYMBOLS`:
+# `C:\Users\jÃ¶rg`, mojibake of `jörg`). Not every character mojibake puts there (`¡` of
+# `ZoltÃ¡n`, Windows-1252's `‘` of `ErdÅ‘s`): a name that took them would take what follows
+# a name too (`C:\Users\José—aa:bb:cc:dd:ee:ff`, `Strauß\xa0root@host`: helper-124 and
+# helper-125), and hide the next token's start from its own pattern. Of a known name, what
+# the home's match leaves is a hit of its own (`Detector.scan_text`).
+_WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_MOJIBAKE_SYMBOLS}-]"
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
     {_WIN_SEP}

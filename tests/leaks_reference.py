@@ -81,7 +81,6 @@ from verifier.leaks import (  # noqa: F401 - the reference shares what did not c
     _LOCAL_DOMAIN,
     _MAC,
     _NAME_CHARS,
-    _NAME_END,
     _NOT_HOSTS,
     _NOT_SECRET_NAME,
     _NUMBER,
@@ -618,6 +617,16 @@ def _plain_dump_runs(text: str) -> list[tuple[int, int, list[bytes]]]:
     return runs
 
 
+def _uncovered(hit: _Found, covered: set[int]) -> list[_Found]:
+    """The runs of `hit`'s characters that `covered` does not hold, each a piece of it."""
+    free = [i for i in range(hit.start, hit.end) if i not in covered]
+    pieces = []
+    for _, run in itertools.groupby(enumerate(free), lambda pair: pair[1] - pair[0]):
+        places = [i for _, i in run]
+        pieces.append(dataclasses.replace(hit, start=places[0], end=places[-1] + 1))
+    return pieces
+
+
 class Detector:
     """The generic detectors plus the values one raw capture knows to be private."""
 
@@ -918,22 +927,14 @@ class Detector:
                     if not any(h.start < hit.end and hit.start < h.end for h in chosen):
                         taken.append(hit)
                     continue
-                free = [i for i in range(hit.start, hit.end) if i not in covered]
-                for _, run in itertools.groupby(enumerate(free), lambda pair: pair[1] - pair[0]):
-                    places = [i for _, i in run]
-                    taken.append(dataclasses.replace(hit, start=places[0], end=places[-1] + 1))
+                taken += _uncovered(hit, covered)
             chosen += taken
             if wanted:  # what the ones taken leave of a known value's match, a character at a time
                 for hit in layer:
-                    if not hit.value or hit.start == hit.end:
-                        continue
-                    covered = {i for h in chosen for i in range(h.start, h.end)}
-                    free = [i for i in range(hit.start, hit.end) if i not in covered]
-                    for _, run in itertools.groupby(
-                        enumerate(free), lambda pair: pair[1] - pair[0]
-                    ):
-                        places = [i for _, i in run]
-                        chosen.append(dataclasses.replace(hit, start=places[0], end=places[-1] + 1))
+                    if hit.value and hit.start < hit.end:
+                        chosen += _uncovered(
+                            hit, {i for h in chosen for i in range(h.start, h.end)}
+                        )
         chosen.sort(key=lambda h: h.start)
         return [
             LeakHit(h.category, h.start, h.end, h.excerpt, h.placeholder, h.identifying, h.known)

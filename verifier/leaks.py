@@ -1802,7 +1802,6 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
 # ---------------------------------------------------------------------------------------------
 # Known values
 
-_NAME_END = r"(?=[/\\\s\"':@\x00-\x02]|\Z)"
 # The end of a plain user's name after a slash: no character of a name after it (nor a dot
 # before one: `alice.txt` is a file's name), so that a name a home path's pattern stopped
 # inside (`C:\Users\o'brien)`, at `'`) is found to its end before any punctuation.

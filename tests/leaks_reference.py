@@ -223,6 +223,9 @@ def _generic(text: str) -> Iterator[_Found]:
             if pattern is _SECRET_FLAG or pattern is _SECRET_MEMBER:  # K2 of `K1,K2` (shared)
                 for more in chained.after(end):
                     yield _found(TOKEN, *more)
+            if pattern is _URL_CREDENTIALS and match.group("urluser"):  # (the user's name)
+                start, end = match.span("urluser")
+                yield _found(USER_NAME, start, end, _mask(match.group("urluser")))
     # (shared: every place a secret word starts is tried)
     for start, end, excerpt in leaks.secret_lists(text, None):
         yield _found(TOKEN, start, end, excerpt)
@@ -286,7 +289,8 @@ def _known_pattern(known: Known) -> str:
         return leaks._known_address(known.value)
     if known.kind is KnownKind.USER:
         return (
-            rf"(?i:(?<=[/\\]){leaks._SYSTEM_PARENTS}{v}{leaks._PATH_NAME_END}|(?<=~){v}(?![\w.-])"
+            rf"(?i:(?<=[/\\]){leaks._SYSTEM_PARENTS}{v}{leaks._PATH_NAME_END}"
+            rf"|(?<=[/\\]home[/\\]){v}(?=\.)|(?<=[/\\]users[/\\]){v}(?=\.)|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@)"
             rf"|(?<=['\"`]){v}(?=['\"`]@)"
             rf"|(?:{leaks._user_assigned()}){v}(?![\w-]|\.\w)"

@@ -587,6 +587,52 @@ def test_a_path_in_octal_escapes_is_found() -> None:
     assert isinstance(view, leaks._Decoded) and view.text == "/x\\400\\08"
 
 
+def test_the_user_of_a_urls_credentials_is_found() -> None:
+    """(helper-124) The password went, and the name it is the password of was published."""
+    import leaks_reference as reference
+
+    text = "clone https://jdoe-ml:S3cretPassw0rd@git.example.org/x.git and http://bob:pw@nas.lan/"
+    for scan in (scan_text, reference.scan_text):
+        found = {(h.category, text[h.start : h.end]) for h in scan(text)}
+        assert {("user-name", "jdoe-ml"), ("token", "S3cretPassw0rd")} <= found
+        assert ("user-name", "bob") in found
+    assert [h.placeholder for h in scan_text(text) if text[h.start : h.end] == "bob"] == ["<user>"]
+    # no user, or no credentials: no name
+    assert scan_text("redis://:Hunter2SecretXYZ@localhost:6379/0")[0].category == "token"
+    assert len(scan_text("redis://:Hunter2SecretXYZ@localhost:6379/0")) == 1
+    assert scan_text("see https://example.org/a:b and ftp://anonymous@ftp.example.org/") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "C:\\Users\\\u674e\u96f7\\Desktop\\run.log",
+        "/home/\u674e\u96f7/run.log",
+        "\\\\wsl$\\Ubuntu\\home\\\u5c71\u7530\\x",
+        '"C:\\Users\\\u5c71\u7530 \u592a\u90ce\\x"',
+        "C:\\Users\\\u0930\u093e\u092e\\x",  # राम: a vowel sign after the first letter
+        "/Users/\u0645\u062d\u0645\u0651\u062f/x",  # محمّد: a shadda
+        "C:\\Users\\\u0e2a\u0e21\u0e0a\u0e32\u0e22\\x",  # สมชาย
+    ],
+)
+def test_a_home_of_a_name_in_any_script_is_found(text: str) -> None:
+    """(helper-125's P1-4) A home's name in a script past Latin, Greek and Cyrillic was no
+    name: `C:\\Users\\李雷\\Desktop` was published whole. Such a name is taken only
+    before a separator or a quote: CJK prose puts a word right after a folder's name
+    (`用户目录都在/home/下。`, which stays prose)."""
+    import leaks_reference as reference
+
+    for scan in (scan_text, reference.scan_text):
+        hits = scan(f"open {text} failed")
+        assert [h.category for h in hits] == ["home-path"]
+        assert (hits[0].start, hits[0].end) == (5 + (text[0] == '"'), 5 + len(text.rstrip('"')))
+    for prose in (
+        "\u7528\u6237\u76ee\u5f55\u90fd\u5728C:\\Users\\\u4e0b\u3002",
+        "\u5728/Users/\u4e0b",
+    ):
+        assert scan_text(prose) == []
+
+
 def test_a_password_without_a_user_in_a_url_is_found() -> None:
     text = "cache backend down: redis://:Hunter2SecretXYZ@localhost:6379/0 refused"
     hits = [h for h in scan_text(text) if h.category == "token"]
@@ -1297,13 +1343,16 @@ def _replaced(text: str, hits: list[leaks.LeakHit]) -> str:
             "(/path/to/home<user>). /path/to/home<user>;",
         ),
         (("anne(2)",), "\\\\wsl$\\U\\home\\anne(2).", "/path/to/home<user>."),
+        # (helper-125's P1-3) ... before a profile's suffix, which a name's end refuses as a
+        # file's (`alice.txt`): after a home's parent, the name is its user's
+        (("o'brien",), "C:\\Users\\o'brien.000\\Desktop", "/path/to/home<user>.000\\Desktop"),
+        (("o'brien",), "C:/USERS/O'BRIEN.CORP/x", "/path/to/home<user>.CORP/x"),
+        (("o'brien",), "/home/o'brien.bak/x", "/path/to/home<user>.bak/x"),
+        (("o'brien",), "\\\\wsl$\\Ubuntu\\home\\o'brien.1\\x", "/path/to/home<user>.1\\x"),
         (("Bob Smith",), "(C:\\Users\\Bob Smith)", "(/path/to/home<user>)"),
-        (
-            ("li\u674e\u96f7",),
-            "//wsl.localhost/Ubuntu/home/li\u674e\u96f7/b.log",
-            "/path/to/home<user>/b.log",
-        ),
-        # a Windows home's name stops at `¡`, `«`, `ˆ` (mojibake no name takes: they follow
+        # (a home's name now takes letters of every script: the home's match is the whole)
+        (("li\u674e\u96f7",), "//wsl.localhost/Ubuntu/home/li\u674e\u96f7/b.log", "/path/to/home"),
+        # a Windows home's name stops at `¡`, `«` (mojibake no name takes: they follow
         # words too): the rest of the known name's mojibake is a hit of its own
         (
             ("Zolt\u00e1n", "Zolt\u00c3\u00a1n"),
@@ -1311,7 +1360,7 @@ def _replaced(text: str, hits: list[leaks.LeakHit]) -> str:
             "/path/to/home<user>\\AppData\\run.log",
         ),
         (("zo\u00eb", "zo\u00c3\u00ab"), "C:/Users/zo\u00c3\u00ab/x", "/path/to/home<user>/x"),
-        (("jo\u00cc\u02c6rg",), "C:/Users/jo\u00cc\u02c6rg/x", "/path/to/home<user>/x"),
+        (("jo\u00cc\u02c6rg",), "C:/Users/jo\u00cc\u02c6rg/x", "/path/to/home"),  # (`ˆ`: a letter)
         # an account found first, its host stopped at `¡`: the rest of the known host's mojibake
         (
             ("tom\u00e1\u0161", "tom\u00c3\u00a1\u00c5\u00a1"),
@@ -1888,6 +1937,33 @@ def test_a_key_or_a_number_after_a_secret_flag_is_still_a_token() -> None:
     )
     found = [text[h.start : h.end] for h in leaks.scan_text(text) if h.category == "token"]
     assert found == ["Zq8Wm3Xr5Tb7Nc9Vd1", "abc123def456", "12345678", "123456", "9876543210987654"]
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        # in quotes, where it reads as random characters (not a placeholder: test above)
+        ('llama-server --api-key "Zq8Wm3Xr5Tb7" --port 8080', ["Zq8Wm3Xr5Tb7"]),
+        ("vllm serve m --api-key 'Zq8Wm3Xr5Tb7'", ["Zq8Wm3Xr5Tb7"]),
+        ('vllm serve m --api-key "your-api-key" --api-key "YOUR_API_KEY"', []),
+        # after a shell's line continuation
+        ("llama-server --api-key \\\n  Zq8Wm3Xr5Tb7 --port 1", ["Zq8Wm3Xr5Tb7"]),
+        ('llama-server --hf-token \\\r\n    "hf2Q8wZ3xR5tB7nC9vD1" -m x', ["hf2Q8wZ3xR5tB7nC9vD1"]),
+        # the next item of a list a program printed its arguments as
+        ("argv: ['--api-key', 'hunter2', '--port', '8080']", ["hunter2"]),
+        ('argv: ["--api-key", "Zq8Wm3Xr5Tb7"]', ["Zq8Wm3Xr5Tb7"]),
+        ("argv: ['--api-key', 'secret', '--max-tokens', '2048', '--api-key', '--port']", []),
+    ],
+)
+def test_a_secret_flags_value_in_quotes_across_lines_or_in_a_printed_list(
+    text: str, keys: list[str]
+) -> None:
+    """(session 24's list) `--api-key "KEY"`, `--api-key \\` and the key on the next line,
+    and `['--api-key', 'KEY']` published the key."""
+    import leaks_reference as reference
+
+    for scan in (leaks.scan_text, reference.scan_text):
+        assert [text[h.start : h.end] for h in scan(text) if h.category == "token"] == keys
 
 
 KEY = "Qm7Zx2Lk9Pw4Rt8Vn3Bc"

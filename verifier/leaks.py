@@ -255,7 +255,24 @@ _MOJIBAKE_SYMBOLS = "".join(f"{chr(low)}-{chr(high)}" for low, high in _MOJIBAKE
 _MOJIBAKE_CHARS = frozenset(chr(c) for low, high in _MOJIBAKE_RANGES for c in range(low, high + 1))
 _NAME_START = rf"[A-Za-z0-9_{_LETTER}]"
 _NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}-]"
-_HOME_DIR = rf"{_NAME_START}[A-Za-z0-9._-]*"
+# The letters of a name in a script that writes vowels and points as combining marks (`राम`,
+# `محمّد`, `สมชาย`): the whole blocks of those scripts, and the combining marks' own blocks.
+_MARK_BLOCKS = (
+    (0x0590, 0x07BF),  # Hebrew, Arabic, Syriac, Thaana
+    (0x0900, 0x0FFF),  # the Indic scripts, Sinhala, Thai, Lao, Tibetan
+    (0x1000, 0x109F),  # Myanmar
+    (0x1780, 0x18AF),  # Khmer, Mongolian
+    (0x1AB0, 0x1AFF),
+    (0x1DC0, 0x1DFF),
+    (0x20D0, 0x20FF),
+    (0x3099, 0x309A),  # kana's voicing marks
+    (0xFE20, 0xFE2F),
+)
+_MARKS = "".join(f"{chr(low)}-{chr(high)}" for low, high in _MARK_BLOCKS)
+# A home's name in any other script (`/home/李雷/`, `C:\Users\राम\`): only before a separator
+# or a quote, since CJK prose puts a word right after a folder's (`用户目录都在/home/下。`).
+_SCRIPT_NAME = rf"(?u:[^\W_])(?u:[\w.{_LETTER}{_MARKS}-])*+"
+_HOME_DIR = rf"(?:{_NAME_START}[A-Za-z0-9._-]*|{_SCRIPT_NAME}(?=/))"
 # /home/al, /var/home/al (Silverblue), /usr/home/al (FreeBSD), /Users/al and macOS's
 # /System/Volumes/Data/Users/al, /root; C:\Users\al as WSL (/mnt/c/...), Cygwin
 # (/cygdrive/c/...) and MSYS2 (/c/...) name it; ~al.
@@ -283,18 +300,20 @@ _HOME = _Lazy(
 # a name too (`C:\Users\José—aa:bb:cc:dd:ee:ff`, `Strauß\xa0root@host`: helper-124 and
 # helper-125), and hide the next token's start from its own pattern. Of a known name, what
 # the home's match leaves is a hit of its own (`Detector.scan_text`).
-_WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_MOJIBAKE_SYMBOLS}-]"
+_WIN_NAME_CHAR = rf"(?u:[\w.{_LETTER}{_MARKS}{_MOJIBAKE_SYMBOLS}-])"
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
     {_WIN_SEP}
-    {_NAME_START}{_WIN_NAME_CHAR}*(?:(?:\ {_WIN_NAME_CHAR}+)+(?={_WIN_SEP}|["']))?
+    (?:{_NAME_START}{_WIN_NAME_CHAR}*(?:(?:\ {_WIN_NAME_CHAR}+)+(?={_WIN_SEP}|["']))?
+      |{_SCRIPT_NAME}(?:(?:\ {_WIN_NAME_CHAR}+)+)?(?={_WIN_SEP}|["']))
     (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
 # A WSL home as Windows reaches it: \\wsl$\Ubuntu\home\al, \\wsl.localhost\Ubuntu\root.
 _WSL_HOME = _Lazy(
     rf"""(?<![\\\w/])(?:\\\\?\\\\?|//)(?i:wsl\$|wsl\.localhost){_WIN_SEP}[A-Za-z0-9._-]+{_WIN_SEP}
-    (?:home{_WIN_SEP}{_NAME_START}{_WIN_NAME_CHAR}*|root)(?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
+    (?:home{_WIN_SEP}(?:{_NAME_START}{_WIN_NAME_CHAR}*|{_SCRIPT_NAME}(?={_WIN_SEP}|["']))|root)
+    (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
 _TEMP = _Lazy(
@@ -371,9 +390,10 @@ _URL_HOST = _Lazy(
     re.ASCII,
 )
 # A password in a URL's credentials (`https://user:PASSWORD@host`, `redis://:PASSWORD@h`):
-# its secret part. It starts where `_URL_HOST` does.
+# its secret part; and the user it is the password of, a name of its own. It starts where
+# `_URL_HOST` does.
 _URL_CREDENTIALS = _Lazy(
-    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/:@\"'\x00-\x02]{0,128}:"
+    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://(?P<urluser>[^\s/:@\"'\x00-\x02]{0,128}):"
     r"(?P<urlpassword>[^\s/@\"'<\x00-\x02][^\s/@\"'\x00-\x02]{0,255})@",
     re.ASCII,
 )
@@ -433,15 +453,20 @@ _SECRET_WORD = (  # a regular expression, not a password
     r"(?:key|token(?!s|iz)|secret|pass(?:w(?:or)?d|phrase)?|pwd|sig(?:nature)?"  # noqa: S105
     r"|credential|auth)"
 )
-# --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP).
-# (Not a value in quotes, `--api-key "..."`: in a reply that explains a command line it is
-# most often a placeholder, `"your-api-key"`, and a quoted value may hold spaces or quotes
-# that a pattern cannot end it at; a capture's own secrets are known values, found anyway.)
+# --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP);
+# the space may be a shell's line continuation (`\` at the line's end). A value in quotes,
+# `--api-key "..."`, is one only where it reads as random characters (`_random_key`): in a
+# reply that explains a command line it is most often a placeholder, `"your-api-key"`, and
+# a quoted value may hold spaces that a pattern cannot end it at. And the next item of a
+# list that a program printed its arguments as (`['--api-key', 'KEY']`), where it has a
+# token's shape. (A capture's own secrets are known values, found anyway.)
+_FLAG_GAP = r"(?:[ \t]+(?:\\\r?\n[ \t]*)?|\\\r?\n[ \t]*)"
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
       (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
         |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
-        |[ \t]+(?P<flagword>{_TOKEN_VALUE}{{5,}}))
+        |{_FLAG_GAP}(?:(?P<flagword>{_TOKEN_VALUE}{{5,}})|["'](?P<flagquoted>{_TOKEN_VALUE}{{5,}}))
+        |["'][ \t]*,[ \t]*["'](?P<flagitem>(?!-){_TOKEN_VALUE}{{5,}}))
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -580,8 +605,16 @@ def _secret_group(match: re.Match[str]) -> str:
     return next(
         name
         for name, value in match.groupdict().items()
-        if value is not None and name not in ("flagname", "keyname")
+        if value is not None and name not in ("flagname", "keyname", "urluser")
     )
+
+
+def _url_user(match: re.Match[str]) -> _Found | None:
+    """The user name of a URL's credentials (`_URL_CREDENTIALS`), where it has one."""
+    start, end = match.span("urluser")
+    if start == end:
+        return None
+    return _found(USER_NAME, start, end, _mask(match.string, start, end))
 
 
 def _mask_secret(match: re.Match[str], group: str) -> str:
@@ -883,11 +916,11 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
             and any(c.isdigit() for c in value)
             and "//" not in value
         )
-    if group in ("flagvalue", "flagnext", "flagword"):
+    if group in ("flagvalue", "flagnext", "flagword", "flagquoted", "flagitem"):
         name = match.group("flagname")
         return (
             _is_secret_name(name, flag=True)
-            and (group != "flagword" or _tokenish(value))
+            and _flag_value_shape(group, value)
             and not _token_setting(name, value)
         )
     if group == "keyvalue":
@@ -908,6 +941,18 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
             (i == 0 or name.lower() not in attributes) and _is_session(cookie)
             for i, (name, _, cookie) in enumerate(pairs)
         )
+    return True
+
+
+def _flag_value_shape(group: str, value: str) -> bool:
+    """Whether a secret flag's value (`_SECRET_FLAG`, by its group) has a secret's shape: a
+    word after a space or in a printed list, a token's (`_tokenish`); one in quotes, random
+    characters' (`_random_key`: not a placeholder, `"your-api-key"`); after `=` or as the next
+    argument, any."""
+    if group in ("flagword", "flagitem"):
+        return _tokenish(value)
+    if group == "flagquoted":
+        return _random_key(value)
     return True
 
 
@@ -1398,7 +1443,8 @@ _FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
 _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
 _FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
 _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
-_FLAG_BLANKS = _Lazy(rf"[ \t]+(?={_VALUE_FIRST})", re.ASCII)
+_FLAG_BLANKS = _Lazy(rf"{_FLAG_GAP}[\"']?(?={_VALUE_FIRST})", re.ASCII)
+_FLAG_ITEM = _Lazy(rf"""["'][ \t]*,[ \t]*["'](?!-)(?={_VALUE_FIRST})""", re.ASCII)
 _TOKEN_PREFIX = _Lazy(
     r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ"
     r"|[sr]k_(?:live|test)_|pypi-AgE|npm_|(?i:discord(?:app)?\.com)/api/(?:v[0-9]{1,2}/)?webhooks/"
@@ -1640,19 +1686,23 @@ def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]
         if _FLAG_EQUALS.match(text, end) is None and _FLAG_NEXT.match(text, end) is None:
             # `--name value`: a word of prose is not a value.
             if (blanks := _FLAG_BLANKS.match(text, end)) is None:
-                continue
-            value_start = blanks.end()
-            value_end = values(value_start)
-            if value_end - value_start < 6:
-                continue
-            if value_end - value_start < 16 and not _tokenish(text[value_start:value_end]):
-                continue
+                if _FLAG_ITEM.match(text, end) is None:
+                    continue
+            else:
+                value_start = blanks.end()
+                value_end = values(value_start)
+                if value_end - value_start < 6:
+                    continue
+                if value_end - value_start < 16 and not _tokenish(text[value_start:value_end]):
+                    continue
         if not _is_secret_name(text[name_start:end], flag=True):
             continue
         match = _SECRET_FLAG.regex.match(text, start)
-        if match is not None and not _token_setting(
-            match.group("flagname"), match.group(_secret_group(match))
-        ):
+        if match is None:
+            continue
+        group = _secret_group(match)
+        value = match.group(group)
+        if _flag_value_shape(group, value) and not _token_setting(match.group("flagname"), value):
             yield match
             position = match.end()
 
@@ -1742,6 +1792,8 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
             if pattern is _SECRET_FLAG or pattern is _SECRET_MEMBER:  # K2 of `K1,K2`
                 for more in chained.after(end):
                     yield _found(TOKEN, *more)
+            elif pattern is _URL_CREDENTIALS and (user := _url_user(match)) is not None:
+                yield user
     # the items of a list after a secret's name (`secret_lists`), where a text has such a name
     member_starts = places.starts(_SECRET_MEMBER)
     if member_starts != []:
@@ -1819,6 +1871,11 @@ _SYSTEM_PARENTS = "".join(
         "/usr/local/lib/", "/usr/local/share/",
     )
 )  # fmt: skip
+
+
+# A home's parent, where a name with a suffix is its user's (`C:\Users\o'brien.000`, a
+# Windows profile's folder, or `o'brien.CORP`), not a file's (`/data/alice.txt`).
+_HOME_PARENT = r"(?:(?<=[/\\]home[/\\])|(?<=[/\\]users[/\\]))"
 
 
 # What may follow a user name: `@`, or `:` and then `@` before any `/` or space (the
@@ -2331,7 +2388,8 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
             # or a repository id is found too.
             return rf"(?i:{_NOT_ALNUM_BEFORE}{v}{_NOT_ALNUM_AFTER})"
         return (
-            rf"(?i:(?<=[/\\]){_SYSTEM_PARENTS}{v}{_PATH_NAME_END}|(?<=~){v}(?![\w.-])"
+            rf"(?i:(?<=[/\\]){_SYSTEM_PARENTS}{v}{_PATH_NAME_END}|{_HOME_PARENT}{v}(?=\.)"
+            rf"|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
             rf"|{_QUOTED_ACCOUNT[0]}{v}{_QUOTED_ACCOUNT[1]}"
             rf"|(?:{_user_assigned()}){v}(?![\w-]|\.\w)|(?:{_ID_NAMED}){v}(?=\))"

@@ -250,7 +250,7 @@ def test_credentials_in_a_url_are_removed_whatever_overlaps_them(
         for value in (b"S3cretPassw0rd", b"Hunter2Hunter2", b"gb10-lab-07", b"10.0.0.5"):
             assert value not in data, (name, value)
     notes = json.loads((out / "experiment.json").read_text())["notes"]
-    assert notes[-4] == "https://bob:<token>@example.com/v1"
+    assert notes[-4] == "https://<user>:<token>@example.com/v1"  # (the user: a name too)
 
 
 def test_a_path_given_to_a_short_option_or_as_a_file_url_is_removed(

@@ -606,31 +606,55 @@ def test_the_user_of_a_urls_credentials_is_found() -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        # a script that spaces its words: as a Latin name, wherever it ends
+        "C:\\Users\\\u0930\u093e\u092e\\x",  # राम: a vowel sign after the first letter
+        "/home/\u0930\u093e\u092e",
+        "/Users/\u0645\u062d\u0645\u0651\u062f/x",  # محمّد: a shadda
+        '{"cwd": "/home/\u0645\u062d\u0645\u062f"}',
+        "C:\\Users\\Nguy\u1ec5n\\x",
+        "\\\\wsl$\\Ubuntu\\home\\\u0930\u093e\u092e",
+        # CJK, kana, Hangul: two characters or more, before a separator
         "C:\\Users\\\u674e\u96f7\\Desktop\\run.log",
         "/home/\u674e\u96f7/run.log",
         "\\\\wsl$\\Ubuntu\\home\\\u5c71\u7530\\x",
-        '"C:\\Users\\\u5c71\u7530 \u592a\u90ce\\x"',
-        "C:\\Users\\\u0930\u093e\u092e\\x",  # राम: a vowel sign after the first letter
-        "/Users/\u0645\u062d\u0645\u0651\u062f/x",  # محمّد: a shadda
-        "C:\\Users\\\u0e2a\u0e21\u0e0a\u0e32\u0e22\\x",  # สมชาย
+        "C:\\Users\\\u5c71\u7530 \u592a\u90ce\\x",
+        "/home/\u30b8\u30e7\u30f3\u30fb\u30b9\u30df\u30b9/Documents",  # ジョン・スミス
+        "C:\\Users\\\uae40\ubbfc\uc218\\x",  # 김민수
     ],
 )
 def test_a_home_of_a_name_in_any_script_is_found(text: str) -> None:
     """(helper-125's P1-4) A home's name in a script past Latin, Greek and Cyrillic was no
-    name: `C:\\Users\\李雷\\Desktop` was published whole. Such a name is taken only
-    before a separator or a quote: CJK prose puts a word right after a folder's name
-    (`用户目录都在/home/下。`, which stays prose)."""
+    name: `C:\\Users\\李雷\\Desktop` was published whole."""
     import leaks_reference as reference
 
     for scan in (scan_text, reference.scan_text):
-        hits = scan(f"open {text} failed")
-        assert [h.category for h in hits] == ["home-path"]
-        assert (hits[0].start, hits[0].end) == (5 + (text[0] == '"'), 5 + len(text.rstrip('"')))
-    for prose in (
-        "\u7528\u6237\u76ee\u5f55\u90fd\u5728C:\\Users\\\u4e0b\u3002",
-        "\u5728/Users/\u4e0b",
-    ):
-        assert scan_text(prose) == []
+        hits = scan(f"open {text}")
+        assert [h.category for h in hits] == ["home-path"], text
+        json = text.startswith("{")
+        assert (hits[0].start, hits[0].end) == (5 + 9 * json, 5 + len(text) - 2 * json)
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        # (helper-126) prose that glues a word to a folder's name; Thai, Lao, Khmer,
+        # Myanmar and Tibetan names are none of a generic home's: their prose is written so
+        "\u7528\u6237\u76ee\u5f55\u90fd\u5728/home/\u4e0b\u3002",  # 用户目录都在/home/下。
+        "\u628a/home/\u4e0e/var/\u5206\u5f00",  # 把/home/与/var/分开
+        "/Users/\u4e0e/Volumes/\u7684\u533a\u522b",
+        "\u4f4d\u4e8eC:\\Users\\\u4e0b",  # 位于C:\Users\下
+        'C:\\Users\\\u4e0b\u7684"AppData"\u6587\u4ef6\u5939',  # C:\Users\下的"AppData"文件夹
+        # 사용자 디렉터리는 /home/에 있습니다
+        "\uc0ac\uc6a9\uc790 \ub514\ub809\ud130\ub9ac\ub294 /home/\uc5d0 \uc788\uc2b5\ub2c8\ub2e4",
+        "\u0e44\u0e1f\u0e25\u0e4c\u0e43\u0e19/home/\u0e2b\u0e23\u0e37\u0e2d/usr/",  # (Thai)
+        "/home/\u060c /var/",  # an Arabic comma
+    ],
+)
+def test_prose_of_scripts_that_glue_words_is_no_home(prose: str) -> None:
+    import leaks_reference as reference
+
+    for scan in (scan_text, reference.scan_text):
+        assert [h for h in scan(prose) if h.category == "home-path"] == [], prose
 
 
 def test_a_password_without_a_user_in_a_url_is_found() -> None:
@@ -1348,6 +1372,7 @@ def _replaced(text: str, hits: list[leaks.LeakHit]) -> str:
         (("o'brien",), "C:\\Users\\o'brien.000\\Desktop", "/path/to/home<user>.000\\Desktop"),
         (("o'brien",), "C:/USERS/O'BRIEN.CORP/x", "/path/to/home<user>.CORP/x"),
         (("o'brien",), "/home/o'brien.bak/x", "/path/to/home<user>.bak/x"),
+        (("o'brien",), "/Users//o'brien.000/x", "/path/to/home<user>.000/x"),
         (("o'brien",), "\\\\wsl$\\Ubuntu\\home\\o'brien.1\\x", "/path/to/home<user>.1\\x"),
         (("Bob Smith",), "(C:\\Users\\Bob Smith)", "(/path/to/home<user>)"),
         # (a home's name now takes letters of every script: the home's match is the whole)
@@ -1942,16 +1967,28 @@ def test_a_key_or_a_number_after_a_secret_flag_is_still_a_token() -> None:
 @pytest.mark.parametrize(
     ("text", "keys"),
     [
-        # in quotes, where it reads as random characters (not a placeholder: test above)
+        # in quotes, where it has a key's random shape (`_quoted_key`)
         ('llama-server --api-key "Zq8Wm3Xr5Tb7" --port 8080', ["Zq8Wm3Xr5Tb7"]),
         ("vllm serve m --api-key 'Zq8Wm3Xr5Tb7'", ["Zq8Wm3Xr5Tb7"]),
+        (
+            '--api-key "550e8400-e29b-41d4-a716-446655440000"',
+            ["550e8400-e29b-41d4-a716-446655440000"],
+        ),
+        ('--api-key "7f3k9x2m4q8w1z5t6y0u3p7r9s2v4n8b"', ["7f3k9x2m4q8w1z5t6y0u3p7r9s2v4n8b"]),
+        # ... not a placeholder (helper-126)
         ('vllm serve m --api-key "your-api-key" --api-key "YOUR_API_KEY"', []),
-        # after a shell's line continuation
+        ('--api-key "abc123" --api-key "12345678" --password "my-secret-password-2024"', []),
+        # after a shell's line continuation; not the next flag (helper-126)
         ("llama-server --api-key \\\n  Zq8Wm3Xr5Tb7 --port 1", ["Zq8Wm3Xr5Tb7"]),
         ('llama-server --hf-token \\\r\n    "hf2Q8wZ3xR5tB7nC9vD1" -m x', ["hf2Q8wZ3xR5tB7nC9vD1"]),
-        # the next item of a list a program printed its arguments as
-        ("argv: ['--api-key', 'hunter2', '--port', '8080']", ["hunter2"]),
-        ('argv: ["--api-key", "Zq8Wm3Xr5Tb7"]', ["Zq8Wm3Xr5Tb7"]),
+        ("python run.py \\\n --use_auth_token \\\n --output_dir out", []),
+        ("gh auth login \\\n --with-token \\\n --hostname h", []),
+        ("llama-server --api-key --port 8080", []),
+        # the next item of a list a program printed its arguments as, a key's shape
+        ("argv: ['--api-key', 'Zq8Wm3Xr5Tb7', '--port', '8080']", ["Zq8Wm3Xr5Tb7"]),
+        ('argv: ["--api-key", "Zq8Wm3Xr5Tb7Nc9V"]', ["Zq8Wm3Xr5Tb7Nc9V"]),
+        ("subprocess.run(['vllm', 'serve', m, '--api-key', 'your-api-key'])", []),
+        ("['--api-key', 'YOUR_API_KEY', '--api-key', 'token-abc123', '--api-key', 'sk-xxxx']", []),
         ("argv: ['--api-key', 'secret', '--max-tokens', '2048', '--api-key', '--port']", []),
     ],
 )

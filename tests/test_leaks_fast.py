@@ -861,7 +861,11 @@ def test_a_run_is_found_once_whatever_the_places_inside_it() -> None:
 # --- hostile texts: the same hits as the plain scan, and no hang ----------------------------
 
 # What the end of a hostile run can be: nothing, a value, a secret value, a separator.
-HOSTILE_TAILS = ("", "=abcdefgh1", "_token=abcdefgh1", ": Bearer abcdefghijkl1", "\x02x", " 1")
+HOSTILE_TAILS = (
+    "", "=abcdefgh1", "_token=abcdefgh1", ": Bearer abcdefghijkl1", "\x02x", " 1",
+    # a value in quotes, after a line's continuation, the next item of a printed list
+    ' "x', ' "Zq8Wm3Xr5Tb7"', " \\\n x", " \\\n Zq8Wm3Xr5Tb7", "', 'x'", "', 'Zq8Wm3Xr5Tb7'",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("unit", HOSTILE_UNITS)
@@ -914,6 +918,18 @@ def test_a_long_repeated_fragment_cannot_hang_the_scan(unit: str) -> None:
     leaks.scan_text(text + "=abcdefgh1")
     leaks.scan_document({"a": text, text: ["--api-key", text], "b": [unit] * 4096})
     detectors()[0].scan_text(text + "@x")
+    assert time.process_time() - started < HANG_CPU_SECONDS, "the leak scan is not linear"
+
+
+@pytest.mark.parametrize("tail", HOSTILE_TAILS)
+def test_a_long_flag_name_cannot_hang_the_scan(tail: str) -> None:
+    # (helper-126) A flag's name of one secret word after another, then a value too short:
+    # the pattern tried every shorter name before a secret word in the run (256 KB before
+    # `', 'x'`: minutes). Each way to a value is refused before the pattern is tried.
+    text = "--" + "secret" * (HANG_CHARS // 6) + tail
+    started = time.process_time()
+    leaks.scan_text(text)
+    leaks.scan_document({"a": [text, "x"]})
     assert time.process_time() - started < HANG_CPU_SECONDS, "the leak scan is not linear"
 
 

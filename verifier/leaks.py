@@ -255,24 +255,39 @@ _MOJIBAKE_SYMBOLS = "".join(f"{chr(low)}-{chr(high)}" for low, high in _MOJIBAKE
 _MOJIBAKE_CHARS = frozenset(chr(c) for low, high in _MOJIBAKE_RANGES for c in range(low, high + 1))
 _NAME_START = rf"[A-Za-z0-9_{_LETTER}]"
 _NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}-]"
-# The letters of a name in a script that writes vowels and points as combining marks (`राम`,
-# `محمّد`, `สมชาย`): the whole blocks of those scripts, and the combining marks' own blocks.
-_MARK_BLOCKS = (
-    (0x0590, 0x07BF),  # Hebrew, Arabic, Syriac, Thaana
-    (0x0900, 0x0FFF),  # the Indic scripts, Sinhala, Thai, Lao, Tibetan
-    (0x1000, 0x109F),  # Myanmar
-    (0x1780, 0x18AF),  # Khmer, Mongolian
-    (0x1AB0, 0x1AFF),
-    (0x1DC0, 0x1DFF),
-    (0x20D0, 0x20FF),
-    (0x3099, 0x309A),  # kana's voicing marks
-    (0xFE20, 0xFE2F),
+# A home's name in another script. One that puts spaces between its words (Armenian,
+# Hebrew, Arabic, the Indic scripts, Georgian, Ethiopic; the rest of Latin and Greek) is
+# read as a Latin one is: its letters start a name (`/home/राम`, `C:\Users\محمّد`), and its
+# blocks, with their combining marks, go on one. One that does not, CJK, kana and Hangul,
+# whose prose glues a word to a folder's name (`用户目录都在/home/下。`, `/home/에 있습니다`,
+# `把/home/与/var/分开`), is a name only of two characters or more before a separator
+# (`/home/李雷/x`, `C:\Users\山田 太郎\x`). Thai, Lao, Khmer, Myanmar and Tibetan, which
+# write prose as CJK does, and whose words are as long as names, are no generic name's.
+_SPACED_BLOCKS = (
+    (0x0530, 0x07BF),  # Armenian, Hebrew, Arabic, Syriac, Thaana
+    (0x0900, 0x0DFF),  # the Indic scripts, Sinhala
+    (0x10A0, 0x10FF),  # Georgian
+    (0x1200, 0x139F),  # Ethiopic
+    (0x1E00, 0x1FFF),  # Latin Extended Additional (Vietnamese), Greek Extended
 )
-_MARKS = "".join(f"{chr(low)}-{chr(high)}" for low, high in _MARK_BLOCKS)
-# A home's name in any other script (`/home/李雷/`, `C:\Users\राम\`): only before a separator
-# or a quote, since CJK prose puts a word right after a folder's (`用户目录都在/home/下。`).
-_SCRIPT_NAME = rf"(?u:[^\W_])(?u:[\w.{_LETTER}{_MARKS}-])*+"
-_HOME_DIR = rf"(?:{_NAME_START}[A-Za-z0-9._-]*|{_SCRIPT_NAME}(?=/))"
+_SPACED = "".join(f"{chr(low)}-{chr(high)}" for low, high in _SPACED_BLOCKS)
+_COMBINING = "\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"  # (the marks' own blocks)
+_SPACED_START = rf"(?=(?u:\w))[{_SPACED}]"  # (a letter or a digit, not `،` or `।`)
+_GLUED_BLOCKS = (
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x3040, 0x30FF),  # kana
+    (0x3130, 0x318F),  # Hangul compatibility Jamo
+    (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF),  # CJK
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF),  # Hangul
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFF9F),  # halfwidth kana
+)
+_GLUED = "".join(f"{chr(low)}-{chr(high)}" for low, high in _GLUED_BLOCKS)
+# (a name's middle dot, `ジョン・スミス`, `阿卜杜·买买提`, and what Unicode calls a letter)
+_GLUED_NAME = rf"(?=(?u:\w))[{_GLUED}](?u:[\w.\u00b7\u30fb-])++"
+_HOME_DIR = rf"(?:{_NAME_START}[A-Za-z0-9._-]*|{_SPACED_START}|{_GLUED_NAME}(?=/))"
 # /home/al, /var/home/al (Silverblue), /usr/home/al (FreeBSD), /Users/al and macOS's
 # /System/Volumes/Data/Users/al, /root; C:\Users\al as WSL (/mnt/c/...), Cygwin
 # (/cygdrive/c/...) and MSYS2 (/c/...) name it; ~al.
@@ -299,20 +314,24 @@ _HOME = _Lazy(
 # `ZoltÃ¡n`, Windows-1252's `‘` of `ErdÅ‘s`): a name that took them would take what follows
 # a name too (`C:\Users\José—aa:bb:cc:dd:ee:ff`, `Strauß\xa0root@host`: helper-124 and
 # helper-125), and hide the next token's start from its own pattern. Of a known name, what
-# the home's match leaves is a hit of its own (`Detector.scan_text`).
-_WIN_NAME_CHAR = rf"(?u:[\w.{_LETTER}{_MARKS}{_MOJIBAKE_SYMBOLS}-])"
+# the home's match leaves is a hit of its own (`Detector.scan_text`). After its first
+# character, any letter or digit (`(?u:\w)`) and a spaced script's marks go on with it
+# (`C:\Users\bob李`, `C:\Users\राम`); a CJK name starts only as `_GLUED_NAME` does.
+_WIN_NAME_CHAR = rf"(?u:[\w.{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS}-])"
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
     {_WIN_SEP}
-    (?:{_NAME_START}{_WIN_NAME_CHAR}*(?:(?:\ {_WIN_NAME_CHAR}+)+(?={_WIN_SEP}|["']))?
-      |{_SCRIPT_NAME}(?:(?:\ {_WIN_NAME_CHAR}+)+)?(?={_WIN_SEP}|["']))
+    (?:(?:{_NAME_START}|{_SPACED_START}){_WIN_NAME_CHAR}*
+        (?:(?:\ {_WIN_NAME_CHAR}+)+(?={_WIN_SEP}|["']))?
+      |{_GLUED_NAME}(?:(?:\ {_WIN_NAME_CHAR}+)+)?(?={_WIN_SEP}))
     (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
 # A WSL home as Windows reaches it: \\wsl$\Ubuntu\home\al, \\wsl.localhost\Ubuntu\root.
 _WSL_HOME = _Lazy(
     rf"""(?<![\\\w/])(?:\\\\?\\\\?|//)(?i:wsl\$|wsl\.localhost){_WIN_SEP}[A-Za-z0-9._-]+{_WIN_SEP}
-    (?:home{_WIN_SEP}(?:{_NAME_START}{_WIN_NAME_CHAR}*|{_SCRIPT_NAME}(?={_WIN_SEP}|["']))|root)
+    (?:home{_WIN_SEP}(?:(?:{_NAME_START}|{_SPACED_START}){_WIN_NAME_CHAR}*|{_GLUED_NAME}(?={_WIN_SEP}))
+      |root)
     (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
@@ -454,18 +473,20 @@ _SECRET_WORD = (  # a regular expression, not a password
     r"|credential|auth)"
 )
 # --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP);
-# the space may be a shell's line continuation (`\` at the line's end). A value in quotes,
-# `--api-key "..."`, is one only where it reads as random characters (`_random_key`): in a
-# reply that explains a command line it is most often a placeholder, `"your-api-key"`, and
-# a quoted value may hold spaces that a pattern cannot end it at. And the next item of a
-# list that a program printed its arguments as (`['--api-key', 'KEY']`), where it has a
-# token's shape. (A capture's own secrets are known values, found anyway.)
+# the space may be a shell's line continuation (`\` at the line's end), and the next flag
+# (`--use_auth_token \` and `--output_dir` on the next line) is none's value. A value in
+# quotes, `--api-key "..."`, and the next item of a list that a program printed its
+# arguments as, `['--api-key', '...']`, are one only where they have a key's random shape
+# (`_quoted_key`): in a reply that explains a command line, or code that builds one, they
+# are most often a placeholder (`"your-api-key"`, `'sk-xxxx'`, `"abc123"`), and a quoted
+# value may hold spaces that a pattern cannot end it at. (A capture's own secrets are known
+# values, found anyway.)
 _FLAG_GAP = r"(?:[ \t]+(?:\\\r?\n[ \t]*)?|\\\r?\n[ \t]*)"
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
       (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
         |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
-        |{_FLAG_GAP}(?:(?P<flagword>{_TOKEN_VALUE}{{5,}})|["'](?P<flagquoted>{_TOKEN_VALUE}{{5,}}))
+        |{_FLAG_GAP}(?!--)(?:(?P<flagword>{_TOKEN_VALUE}{{5,}})|["'](?P<flagquoted>{_TOKEN_VALUE}{{5,}}))
         |["'][ \t]*,[ \t]*["'](?P<flagitem>(?!-){_TOKEN_VALUE}{{5,}}))
     """,
     re.VERBOSE | re.ASCII,
@@ -946,14 +967,37 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
 
 def _flag_value_shape(group: str, value: str) -> bool:
     """Whether a secret flag's value (`_SECRET_FLAG`, by its group) has a secret's shape: a
-    word after a space or in a printed list, a token's (`_tokenish`); one in quotes, random
-    characters' (`_random_key`: not a placeholder, `"your-api-key"`); after `=` or as the next
-    argument, any."""
-    if group in ("flagword", "flagitem"):
+    word after a space, a token's (`_tokenish`); one in quotes or in a printed list, a key's
+    (`_quoted_key`: not a placeholder, `"your-api-key"`); after `=` or as the next argument,
+    any."""
+    if group == "flagword":
         return _tokenish(value)
-    if group == "flagquoted":
-        return _random_key(value)
+    if group in ("flagquoted", "flagitem"):
+        return _quoted_key(value)
     return True
+
+
+def _quoted_key(value: str) -> bool:
+    """A quoted value with a key's random shape, not a placeholder's (`"your-api-key"`,
+    `"abc123"`, `'token-abc123'`): 12 characters or more, and random characters
+    (`_random_key`) once its dashes are read past (a UUID's hex too); or 16 or more
+    letters and digits mixed, a digit in every five, no run of 8 letters
+    (`7f3k9x2m4q8w1z5t`, a key in lower case)."""
+    if len(value) < 12:
+        return False
+    plain = value.replace("-", "")
+    if _random_key(plain):
+        return True
+    return (
+        len(plain) >= 16
+        and plain.isascii()
+        and plain.isalnum()
+        and sum(c.isdigit() for c in plain) * 5 >= len(plain)
+        and _LETTER_RUN.search(plain) is None
+    )
+
+
+_LETTER_RUN = _Lazy(r"[A-Za-z]{8}", re.ASCII)
 
 
 def _token_setting(flag: str, value: str) -> bool:
@@ -1443,7 +1487,7 @@ _FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
 _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
 _FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
 _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
-_FLAG_BLANKS = _Lazy(rf"{_FLAG_GAP}[\"']?(?={_VALUE_FIRST})", re.ASCII)
+_FLAG_BLANKS = _Lazy(rf"{_FLAG_GAP}(?!--)[\"']?(?={_VALUE_FIRST})", re.ASCII)
 _FLAG_ITEM = _Lazy(rf"""["'][ \t]*,[ \t]*["'](?!-)(?={_VALUE_FIRST})""", re.ASCII)
 _TOKEN_PREFIX = _Lazy(
     r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ"
@@ -1685,16 +1729,20 @@ def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]
             continue
         if _FLAG_EQUALS.match(text, end) is None and _FLAG_NEXT.match(text, end) is None:
             # `--name value`: a word of prose is not a value.
-            if (blanks := _FLAG_BLANKS.match(text, end)) is None:
-                if _FLAG_ITEM.match(text, end) is None:
-                    continue
-            else:
+            # (Each way, a value too short is refused here: the pattern, tried on it, would
+            # try every shorter name before a secret word in the flag's run, as long as it is.)
+            if (blanks := _FLAG_BLANKS.match(text, end)) is not None:
                 value_start = blanks.end()
                 value_end = values(value_start)
                 if value_end - value_start < 6:
                     continue
                 if value_end - value_start < 16 and not _tokenish(text[value_start:value_end]):
                     continue
+            elif (item := _FLAG_ITEM.match(text, end)) is not None:
+                if values(item.end()) - item.end() < 12:  # (`_quoted_key`'s least)
+                    continue
+            else:
+                continue
         if not _is_secret_name(text[name_start:end], flag=True):
             continue
         match = _SECRET_FLAG.regex.match(text, start)
@@ -1875,7 +1923,15 @@ _SYSTEM_PARENTS = "".join(
 
 # A home's parent, where a name with a suffix is its user's (`C:\Users\o'brien.000`, a
 # Windows profile's folder, or `o'brien.CORP`), not a file's (`/data/alice.txt`).
-_HOME_PARENT = r"(?:(?<=[/\\]home[/\\])|(?<=[/\\]users[/\\]))"
+_HOME_PARENT = (
+    "(?:"
+    + "|".join(
+        rf"(?<=[/\\]{parent}{sep})"
+        for parent in ("home", "users")
+        for sep in (r"[/\\]", "//", r"\\\\")
+    )
+    + ")"
+)
 
 
 # What may follow a user name: `@`, or `:` and then `@` before any `/` or space (the

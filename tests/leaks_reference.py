@@ -290,7 +290,7 @@ def _known_pattern(known: Known) -> str:
     if known.kind is KnownKind.USER:
         return (
             rf"(?i:(?<=[/\\]){leaks._SYSTEM_PARENTS}{v}{leaks._PATH_NAME_END}"
-            rf"|{leaks._HOME_PARENT}{v}(?=\.)|(?<=~){v}(?![\w.-])"
+            rf"|{leaks._HOME_PARENT}{v}(?=[._-])|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?=@|:[^/@\s]*@)"
             rf"|(?<=['\"`]){v}(?=['\"`]@)"
             rf"|(?:{leaks._user_assigned()}){v}(?![\w-]|\.\w)"

@@ -620,6 +620,11 @@ def test_the_user_of_a_urls_credentials_is_found() -> None:
         "C:\\Users\\\u5c71\u7530 \u592a\u90ce\\x",
         "/home/\u30b8\u30e7\u30f3\u30fb\u30b9\u30df\u30b9/Documents",  # ジョン・スミス
         "C:\\Users\\\uae40\ubbfc\uc218\\x",  # 김민수
+        "C:\\Users\\li\u674e\u96f7\\x",  # a glued script's letters after a Latin one
+        # (helper-127) the POSIX spelling of a Windows home: its words after a space
+        "/mnt/c/Users/Jos\u00e9 Garc\u00eda/x",
+        "/mnt/c/Users/\u0645\u062d\u0645\u062f \u0639\u0644\u064a/x",
+        "/mnt/c/Users/\u5c71\u7530 \u592a\u90ce/x",
     ],
 )
 def test_a_home_of_a_name_in_any_script_is_found(text: str) -> None:
@@ -655,6 +660,26 @@ def test_prose_of_scripts_that_glue_words_is_no_home(prose: str) -> None:
 
     for scan in (scan_text, reference.scan_text):
         assert [h for h in scan(prose) if h.category == "home-path"] == [], prose
+
+
+@pytest.mark.parametrize(
+    ("text", "after"),
+    [
+        ("C:\\Users\\bob\u7684MAC\u5730\u5740\u662faa:bb:cc:dd:ee:ff", "aa:bb:cc:dd:ee:ff"),
+        ("C:\\Users\\bob\u7684\u5730\u5740fe80::1ff:fe23:4567:890a", "fe80::1ff:fe23:4567:890a"),
+        ("\\\\wsl$\\U\\home\\bob\u7684MAC\u662faa:bb:cc:dd:ee:ff", "aa:bb:cc:dd:ee:ff"),
+        ("C:\\Users\\bob\u7684\u90ae\u7bb1\u662falice@corp.com", "alice@corp.com"),
+    ],
+)
+def test_a_windows_home_does_not_run_on_into_the_prose_after_it(text: str, after: str) -> None:
+    """(helper-127) A Windows home's name that took any letter ran on through CJK prose
+    glued to it (`C:\\Users\\bob的MAC地址是aa:...`) and hid the next value's start from its
+    own pattern: `:bb:cc:dd:ee:ff` was published."""
+    import leaks_reference as reference
+
+    for scan in (scan_text, reference.scan_text):
+        found = [text[h.start : h.end] for h in scan(text)]
+        assert found[-1] == after and found[0].endswith("bob"), found
 
 
 def test_a_password_without_a_user_in_a_url_is_found() -> None:
@@ -1373,6 +1398,8 @@ def _replaced(text: str, hits: list[leaks.LeakHit]) -> str:
         (("o'brien",), "C:/USERS/O'BRIEN.CORP/x", "/path/to/home<user>.CORP/x"),
         (("o'brien",), "/home/o'brien.bak/x", "/path/to/home<user>.bak/x"),
         (("o'brien",), "/Users//o'brien.000/x", "/path/to/home<user>.000/x"),
+        (("o'brien",), "C:\\Users\\o'brien_old\\x", "/path/to/home<user>_old\\x"),  # (helper-127)
+        (("o'brien",), "C:\\Users\\o'brien-PC\\x", "/path/to/home<user>-PC\\x"),
         (("o'brien",), "\\\\wsl$\\Ubuntu\\home\\o'brien.1\\x", "/path/to/home<user>.1\\x"),
         (("Bob Smith",), "(C:\\Users\\Bob Smith)", "(/path/to/home<user>)"),
         # (a home's name now takes letters of every script: the home's match is the whole)
@@ -1978,15 +2005,23 @@ def test_a_key_or_a_number_after_a_secret_flag_is_still_a_token() -> None:
         # ... not a placeholder (helper-126)
         ('vllm serve m --api-key "your-api-key" --api-key "YOUR_API_KEY"', []),
         ('--api-key "abc123" --api-key "12345678" --password "my-secret-password-2024"', []),
+        # ... (helper-127) nor a placeholder's UUID, a count, an identifier with a date
+        ('--api-key "00000000-0000-0000-0000-000000000000"', []),
+        ('--api-key "12345678-1234-1234-1234-123456789012"', []),
+        ("['--api-key', '1234567890abcdef', '--cache-key', 'llama3-8b-2024-06-01-v2']", []),
+        ("['--key', 'model-7b-v2-20240501-q4', '--auth-header', 'X-Api-Key-2024-v1']", []),
         # after a shell's line continuation; not the next flag (helper-126)
         ("llama-server --api-key \\\n  Zq8Wm3Xr5Tb7 --port 1", ["Zq8Wm3Xr5Tb7"]),
         ('llama-server --hf-token \\\r\n    "hf2Q8wZ3xR5tB7nC9vD1" -m x', ["hf2Q8wZ3xR5tB7nC9vD1"]),
         ("python run.py \\\n --use_auth_token \\\n --output_dir out", []),
         ("gh auth login \\\n --with-token \\\n --hostname h", []),
         ("llama-server --api-key --port 8080", []),
+        ("vllm serve m --api-key `\r\n  Zq8Wm3Xr5Tb7", ["Zq8Wm3Xr5Tb7"]),  # PowerShell
+        ("llama-server.exe --api-key ^\r\n  Zq8Wm3Xr5Tb7", ["Zq8Wm3Xr5Tb7"]),  # cmd
         # the next item of a list a program printed its arguments as, a key's shape
         ("argv: ['--api-key', 'Zq8Wm3Xr5Tb7', '--port', '8080']", ["Zq8Wm3Xr5Tb7"]),
         ('argv: ["--api-key", "Zq8Wm3Xr5Tb7Nc9V"]', ["Zq8Wm3Xr5Tb7Nc9V"]),
+        ('[\n  "--api-key",\n  "Ab12Cd34Ef56Gh78Ij90"\n]', ["Ab12Cd34Ef56Gh78Ij90"]),  # indented
         ("subprocess.run(['vllm', 'serve', m, '--api-key', 'your-api-key'])", []),
         ("['--api-key', 'YOUR_API_KEY', '--api-key', 'token-abc123', '--api-key', 'sk-xxxx']", []),
         ("argv: ['--api-key', 'secret', '--max-tokens', '2048', '--api-key', '--port']", []),

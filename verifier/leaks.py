@@ -285,9 +285,22 @@ _GLUED_BLOCKS = (
     (0xFF66, 0xFF9F),  # halfwidth kana
 )
 _GLUED = "".join(f"{chr(low)}-{chr(high)}" for low, high in _GLUED_BLOCKS)
-# (a name's middle dot, `ジョン・スミス`, `阿卜杜·买买提`, and what Unicode calls a letter)
-_GLUED_NAME = rf"(?=(?u:\w))[{_GLUED}](?u:[\w.\u00b7\u30fb-])++"
+# What goes on with a Windows home's name: a letter of Latin, Greek, Cyrillic or a spaced
+# script, with their marks, and of mojibake the symbols the comment on `_WINDOWS_HOME`
+# names; a glued script's, or any letter (`_NAME_TAIL`: `C:\Users\li李雷\`), only in a
+# run a separator or a quote ends: its prose runs on from a path (`C:\Users\bob的MAC地址是
+# aa:bb:...`: a name that took it hid the address's start from its pattern, helper-127).
+_WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS}-]"
+# (and a name's middle dot, `ジョン・スミス`, `阿卜杜·买买提`)
+_NAME_TAIL = rf"(?u:[\w.{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS}\u00b7\u30fb-])"
+_GLUED_NAME = rf"(?=(?u:\w))[{_GLUED}]{_NAME_TAIL}++"
 _HOME_DIR = rf"(?:{_NAME_START}[A-Za-z0-9._-]*|{_SPACED_START}|{_GLUED_NAME}(?=/))"
+# A Windows home's name (`_WINDOWS_HOME`, `_WSL_HOME`, `/mnt/c/Users/`), before its words
+# after a space (a glued script's with its words: `C:\Users\山田 太郎\`, before a separator).
+_WIN_NAME = (
+    rf"(?:(?:{_NAME_START}|{_SPACED_START}){_WIN_NAME_CHAR}*"
+    rf"(?:{_NAME_TAIL}++(?={_WIN_SEP}|[\"']))?|{_GLUED_NAME}(?:\ {_NAME_TAIL}+)*(?={_WIN_SEP}))"
+)
 # /home/al, /var/home/al (Silverblue), /usr/home/al (FreeBSD), /Users/al and macOS's
 # /System/Volumes/Data/Users/al, /root; C:\Users\al as WSL (/mnt/c/...), Cygwin
 # (/cygdrive/c/...) and MSYS2 (/c/...) name it; ~al.
@@ -297,8 +310,8 @@ _HOME = _Lazy(
     | {_SLASH}(?:System{_S}Volumes{_S}Data{_S})?Users{_S}(?!Shared\b)
       {_HOME_DIR}{_PATH_REST}
     | {_SLASH}root/++{_PATH_REST}
-    | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}{_HOME_DIR}
-      (?:(?:\ [A-Za-z0-9._-]+)+(?=/|["']))?{_PATH_REST}  # (a Windows name: `Bob Smith`)
+    | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}
+      {_WIN_NAME}(?:(?:\ {_NAME_TAIL}+)+(?=/|["']))?{_PATH_REST}  # (a name: `Bob Smith`)
     | ~(?<![\w~$]~)(?![A-Za-z]/[0-9]+(?:\.[0-9]+)?(?![\w/-]|\.\w))  # (`~n/2`: maths)
       [A-Za-z_{_LETTER}]{_NAME_CHAR}*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
@@ -314,24 +327,18 @@ _HOME = _Lazy(
 # `ZoltÃ¡n`, Windows-1252's `‘` of `ErdÅ‘s`): a name that took them would take what follows
 # a name too (`C:\Users\José—aa:bb:cc:dd:ee:ff`, `Strauß\xa0root@host`: helper-124 and
 # helper-125), and hide the next token's start from its own pattern. Of a known name, what
-# the home's match leaves is a hit of its own (`Detector.scan_text`). After its first
-# character, any letter or digit (`(?u:\w)`) and a spaced script's marks go on with it
-# (`C:\Users\bob李`, `C:\Users\राम`); a CJK name starts only as `_GLUED_NAME` does.
-_WIN_NAME_CHAR = rf"(?u:[\w.{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS}-])"
+# the home's match leaves is a hit of its own (`Detector.scan_text`). (`_WIN_NAME_CHAR`)
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
     {_WIN_SEP}
-    (?:(?:{_NAME_START}|{_SPACED_START}){_WIN_NAME_CHAR}*
-        (?:(?:\ {_WIN_NAME_CHAR}+)+(?={_WIN_SEP}|["']))?
-      |{_GLUED_NAME}(?:(?:\ {_WIN_NAME_CHAR}+)+)?(?={_WIN_SEP}))
+    {_WIN_NAME}(?:(?:\ {_NAME_TAIL}+)+(?={_WIN_SEP}|["']))?
     (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
 # A WSL home as Windows reaches it: \\wsl$\Ubuntu\home\al, \\wsl.localhost\Ubuntu\root.
 _WSL_HOME = _Lazy(
     rf"""(?<![\\\w/])(?:\\\\?\\\\?|//)(?i:wsl\$|wsl\.localhost){_WIN_SEP}[A-Za-z0-9._-]+{_WIN_SEP}
-    (?:home{_WIN_SEP}(?:(?:{_NAME_START}|{_SPACED_START}){_WIN_NAME_CHAR}*|{_GLUED_NAME}(?={_WIN_SEP}))
-      |root)
+    (?:home{_WIN_SEP}{_WIN_NAME}|root)
     (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
@@ -473,21 +480,22 @@ _SECRET_WORD = (  # a regular expression, not a password
     r"|credential|auth)"
 )
 # --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP);
-# the space may be a shell's line continuation (`\` at the line's end), and the next flag
-# (`--use_auth_token \` and `--output_dir` on the next line) is none's value. A value in
-# quotes, `--api-key "..."`, and the next item of a list that a program printed its
-# arguments as, `['--api-key', '...']`, are one only where they have a key's random shape
+# the space may be a line's continuation (bash's `\`, PowerShell's `` ` ``, cmd's `^` at the
+# line's end), and the next flag (`--use_auth_token \` and `--output_dir` on the next line)
+# is none's value. A value in quotes, `--api-key "..."`, and the next item of a list that a
+# program printed its arguments as, `['--api-key', '...']` (or `json.dumps` with an indent,
+# each item on its own line), are one only where they have a key's random shape
 # (`_quoted_key`): in a reply that explains a command line, or code that builds one, they
 # are most often a placeholder (`"your-api-key"`, `'sk-xxxx'`, `"abc123"`), and a quoted
 # value may hold spaces that a pattern cannot end it at. (A capture's own secrets are known
 # values, found anyway.)
-_FLAG_GAP = r"(?:[ \t]+(?:\\\r?\n[ \t]*)?|\\\r?\n[ \t]*)"
+_FLAG_GAP = r"(?:[ \t]+(?:[\\`^]\r?\n[ \t]*)?|[\\`^]\r?\n[ \t]*)"  # (bash, PowerShell, cmd)
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
       (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
         |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
         |{_FLAG_GAP}(?!--)(?:(?P<flagword>{_TOKEN_VALUE}{{5,}})|["'](?P<flagquoted>{_TOKEN_VALUE}{{5,}}))
-        |["'][ \t]*,[ \t]*["'](?P<flagitem>(?!-){_TOKEN_VALUE}{{5,}}))
+        |["'][ \t]*,\s*["'](?P<flagitem>(?!-){_TOKEN_VALUE}{{5,}}))
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -979,24 +987,35 @@ def _flag_value_shape(group: str, value: str) -> bool:
 
 def _quoted_key(value: str) -> bool:
     """A quoted value with a key's random shape, not a placeholder's (`"your-api-key"`,
-    `"abc123"`, `'token-abc123'`): 12 characters or more, and random characters
-    (`_random_key`) once its dashes are read past (a UUID's hex too); or 16 or more
-    letters and digits mixed, a digit in every five, no run of 8 letters
-    (`7f3k9x2m4q8w1z5t`, a key in lower case)."""
+    `"abc123"`, `'token-abc123'`, `'llama3-8b-2024-06-01-v2'`, `"00000000-0000-..."`): a
+    UUID of 8 different hex digits or more, or a run of 12 letters and digits or more, of
+    8 different characters, not counting up (`1234567890abcdef`), and random
+    (`_random_key`) or, in lower case, of 16 or more with a digit in every five and no run
+    of 8 letters (`7f3k9x2m4q8w1z5t`)."""
     if len(value) < 12:
         return False
-    plain = value.replace("-", "")
-    if _random_key(plain):
+    if _UUID.fullmatch(value):
+        return len(set(value.lower()) - {"-"}) >= 8 and not _counts_up(value.replace("-", ""))
+    run = max(_ALNUM_RUN.regex.findall(value), key=len, default="")
+    if len(run) < 12 or len(set(run)) < 8 or _counts_up(run):
+        return False
+    if _random_key(run):
         return True
     return (
-        len(plain) >= 16
-        and plain.isascii()
-        and plain.isalnum()
-        and sum(c.isdigit() for c in plain) * 5 >= len(plain)
-        and _LETTER_RUN.search(plain) is None
+        len(run) >= 16
+        and sum(c.isdigit() for c in run) * 5 >= len(run)
+        and _LETTER_RUN.search(run) is None
     )
 
 
+def _counts_up(run: str) -> bool:
+    """Whether most of a run's characters follow the one before (`12345678`, `abcdef`)."""
+    steps = sum(ord(b) - ord(a) == 1 for a, b in itertools.pairwise(run))
+    return 2 * steps >= len(run) - 1
+
+
+_UUID = _Lazy(r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}", re.ASCII)
+_ALNUM_RUN = _Lazy(r"[A-Za-z0-9]+", re.ASCII)
 _LETTER_RUN = _Lazy(r"[A-Za-z]{8}", re.ASCII)
 
 
@@ -1488,7 +1507,7 @@ _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
 _FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
 _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
 _FLAG_BLANKS = _Lazy(rf"{_FLAG_GAP}(?!--)[\"']?(?={_VALUE_FIRST})", re.ASCII)
-_FLAG_ITEM = _Lazy(rf"""["'][ \t]*,[ \t]*["'](?!-)(?={_VALUE_FIRST})""", re.ASCII)
+_FLAG_ITEM = _Lazy(rf"""["'][ \t]*,\s*["'](?!-)(?={_VALUE_FIRST})""", re.ASCII)
 _TOKEN_PREFIX = _Lazy(
     r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ"
     r"|[sr]k_(?:live|test)_|pypi-AgE|npm_|(?i:discord(?:app)?\.com)/api/(?:v[0-9]{1,2}/)?webhooks/"
@@ -1922,7 +1941,8 @@ _SYSTEM_PARENTS = "".join(
 
 
 # A home's parent, where a name with a suffix is its user's (`C:\Users\o'brien.000`, a
-# Windows profile's folder, or `o'brien.CORP`), not a file's (`/data/alice.txt`).
+# Windows profile's folder, `o'brien.CORP`, `o'brien_old`, `o'brien-PC`), not a file's
+# (`/data/alice.txt`).
 _HOME_PARENT = (
     "(?:"
     + "|".join(
@@ -2444,7 +2464,7 @@ def _known_pattern(known: Known, colon_to_at: bool | None = None, *, shown: bool
             # or a repository id is found too.
             return rf"(?i:{_NOT_ALNUM_BEFORE}{v}{_NOT_ALNUM_AFTER})"
         return (
-            rf"(?i:(?<=[/\\]){_SYSTEM_PARENTS}{v}{_PATH_NAME_END}|{_HOME_PARENT}{v}(?=\.)"
+            rf"(?i:(?<=[/\\]){_SYSTEM_PARENTS}{v}{_PATH_NAME_END}|{_HOME_PARENT}{v}(?=[._-])"
             rf"|(?<=~){v}(?![\w.-])"
             rf"|(?<![\w.+-]){v}(?={_AFTER_USER[colon_to_at]})"
             rf"|{_QUOTED_ACCOUNT[0]}{v}{_QUOTED_ACCOUNT[1]}"

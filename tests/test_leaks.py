@@ -1998,9 +1998,19 @@ def test_a_key_or_a_number_after_a_secret_flag_is_still_a_token() -> None:
         ('llama-server --api-key "Zq8Wm3Xr5Tb7" --port 8080', ["Zq8Wm3Xr5Tb7"]),
         ("vllm serve m --api-key 'Zq8Wm3Xr5Tb7'", ["Zq8Wm3Xr5Tb7"]),
         (
-            '--api-key "550e8400-e29b-41d4-a716-446655440000"',
-            ["550e8400-e29b-41d4-a716-446655440000"],
+            '--api-key "9b2f6c1e-4a7d-4e3b-8f5a-2c6d1e9b7a40"',
+            ["9b2f6c1e-4a7d-4e3b-8f5a-2c6d1e9b7a40"],
         ),
+        # (helper-128) a password that a shell makes one quote; after a password's flag, its
+        # shape (both cases and a digit)
+        (
+            '--password "Xk9#mP2$vL7!qR4" --db-password "S3cr3t_P4ssw0rd_2024"',
+            ["Xk9#mP2$vL7!qR4", "S3cr3t_P4ssw0rd_2024"],
+        ),
+        ('["--password",\n  "Pa55word"]', ["Pa55word"]),
+        ('--password "Hello, World!" --api-key "$(cat key.txt)" --password "a1!a1!a1!a1!"', []),
+        ('--api-key "550e8400-e29b-41d4-a716-446655440000"', []),  # (RFC 4122's example)
+        ("Use `--api-key`\nhttps://platform.openai.com/api-keys, or `--api-key`\ngpt-4o-mini", []),
         ('--api-key "7f3k9x2m4q8w1z5t6y0u3p7r9s2v4n8b"', ["7f3k9x2m4q8w1z5t6y0u3p7r9s2v4n8b"]),
         # ... not a placeholder (helper-126)
         ('vllm serve m --api-key "your-api-key" --api-key "YOUR_API_KEY"', []),

@@ -865,7 +865,8 @@ HOSTILE_TAILS = (
     "", "=abcdefgh1", "_token=abcdefgh1", ": Bearer abcdefghijkl1", "\x02x", " 1",
     # a value in quotes, after a line's continuation, the next item of a printed list
     ' "x', ' "Zq8Wm3Xr5Tb7"', " \\\n x", " \\\n Zq8Wm3Xr5Tb7", "', 'x'", "', 'Zq8Wm3Xr5Tb7'",
-    " ^\r\n x", " `\n Zq8Wm3Xr5Tb7", '",\n  "x', '",\n  "Zq8Wm3Xr5Tb7',
+    " ^\r\n x", " `\n Zq8Wm3Xr5Tb7", '",\n  "x', '",\n  "Zq8Wm3Xr5Tb7', "', 'Pa55wd'",
+    "', 'Pa55word'", ' "Xk9#mP2$vL7!qR4', "`\nZq8Wm3Xr5Tb7",
 )  # fmt: skip
 
 

@@ -489,7 +489,9 @@ _SECRET_WORD = (  # a regular expression, not a password
 # are most often a placeholder (`"your-api-key"`, `'sk-xxxx'`, `"abc123"`), and a quoted
 # value may hold spaces that a pattern cannot end it at. (A capture's own secrets are known
 # values, found anyway.)
-_FLAG_GAP = r"(?:[ \t]+(?:[\\`^]\r?\n[ \t]*)?|[\\`^]\r?\n[ \t]*)"  # (bash, PowerShell, cmd)
+# (PowerShell's and cmd's after a space: a backtick at a line's end also closes Markdown's
+# inline code, `` `--api-key` ``, and the next line's first word is prose, helper-128)
+_FLAG_GAP = r"(?:[ \t]+(?:[\\`^]\r?\n[ \t]*)?|\\\r?\n[ \t]*)"
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
       (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
@@ -949,7 +951,7 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
         name = match.group("flagname")
         return (
             _is_secret_name(name, flag=True)
-            and _flag_value_shape(group, value)
+            and _flag_value_shape(group, value, name)
             and not _token_setting(name, value)
         )
     if group == "keyvalue":
@@ -973,29 +975,43 @@ def _accept_token(match: re.Match[str], words: _Words | None = None) -> bool:
     return True
 
 
-def _flag_value_shape(group: str, value: str) -> bool:
+def _flag_value_shape(group: str, value: str, flag: str) -> bool:
     """Whether a secret flag's value (`_SECRET_FLAG`, by its group) has a secret's shape: a
     word after a space, a token's (`_tokenish`); one in quotes or in a printed list, a key's
-    (`_quoted_key`: not a placeholder, `"your-api-key"`); after `=` or as the next argument,
-    any."""
+    (`_quoted_key`: not a placeholder, `"your-api-key"`), or after a password's flag a
+    password's (`_secret_value`: `"S3cr3t_P4ssw0rd_2024"`); after `=` or as the next
+    argument, any."""
     if group == "flagword":
         return _tokenish(value)
     if group in ("flagquoted", "flagitem"):
-        return _quoted_key(value)
+        return _quoted_key(value) or (
+            _PASSWORD_FLAG.search(flag) is not None and _secret_value("pass", value)
+        )
     return True
+
+
+_PASSWORD_FLAG = _Lazy(r"(?i:pass|pwd)", re.ASCII)
 
 
 def _quoted_key(value: str) -> bool:
     """A quoted value with a key's random shape, not a placeholder's (`"your-api-key"`,
-    `"abc123"`, `'token-abc123'`, `'llama3-8b-2024-06-01-v2'`, `"00000000-0000-..."`): a
-    UUID of 8 different hex digits or more, or a run of 12 letters and digits or more, of
-    8 different characters, not counting up (`1234567890abcdef`), and random
-    (`_random_key`) or, in lower case, of 16 or more with a digit in every five and no run
-    of 8 letters (`7f3k9x2m4q8w1z5t`)."""
+    `"abc123"`, `'token-abc123'`, `'llama3-8b-2024-06-01-v2'`, `"00000000-0000-..."`), 12
+    characters or more: a UUID of 8 different hex digits, not counting up, nor one that
+    documentation gives as its example; a password's random characters (`_random_key`) where
+    it holds a symbol (`Xk9#mP2$vL7!qR4`, which a shell makes one quote); or a run of letters
+    and digits of 12 or more, of 8 different characters, not counting up (`1234567890abcdef`),
+    random, or in lower case 16 or more with a digit in every five and no run of 8 letters
+    (`7f3k9x2m4q8w1z5t`)."""
     if len(value) < 12:
         return False
     if _UUID.fullmatch(value):
-        return len(set(value.lower()) - {"-"}) >= 8 and not _counts_up(value.replace("-", ""))
+        return (
+            len(set(value.lower()) - {"-"}) >= 8
+            and not _counts_up(value.replace("-", ""))
+            and value.lower() not in _EXAMPLE_UUIDS
+        )
+    if _PASSWORD_SYMBOL.search(value) is not None:
+        return len(set(value)) >= 8 and not _counts_up(value) and _random_key(value)
     run = max(_ALNUM_RUN.regex.findall(value), key=len, default="")
     if len(run) < 12 or len(set(run)) < 8 or _counts_up(run):
         return False
@@ -1015,6 +1031,12 @@ def _counts_up(run: str) -> bool:
 
 
 _UUID = _Lazy(r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}", re.ASCII)
+# (RFC 4122's, and the one most tutorials give)
+_EXAMPLE_UUIDS = frozenset(
+    ("550e8400-e29b-41d4-a716-446655440000", "123e4567-e89b-12d3-a456-426614174000",
+     "f81d4fae-7dec-11d0-a765-00a0c91e6bf6")
+)  # fmt: skip
+_PASSWORD_SYMBOL = _Lazy(r"[!#$%&*+=?@^~|:;,<>/\\(){}\[\]]", re.ASCII)
 _ALNUM_RUN = _Lazy(r"[A-Za-z0-9]+", re.ASCII)
 _LETTER_RUN = _Lazy(r"[A-Za-z]{8}", re.ASCII)
 
@@ -1758,7 +1780,7 @@ def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]
                 if value_end - value_start < 16 and not _tokenish(text[value_start:value_end]):
                     continue
             elif (item := _FLAG_ITEM.match(text, end)) is not None:
-                if values(item.end()) - item.end() < 12:  # (`_quoted_key`'s least)
+                if values(item.end()) - item.end() < 6:
                     continue
             else:
                 continue
@@ -1767,9 +1789,9 @@ def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]
         match = _SECRET_FLAG.regex.match(text, start)
         if match is None:
             continue
-        group = _secret_group(match)
+        group, name = _secret_group(match), match.group("flagname")
         value = match.group(group)
-        if _flag_value_shape(group, value) and not _token_setting(match.group("flagname"), value):
+        if _flag_value_shape(group, value, name) and not _token_setting(name, value):
             yield match
             position = match.end()
 

@@ -2010,6 +2010,12 @@ def test_a_key_or_a_number_after_a_secret_flag_is_still_a_token() -> None:
         ('["--password",\n  "Pa55word"]', ["Pa55word"]),
         ('--password "Hello, World!" --api-key "$(cat key.txt)" --password "a1!a1!a1!a1!"', []),
         ('--api-key "550e8400-e29b-41d4-a716-446655440000"', []),  # (RFC 4122's example)
+        # (helper-129) a key behind a prefix; not a path, a URL, a model's id, a placeholder
+        ('--api-key "prod:7f3k9x2m4q8w1z5t8k2m"', ["prod:7f3k9x2m4q8w1z5t8k2m"]),
+        ('--key "/etc/ssl/MyCert2024.pem" --secret "Qwen/Qwen2.5-7B-Instruct"', []),
+        ('--api-key "https://API.example.com/v1/Keys/42" --api-key "OpenAI:GPT-4o-2024"', []),
+        ('--secret "MySecret123!" --password "Password123" --password "ChangeMe123"', []),
+        ('--bypass-token "HelloWorld1" --api-key "3fa85f64-5717-4562-b3fc-2c963f66afa6"', []),
         ("Use `--api-key`\nhttps://platform.openai.com/api-keys, or `--api-key`\ngpt-4o-mini", []),
         ('--api-key "7f3k9x2m4q8w1z5t6y0u3p7r9s2v4n8b"', ["7f3k9x2m4q8w1z5t6y0u3p7r9s2v4n8b"]),
         # ... not a placeholder (helper-126)

@@ -327,7 +327,8 @@ _HOME = _Lazy(
 # `ZoltÃ¡n`, Windows-1252's `‘` of `ErdÅ‘s`): a name that took them would take what follows
 # a name too (`C:\Users\José—aa:bb:cc:dd:ee:ff`, `Strauß\xa0root@host`: helper-124 and
 # helper-125), and hide the next token's start from its own pattern. Of a known name, what
-# the home's match leaves is a hit of its own (`Detector.scan_text`). (`_WIN_NAME_CHAR`)
+# the home's match leaves is a hit of its own (`Detector.scan_text`). What a name takes:
+# `_WIN_NAME`.
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
     {_WIN_SEP}
@@ -985,23 +986,26 @@ def _flag_value_shape(group: str, value: str, flag: str) -> bool:
         return _tokenish(value)
     if group in ("flagquoted", "flagitem"):
         return _quoted_key(value) or (
-            _PASSWORD_FLAG.search(flag) is not None and _secret_value("pass", value)
+            _PASSWORD_FLAG.search(flag) is not None
+            and _secret_value("pass", value)
+            and _LETTER_RUN.search(value) is None  # (not `Password123`, `ChangeMe123`)
         )
     return True
 
 
-_PASSWORD_FLAG = _Lazy(r"(?i:pass|pwd)", re.ASCII)
+_PASSWORD_FLAG = _Lazy(r"(?<![A-Za-z])(?i:pass|pwd)", re.ASCII)  # (not `--bypass-token`)
 
 
 def _quoted_key(value: str) -> bool:
     """A quoted value with a key's random shape, not a placeholder's (`"your-api-key"`,
     `"abc123"`, `'token-abc123'`, `'llama3-8b-2024-06-01-v2'`, `"00000000-0000-..."`), 12
     characters or more: a UUID of 8 different hex digits, not counting up, nor one that
-    documentation gives as its example; a password's random characters (`_random_key`) where
-    it holds a symbol (`Xk9#mP2$vL7!qR4`, which a shell makes one quote); or a run of letters
-    and digits of 12 or more, of 8 different characters, not counting up (`1234567890abcdef`),
+    documentation gives as its example; a password's random characters (`_random_key`, no
+    run of 8 letters: not `MySecret123!`) where it holds a symbol (`Xk9#mP2$vL7!qR4`, which a
+    shell makes one quote; not a path's or a URL's `/` or `:`); or a run of letters and
+    digits of 12 or more, of 8 different characters, not counting up (`1234567890abcdef`),
     random, or in lower case 16 or more with a digit in every five and no run of 8 letters
-    (`7f3k9x2m4q8w1z5t`)."""
+    (`7f3k9x2m4q8w1z5t`, `"prod:7f3k9x2m4q8w1z5t8k2m"`)."""
     if len(value) < 12:
         return False
     if _UUID.fullmatch(value):
@@ -1010,8 +1014,14 @@ def _quoted_key(value: str) -> bool:
             and not _counts_up(value.replace("-", ""))
             and value.lower() not in _EXAMPLE_UUIDS
         )
-    if _PASSWORD_SYMBOL.search(value) is not None:
-        return len(set(value)) >= 8 and not _counts_up(value) and _random_key(value)
+    if (
+        _PASSWORD_SYMBOL.search(value) is not None
+        and len(set(value)) >= 8
+        and not _counts_up(value)
+        and _LETTER_RUN.search(value) is None
+        and _random_key(value)
+    ):
+        return True
     run = max(_ALNUM_RUN.regex.findall(value), key=len, default="")
     if len(run) < 12 or len(set(run)) < 8 or _counts_up(run):
         return False
@@ -1031,12 +1041,15 @@ def _counts_up(run: str) -> bool:
 
 
 _UUID = _Lazy(r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}", re.ASCII)
-# (RFC 4122's, and the one most tutorials give)
+# (RFC 4122's example and namespaces, Swagger's default, and those most tutorials give)
 _EXAMPLE_UUIDS = frozenset(
     ("550e8400-e29b-41d4-a716-446655440000", "123e4567-e89b-12d3-a456-426614174000",
-     "f81d4fae-7dec-11d0-a765-00a0c91e6bf6")
+     "f81d4fae-7dec-11d0-a765-00a0c91e6bf6", "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+     "f47ac10b-58cc-4372-a567-0e02b2c3d479", "6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+     "6ba7b811-9dad-11d1-80b4-00c04fd430c8", "6ba7b812-9dad-11d1-80b4-00c04fd430c8",
+     "6ba7b814-9dad-11d1-80b4-00c04fd430c8")
 )  # fmt: skip
-_PASSWORD_SYMBOL = _Lazy(r"[!#$%&*+=?@^~|:;,<>/\\(){}\[\]]", re.ASCII)
+_PASSWORD_SYMBOL = _Lazy(r"^[^/\\:]*[!#$%&*+=?@^~|;,<>(){}\[\]][^/\\:]*$", re.ASCII)
 _ALNUM_RUN = _Lazy(r"[A-Za-z0-9]+", re.ASCII)
 _LETTER_RUN = _Lazy(r"[A-Za-z]{8}", re.ASCII)
 

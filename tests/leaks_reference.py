@@ -223,9 +223,8 @@ def _generic(text: str) -> Iterator[_Found]:
             if pattern is _SECRET_FLAG or pattern is _SECRET_MEMBER:  # K2 of `K1,K2` (shared)
                 for more in chained.after(end):
                     yield _found(TOKEN, *more)
-            if pattern is _URL_CREDENTIALS and match.group("urluser"):  # (the user's name)
-                start, end = match.span("urluser")
-                yield _found(USER_NAME, start, end, _mask(match.group("urluser")))
+            if pattern is _URL_CREDENTIALS and (user := leaks._url_user(match)) is not None:
+                yield user  # (shared)
     # (shared: every place a secret word starts is tried)
     for start, end, excerpt in leaks.secret_lists(text, None):
         yield _found(TOKEN, start, end, excerpt)

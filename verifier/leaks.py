@@ -291,8 +291,8 @@ _GLUED = "".join(f"{chr(low)}-{chr(high)}" for low, high in _GLUED_BLOCKS)
 # run a separator or a quote ends: its prose runs on from a path (`C:\Users\bob的MAC地址是
 # aa:bb:...`: a name that took it hid the address's start from its pattern, helper-127).
 _WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS}-]"
-# (and a name's middle dot, `ジョン・スミス`, `阿卜杜·买买提`)
-_NAME_TAIL = rf"(?u:[\w.{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS}\u00b7\u30fb-])"
+# (and a name's middle dot, `ジョン・スミス`; `·` of `阿卜杜·买买提` is of `_MOJIBAKE_SYMBOLS`)
+_NAME_TAIL = rf"(?u:[\w.{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS}\u30fb-])"
 _GLUED_NAME = rf"(?=(?u:\w))[{_GLUED}]{_NAME_TAIL}++"
 _HOME_DIR = rf"(?:{_NAME_START}[A-Za-z0-9._-]*|{_SPACED_START}|{_GLUED_NAME}(?=/))"
 # A Windows home's name (`_WINDOWS_HOME`, `_WSL_HOME`, `/mnt/c/Users/`), before its words
@@ -481,17 +481,16 @@ _SECRET_WORD = (  # a regular expression, not a password
     r"|credential|auth)"
 )
 # --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP);
-# the space may be a line's continuation (bash's `\`, PowerShell's `` ` ``, cmd's `^` at the
-# line's end), and the next flag (`--use_auth_token \` and `--output_dir` on the next line)
-# is none's value. A value in quotes, `--api-key "..."`, and the next item of a list that a
-# program printed its arguments as, `['--api-key', '...']` (or `json.dumps` with an indent,
-# each item on its own line), are one only where they have a key's random shape
-# (`_quoted_key`): in a reply that explains a command line, or code that builds one, they
-# are most often a placeholder (`"your-api-key"`, `'sk-xxxx'`, `"abc123"`), and a quoted
-# value may hold spaces that a pattern cannot end it at. (A capture's own secrets are known
-# values, found anyway.)
-# (PowerShell's and cmd's after a space: a backtick at a line's end also closes Markdown's
-# inline code, `` `--api-key` ``, and the next line's first word is prose, helper-128)
+# the space may be a line's continuation (bash's `\`; PowerShell's `` ` `` and cmd's `^`
+# after a space, as a backtick at a line's end also closes Markdown's inline code,
+# `` `--api-key` ``, helper-128), and the next flag (`--use_auth_token \` and `--output_dir`
+# on the next line) is none's value. A value in quotes, `--api-key "..."`, and the next item
+# of a list that a program printed its arguments as, `['--api-key', '...']` (or `json.dumps`
+# with an indent, each item on its own line), are one only where they have a key's random
+# shape (`_flag_value_shape`): in a reply that explains a command line, or code that builds
+# one, they are most often a placeholder (`"your-api-key"`, `'sk-xxxx'`, `"abc123"`), and a
+# quoted value may hold spaces that a pattern cannot end it at. (A capture's own secrets
+# are known values, found anyway.)
 _FLAG_GAP = r"(?:[ \t]+(?:[\\`^]\r?\n[ \t]*)?|\\\r?\n[ \t]*)"
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)

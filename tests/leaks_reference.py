@@ -154,6 +154,10 @@ def _names_an_account(text: str, start: int) -> bool:
         return True  # ~name, name@, or a distinctive name: the pattern decided
     if text[max(0, start - 3) : start] == "://":
         return True  # a URL's user: scheme://name@host
+    if re.search(
+        r"(?ai)[a-z]:[/\\]{1,2}documents and settings[/\\]{1,2}\Z", text[max(0, start - 28) : start]
+    ):
+        return True  # a home before Vista, its spaces before the name
     begin = start
     while begin > max(0, start - 4096) and text[begin - 1] not in _TOKEN_STOP:
         begin -= 1

@@ -685,6 +685,83 @@ def test_a_windows_home_does_not_run_on_into_the_prose_after_it(text: str, after
         assert found[-1] == after and found[0].endswith("bob"), found
 
 
+@pytest.mark.parametrize(
+    ("text", "published"),
+    [
+        # a name with an apostrophe (its part after `'` was published)
+        ("C:\\Users\\o'brien\\Desktop\\x y", "/path/to/home y"),
+        ("C:\\Documents and Settings\\O\u2019Brien\\x y", "/path/to/home y"),
+        ("/home/d'angelo/run.log y", "/path/to/home y"),
+        ("~o'brien/x y", "/path/to/home y"),
+        # ... not a quote that closes a path, nor one before a list's next item
+        ("cd 'C:\\Users\\bob' && ls '/home/al', 'x'",
+         "cd '/path/to/home' && ls '/path/to/home', 'x'"),
+        # a glued script's name at its text's end (no prose follows it there)
+        ("C:\\Users\\li\u674e\u96f7", "/path/to/home"),
+        ("C:\\Users\\\u674e\u96f7", "/path/to/home"),
+
+        ("/home/\u4e0b", "/home/\u4e0b"),  # (one character: prose's)
+    ],
+)  # fmt: skip
+def test_a_homes_name_with_an_apostrophe_or_at_a_texts_end(text: str, published: str) -> None:
+    """(session 26's list) `C:\\Users\\o'brien\\` published `'brien`, and `C:\\Users\\li李雷`
+    at a text's end `李雷`."""
+    import leaks_reference as reference
+
+    for scan in (leaks.scan_text, reference.scan_text):
+        assert _replaced(text, scan(text)) == published
+
+
+def test_a_glued_scripts_name_at_a_strings_end_in_a_document() -> None:
+    import leaks_reference as reference
+
+    document = {"home": "/home/\u674e\u96f7", "cwd": "C:\\Users\\\u5c71\u7530 \u592a\u90ce"}
+    for scan in (leaks.scan_document, reference.scan_document):
+        assert sorted((h.path, h.hit.category) for h in scan(document)) == [
+            (("cwd",), "home-path"),
+            (("home",), "home-path"),
+        ]
+
+
+def test_a_known_user_below_documents_and_settings_is_an_account() -> None:
+    """A plain known name after `Documents and Settings`, whose spaces end the word the
+    name is in, was no account's: the part a home's match left was published."""
+    import leaks_reference as reference
+
+    text = "C:\\Documents and Settings\\ann(2)\\x and c:/documents and settings/ann(2)/y"
+    known = [Known("ann(2)", "user-name", "<user>", KnownKind.USER)]
+    plain = [reference.Known("ann(2)", "user-name", "<user>", reference.KnownKind.USER)]
+    for detector in (Detector(known), reference.Detector(plain)):
+        assert _replaced(text, detector.scan_text(text)) == (
+            "/path/to/home<user>\\x and /path/to/home<user>/y"
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "published"),
+    [
+        # a raw `@` in the password: the last `@` before the host ends it
+        ("https://bob:p@ss@w0rd@db.corp.lan/x", "https://<user>:<token>@<host>/x"),
+        # an apostrophe in the user's name
+        ("https://o'brien:pw123456@example.com/x", "https://<user>:<token>@example.com/x"),
+        # a port and a query are no credentials
+        ("http://localhost:3000?next=user@example.com",
+         "http://localhost:3000?next=user@example.com"),
+        ("['http://localhost:8080', 'ops@example.com']",
+         "['http://localhost:8080', 'ops@example.com']"),
+        ("redis://:Hunter2#Secret@localhost:6379", "redis://:<token>@localhost:6379"),
+    ],
+)  # fmt: skip
+def test_a_urls_credentials_as_url_parsers_read_them(text: str, published: str) -> None:
+    """(session 26's list) `https://bob:p@ss@w0rd@host` published `ss@w0rd`, and
+    `https://o'brien:PW@host` the password; `http://localhost:3000?next=user@example.com`
+    was read as credentials."""
+    import leaks_reference as reference
+
+    for scan in (leaks.scan_text, reference.scan_text):
+        assert _replaced(text, scan(text)) == published
+
+
 def test_a_password_without_a_user_in_a_url_is_found() -> None:
     text = "cache backend down: redis://:Hunter2SecretXYZ@localhost:6379/0 refused"
     hits = [h for h in scan_text(text) if h.category == "token"]
@@ -1384,26 +1461,26 @@ def _replaced(text: str, hits: list[leaks.LeakHit]) -> str:
 @pytest.mark.parametrize(
     ("names", "text", "published"),
     [
-        # a home's name stopped at a character no name takes (`'`, a letter of another
+        # a home's name stopped at a character no name takes (`&`, a letter of another
         # script), and the known name that runs on past it was dropped
-        (("o'brien",), "C:\\Users\\o'brien\\Desktop\\x", "/path/to/home<user>\\Desktop\\x"),
-        (("o'brien",), "\\\\wsl$\\Ubuntu\\home\\o'brien\\x", "/path/to/home<user>\\x"),
+        (("o&brien",), "C:\\Users\\o&brien\\Desktop\\x", "/path/to/home<user>\\Desktop\\x"),
+        (("o&brien",), "\\\\wsl$\\Ubuntu\\home\\o&brien\\x", "/path/to/home<user>\\x"),
         # (helper-124) ... before punctuation that a name's end did not list (`)`, `.`, `;`)
         (
-            ("o'brien",),
-            "(C:\\Users\\o'brien). /Users/o'brien;",
+            ("anne(2)",),
+            "(C:\\Users\\anne(2)). /Users/anne(2);",
             "(/path/to/home<user>). /path/to/home<user>;",
         ),
         (("anne(2)",), "\\\\wsl$\\U\\home\\anne(2).", "/path/to/home<user>."),
         # (helper-125's P1-3) ... before a profile's suffix, which a name's end refuses as a
         # file's (`alice.txt`): after a home's parent, the name is its user's
-        (("o'brien",), "C:\\Users\\o'brien.000\\Desktop", "/path/to/home<user>.000\\Desktop"),
-        (("o'brien",), "C:/USERS/O'BRIEN.CORP/x", "/path/to/home<user>.CORP/x"),
-        (("o'brien",), "/home/o'brien.bak/x", "/path/to/home<user>.bak/x"),
-        (("o'brien",), "/Users//o'brien.000/x", "/path/to/home<user>.000/x"),
-        (("o'brien",), "C:\\Users\\o'brien_old\\x", "/path/to/home<user>_old\\x"),  # (helper-127)
-        (("o'brien",), "C:\\Users\\o'brien-PC\\x", "/path/to/home<user>-PC\\x"),
-        (("o'brien",), "\\\\wsl$\\Ubuntu\\home\\o'brien.1\\x", "/path/to/home<user>.1\\x"),
+        (("o&brien",), "C:\\Users\\o&brien.000\\Desktop", "/path/to/home<user>.000\\Desktop"),
+        (("o&brien",), "C:/USERS/O&BRIEN.CORP/x", "/path/to/home<user>.CORP/x"),
+        (("anne(2)",), "/home/anne(2).bak/x", "/path/to/home<user>.bak/x"),
+        (("anne(2)",), "/Users//anne(2).000/x", "/path/to/home<user>.000/x"),
+        (("o&brien",), "C:\\Users\\o&brien_old\\x", "/path/to/home<user>_old\\x"),  # (helper-127)
+        (("o&brien",), "C:\\Users\\o&brien-PC\\x", "/path/to/home<user>-PC\\x"),
+        (("o&brien",), "\\\\wsl$\\Ubuntu\\home\\o&brien.1\\x", "/path/to/home<user>.1\\x"),
         (("Bob Smith",), "(C:\\Users\\Bob Smith)", "(/path/to/home<user>)"),
         # (a home's name now takes letters of every script: the home's match is the whole)
         (("li\u674e\u96f7",), "//wsl.localhost/Ubuntu/home/li\u674e\u96f7/b.log", "/path/to/home"),
@@ -1482,8 +1559,8 @@ def test_only_a_known_value_is_taken_past_the_match_before_it() -> None:
             "\u201c/path/to/home\u201d, /path/to/home\xa0is here",
         ),
         (
-            "C:\\Users\\bob\u2019s files \u00abC:\\Users\\bob\u00bb",
-            "/path/to/home\u2019s files \u00ab/path/to/home\u00bb",
+            "\u2018C:\\Users\\bob\u2019 files \u00abC:\\Users\\bob\u00bb",
+            "\u2018/path/to/home\u2019 files \u00ab/path/to/home\u00bb",
         ),
     ],
 )
@@ -2040,6 +2117,11 @@ def test_a_key_or_a_number_after_a_secret_flag_is_still_a_token() -> None:
         ("subprocess.run(['vllm', 'serve', m, '--api-key', 'your-api-key'])", []),
         ("['--api-key', 'YOUR_API_KEY', '--api-key', 'token-abc123', '--api-key', 'sk-xxxx']", []),
         ("argv: ['--api-key', 'secret', '--max-tokens', '2048', '--api-key', '--port']", []),
+        # (session 27) a YAML block list, as a container's args; cmd's `^` with no space
+        ("args:\n  - --api-key\n  - Zq8Wm3Xr5Tb7Nc9V\n  - --port", ["Zq8Wm3Xr5Tb7Nc9V"]),
+        ('command:\n- "--hf-token"\n- "hf2Q8wZ3xR5tB7nC9vD1"', ["hf2Q8wZ3xR5tB7nC9vD1"]),
+        ("- --api-key\n- your-api-key\n- --api-key\n- --port\n- --token\n- Set it here", []),
+        ("llama-server.exe --api-key^\r\n  Zq8Wm3Xr5Tb7", ["Zq8Wm3Xr5Tb7"]),
     ],
 )  # fmt: skip
 def test_a_secret_flags_value_in_quotes_across_lines_or_in_a_printed_list(

@@ -294,12 +294,22 @@ _WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS
 # (and a name's middle dot, `ジョン・スミス`; `·` of `阿卜杜·买买提` is of `_MOJIBAKE_SYMBOLS`)
 _NAME_TAIL = rf"(?u:[\w.{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS}\u30fb-])"
 _GLUED_NAME = rf"(?=(?u:\w))[{_GLUED}]{_NAME_TAIL}++"
-_HOME_DIR = rf"(?:{_NAME_START}[A-Za-z0-9._-]*|{_SPACED_START}|{_GLUED_NAME}(?=/))"
+# An apostrophe inside a name, before a letter (`o'brien`, `D’Angelo`): not a quote that
+# closes a path (`'C:\Users\bob'`, `['/home/al', ...]`).
+_APOSTROPHE = rf"['\u2019](?=[A-Za-z{_LETTER}])"
+# (A glued script's name also at its text's end, or its string's in a document: prose goes
+# on after a folder's name, not after the text; a quote may close prose, `C:\Users\下的"`.)
+_NAME_ENDS = r"[\x00-\x02]|\Z"
+_HOME_DIR = (
+    rf"(?:{_NAME_START}(?:[A-Za-z0-9._-]|{_APOSTROPHE})*|{_SPACED_START}"
+    rf"|{_GLUED_NAME}(?=/|{_NAME_ENDS}))"
+)
 # A Windows home's name (`_WINDOWS_HOME`, `_WSL_HOME`, `/mnt/c/Users/`), before its words
 # after a space (a glued script's with its words: `C:\Users\山田 太郎\`, before a separator).
 _WIN_NAME = (
-    rf"(?:(?:{_NAME_START}|{_SPACED_START}){_WIN_NAME_CHAR}*"
-    rf"(?:{_NAME_TAIL}++(?={_WIN_SEP}|[\"']))?|{_GLUED_NAME}(?:\ {_NAME_TAIL}+)*(?={_WIN_SEP}))"
+    rf"(?:(?:{_NAME_START}|{_SPACED_START})(?:{_WIN_NAME_CHAR}|{_APOSTROPHE})*"
+    rf"(?:{_NAME_TAIL}++(?={_WIN_SEP}|[\"']|{_NAME_ENDS}))?"
+    rf"|{_GLUED_NAME}(?:\ {_NAME_TAIL}+)*(?={_WIN_SEP}|{_NAME_ENDS}))"
 )
 # /home/al, /var/home/al (Silverblue), /usr/home/al (FreeBSD), /Users/al and macOS's
 # /System/Volumes/Data/Users/al, /root; C:\Users\al as WSL (/mnt/c/...), Cygwin
@@ -313,7 +323,7 @@ _HOME = _Lazy(
     | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}
       {_WIN_NAME}(?:(?:\ {_NAME_TAIL}+)+(?=/|["']))?{_PATH_REST}  # (a name: `Bob Smith`)
     | ~(?<![\w~$]~)(?![A-Za-z]/[0-9]+(?:\.[0-9]+)?(?![\w/-]|\.\w))  # (`~n/2`: maths)
-      [A-Za-z_{_LETTER}]{_NAME_CHAR}*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
+      [A-Za-z_{_LETTER}](?:{_NAME_CHAR}|{_APOSTROPHE})*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -411,8 +421,18 @@ _ACCOUNT = _Lazy(
     rf"@(?P<host>[A-Za-z{_LETTER}][{_ACCOUNT_CHAR}-]*)(?![\w.@{_LETTER}{_MOJIBAKE_SYMBOLS}-])",
     re.ASCII,
 )
+# A URL's credentials: a user name, which may hold an apostrophe before a letter
+# (`o'brien`) and no `?` or `#` (they end the authority: `http://localhost:3000?next=a@b` has
+# none); a password, after the first `:`, which may hold `@` written as it is (`p@ss`: the
+# last `@` before the host ends it, as URL parsers read it), `?` and `#`, and an apostrophe
+# not before the punctuation of a list (`'http://host:8080', 'a@b'`), but no port and the
+# query after it (`localhost:3000?next=a@b`).
+_URL_USER = r"(?:[^\s/:?#@\"'\x00-\x02]|'(?=[A-Za-z]))"
+_URL_PASSWORD = r"(?:[^\s/\"'\x00-\x02]|'(?![\s,;:)\]}]))"  # noqa: S105 - a pattern
+_NO_PORT = r"(?![0-9]{1,5}[?#])"
 _URL_HOST = _Lazy(
-    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://(?:[^\s/@\"'\x00-\x02]*@)?(?P<host>[A-Za-z][A-Za-z0-9.-]*)"
+    rf"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{{0,31}}://"
+    rf"(?:{_URL_USER}*(?::{_NO_PORT}{_URL_PASSWORD}*)?@)?(?P<host>[A-Za-z][A-Za-z0-9.-]*)"
     r"(?=[:/?#\]\s\"'\x00-\x02]|\Z)",
     re.ASCII,
 )
@@ -420,8 +440,8 @@ _URL_HOST = _Lazy(
 # its secret part; and the user it is the password of, a name of its own. It starts where
 # `_URL_HOST` does.
 _URL_CREDENTIALS = _Lazy(
-    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://(?P<urluser>[^\s/:@\"'\x00-\x02]{0,128}):"
-    r"(?P<urlpassword>[^\s/@\"'<\x00-\x02][^\s/@\"'\x00-\x02]{0,255})@",
+    rf"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{{0,31}}://(?P<urluser>{_URL_USER}{{0,128}}):"
+    rf"{_NO_PORT}(?P<urlpassword>(?![<@]){_URL_PASSWORD}{{1,256}})@",
     re.ASCII,
 )
 # Each token pattern names the secret part: what is replaced, and never shown in an excerpt.
@@ -481,23 +501,27 @@ _SECRET_WORD = (  # a regular expression, not a password
     r"|credential|auth)"
 )
 # --name=value, --name value, or the next argument of a command line (joined by ITEM_SEP);
-# the space may be a line's continuation (bash's `\`; PowerShell's `` ` `` and cmd's `^`
+# the space may be a line's continuation (bash's `\` and cmd's `^`; PowerShell's `` ` ``
 # after a space, as a backtick at a line's end also closes Markdown's inline code,
 # `` `--api-key` ``, helper-128), and the next flag (`--use_auth_token \` and `--output_dir`
 # on the next line) is none's value. A value in quotes, `--api-key "..."`, and the next item
 # of a list that a program printed its arguments as, `['--api-key', '...']` (or `json.dumps`
-# with an indent, each item on its own line), are one only where they have a key's random
+# with an indent, each item on its own line; or a YAML block list, `- --api-key` then
+# `- ...`), are one only where they have a key's random
 # shape (`_flag_value_shape`): in a reply that explains a command line, or code that builds
 # one, they are most often a placeholder (`"your-api-key"`, `'sk-xxxx'`, `"abc123"`), and a
 # quoted value may hold spaces that a pattern cannot end it at. (A capture's own secrets
 # are known values, found anyway.)
-_FLAG_GAP = r"(?:[ \t]+(?:[\\`^]\r?\n[ \t]*)?|\\\r?\n[ \t]*)"
+# (what leads from a flag to the next item of a list: a printed one's `', '` or a YAML
+# block list's next line, `- --api-key` and `- KEY`, as a container's `args:` hold them)
+_FLAG_ITEM_GAP = r"""(?:["'][ \t]*,\s*["']|["']?[ \t]*\r?\n[ \t]*-[ \t]+["']?)"""
+_FLAG_GAP = r"(?:[ \t]+(?:[\\`^]\r?\n[ \t]*)?|[\\^]\r?\n[ \t]*)"
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
       (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
         |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
         |{_FLAG_GAP}(?!--)(?:(?P<flagword>{_TOKEN_VALUE}{{5,}})|["'](?P<flagquoted>{_TOKEN_VALUE}{{5,}}))
-        |["'][ \t]*,\s*["'](?P<flagitem>(?!-){_TOKEN_VALUE}{{5,}}))
+        |{_FLAG_ITEM_GAP}(?P<flagitem>(?!-){_TOKEN_VALUE}{{5,}}))
     """,
     re.VERBOSE | re.ASCII,
 )
@@ -1541,7 +1565,7 @@ _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
 _FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
 _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
 _FLAG_BLANKS = _Lazy(rf"{_FLAG_GAP}(?!--)[\"']?(?={_VALUE_FIRST})", re.ASCII)
-_FLAG_ITEM = _Lazy(rf"""["'][ \t]*,\s*["'](?!-)(?={_VALUE_FIRST})""", re.ASCII)
+_FLAG_ITEM = _Lazy(rf"""{_FLAG_ITEM_GAP}(?!-)(?={_VALUE_FIRST})""", re.ASCII)
 _TOKEN_PREFIX = _Lazy(
     r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ"
     r"|[sr]k_(?:live|test)_|pypi-AgE|npm_|(?i:discord(?:app)?\.com)/api/(?:v[0-9]{1,2}/)?webhooks/"
@@ -3147,7 +3171,8 @@ _BATCH_CHARS = 1 << 20
 #    `(?!Shared\b)`, ...) hold no \x00, so they succeed on \x00 as on no character; the
 #    positive lookbehinds (`(?<=[A-Za-z]:)`) hold no \x00 and fail on it as on none; \b is
 #    a boundary next to \x00 (not a word character) exactly where it is at the text's edge;
-#    the only `\Z`s are in `(?=[\x00-\x02]|\Z)` (`_HOME`, `_URL_HOST`), true at \x00 too.
+#    the only `\Z`s are in lookaheads that take `[\x00-\x02]` as well (`_HOME`, `_URL_HOST`,
+#    `_NAME_ENDS` of a home's name), true at \x00 too.
 #    No generic pattern has `^`, `$` or `\A`; those of `_SECRET_NAME`, `_RESERVED_DOMAIN`...
 #    read a name or host taken from the match, not the text. The lookbehinds read 17
 #    characters back at most (`(?<=(?i:file://localhost)/)`), fewer than the gap holds.
@@ -4315,6 +4340,8 @@ _DRIVE = _Lazy(r"[A-Za-z]:[\\/]")
 # directory before the name, a component of its own.
 _RELATIVE_HOME = _Lazy(r"(?:(?:var|usr)[/\\])?(?:home|Users|users)[/\\]\Z")
 _BELOW_FIRST = _Lazy(r"[^/\\][/\\]")
+# The home's parent before Vista, whose spaces end the word a name is in.
+_DOCUMENTS_HOME = _Lazy(r"(?i:[A-Za-z]:[/\\]{1,2}documents and settings[/\\]{1,2})\Z", re.ASCII)
 
 
 class _AccountNames:
@@ -4346,6 +4373,8 @@ class _AccountNames:
                 break
         self._at, self._begin = start, begin
         if text.startswith("://", start - 3):  # a URL's user (`http://al@127.0.0.1/`)
+            return True
+        if _DOCUMENTS_HOME.search(text, max(0, start - 28), start) is not None:
             return True
         if text.startswith("/path/to/", begin):
             return False

@@ -155,7 +155,7 @@ def _names_an_account(text: str, start: int) -> bool:
     if text[max(0, start - 3) : start] == "://":
         return True  # a URL's user: scheme://name@host
     if re.search(
-        r"(?ai)[a-z]:[/\\]{1,2}documents and settings[/\\]{1,2}\Z", text[max(0, start - 28) : start]
+        r"(?ai)(?:documents and settings|docume~1)[/\\]{1,2}\Z", text[max(0, start - 24) : start]
     ):
         return True  # a home before Vista, its spaces before the name
     begin = start

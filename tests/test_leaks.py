@@ -693,19 +693,38 @@ def test_a_windows_home_does_not_run_on_into_the_prose_after_it(text: str, after
         ("C:\\Documents and Settings\\O\u2019Brien\\x y", "/path/to/home y"),
         ("/home/d'angelo/run.log y", "/path/to/home y"),
         ("~o'brien/x y", "/path/to/home y"),
+        # (helper-130) in a name's later word, after a letter past ASCII, as Hebrew's geresh
+        ("C:\\Users\\Mary O'Brien\\x y", "/path/to/home y"),
+        ("\\\\wsl$\\Ubuntu\\home\\Mary O\u2019Brien\\x y", "/path/to/home y"),
+        ("/mnt/c/Users/Jos\u00e9 O'Brien/x y", "/path/to/home y"),
+        ("/home/zo\u00eb'brien/x y", "/path/to/home y"),
+        ("/home/\u05d2'\u05d5\u05df/x y", "/path/to/home y"),
+        ("C:\\Users\\o'brien: permission denied", "/path/to/home: permission denied"),
         # ... not a quote that closes a path, nor one before a list's next item
         ("cd 'C:\\Users\\bob' && ls '/home/al', 'x'",
          "cd '/path/to/home' && ls '/path/to/home', 'x'"),
-        # a glued script's name at its text's end (no prose follows it there)
+        # ... nor one glued to an address's start (helper-130)
+        ("C:\\Users\\bob'aa:bb:cc:dd:ee:ff", "/path/to/home'<mac>"),
+        ("C:\\Users\\al'root@buildhost", "/path/to/home'<user>@<host>"),
+        # a glued script's name at its text's end, at a line's end or a space, before a quote
+        # that closes it (no prose follows it there)
         ("C:\\Users\\li\u674e\u96f7", "/path/to/home"),
         ("C:\\Users\\\u674e\u96f7", "/path/to/home"),
-
+        ("HOME=/home/\u674e\u96f7\nPATH=/usr/bin", "HOME=/path/to/home\nPATH=/usr/bin"),
+        ('{"cwd": "C:\\\\Users\\\\\u674e\u96f7"}', '{"cwd": "/path/to/home"}'),
+        ("cd '/home/\u674e\u96f7' && ls", "cd '/path/to/home' && ls"),
+        ('cd "C:\\Users\\\u5c71\u7530 \u592a\u90ce"', 'cd "/path/to/home"'),
+        ("C:\\Users\\\u674e\u96f7 found 10.0.0.5", "/path/to/home found <ip>"),
+        ("PATH=/home/\u674e\u96f7:/usr/bin", "PATH=/path/to/home"),
         ("/home/\u4e0b", "/home/\u4e0b"),  # (one character: prose's)
+        # the home's parent before Vista, below a mount, by its short name
+        ("/mnt/c/Documents and Settings/bob/x y", "/path/to/home y"),
+        ("TEMP=C:\\DOCUME~1\\bob\\LOCALS~1\\Temp", "TEMP=/path/to/home"),
     ],
 )  # fmt: skip
 def test_a_homes_name_with_an_apostrophe_or_at_a_texts_end(text: str, published: str) -> None:
-    """(session 26's list) `C:\\Users\\o'brien\\` published `'brien`, and `C:\\Users\\li李雷`
-    at a text's end `李雷`."""
+    """(session 26's list, helper-130) `C:\\Users\\o'brien\\` published `'brien`, and
+    `C:\\Users\\li李雷` at a text's end `李雷`."""
     import leaks_reference as reference
 
     for scan in (leaks.scan_text, reference.scan_text):
@@ -728,12 +747,22 @@ def test_a_known_user_below_documents_and_settings_is_an_account() -> None:
     name is in, was no account's: the part a home's match left was published."""
     import leaks_reference as reference
 
-    text = "C:\\Documents and Settings\\ann(2)\\x and c:/documents and settings/ann(2)/y"
+    text = (
+        "C:\\Documents and Settings\\ann(2)\\x and c:/documents and settings/ann(2)/y"
+        # (helper-130) before a profile's suffix, below a mount, a share, a backup's folder;
+        # below its short name
+        " C:\\Documents and Settings\\ann(2).DOMAIN\\x /mnt/c/Documents and Settings/ann(2)/x"
+        " \\\\srv\\c$\\Documents and Settings\\ann(2)\\x"
+        " D:\\backup\\Documents and Settings\\ann(2)\\x C:\\DOCUME~1\\ann(2)\\x"
+    )
     known = [Known("ann(2)", "user-name", "<user>", KnownKind.USER)]
     plain = [reference.Known("ann(2)", "user-name", "<user>", reference.KnownKind.USER)]
     for detector in (Detector(known), reference.Detector(plain)):
         assert _replaced(text, detector.scan_text(text)) == (
             "/path/to/home<user>\\x and /path/to/home<user>/y"
+            " /path/to/home<user>.DOMAIN\\x /path/to/home<user>/x"
+            " \\\\srv\\c$\\Documents and Settings\\<user>\\x"
+            " D:\\backup\\Documents and Settings\\<user>\\x /path/to/home<user>\\x"
         )
 
 
@@ -750,6 +779,15 @@ def test_a_known_user_below_documents_and_settings_is_an_account() -> None:
         ("['http://localhost:8080', 'ops@example.com']",
          "['http://localhost:8080', 'ops@example.com']"),
         ("redis://:Hunter2#Secret@localhost:6379", "redis://:<token>@localhost:6379"),
+        # (helper-130) a password that starts with digits after no user; an e-mail address
+        # as the user; a user's `#`; no port of an IPv6 literal, nor before a quote
+        ("redis://:1234#Secret@localhost:6379", "redis://:<token>@localhost:6379"),
+        ("postgres://admin:2024#Pass!x@dbhost/x", "postgres://<user>:<token>@<host>/x"),
+        ("https://a#b:s3cr!t99@dbhost/x", "https://<user>:<token>@<host>/x"),
+        ("git clone https://alice@corp-mail.de:S3cr!t99x@git.corp.lan/x.git",
+         "git clone https://<user>:<token>@<host>/x.git"),
+        ("'http://[::1]:8080?next=ops@corp-mail.de'", "'http://[::1]:8080?next=<email>'"),
+        ("'http://localhost:8080'+'ops@corp-mail.de'", "'http://localhost:8080'+'<email>'"),
     ],
 )  # fmt: skip
 def test_a_urls_credentials_as_url_parsers_read_them(text: str, published: str) -> None:
@@ -1104,6 +1142,24 @@ def test_amp_and_latin_letters_are_read_without_their_semicolon_and_qp_s_equals_
     view = leaks._Decoded.of("&uumlro &ampy =3D &sol w &sol;x &OElig &Uuml")
     assert isinstance(view, leaks._Decoded)
     assert view.text == "\u00fcro &y = &sol w /x &OElig \u00dc"
+
+
+def test_the_symbols_of_mojibake_are_read_from_their_named_references() -> None:
+    """(helper-123's F9) PHP's `htmlentities` of mojibake (`jÃ¶rg`, `ErdÅ‘s`) writes its
+    symbols by name: `j&Atilde;&para;rg` was not read as `jÃ¶rg`, and `rg` was published.
+    Only with their `;` (`&copy=2` of a query is no `©`)."""
+    view = leaks._Decoded.of("j&Atilde;&para;rg Erd&Aring;&lsquo;s &copy=2 &trade;")
+    assert isinstance(view, leaks._Decoded)
+    assert view.text == "j\u00c3\u00b6rg Erd\u00c5\u2018s &copy=2 \u2122"
+    import leaks_reference as reference
+
+    text = "cd /home/j&Atilde;&para;rg/x"
+    known = [Known("j\u00f6rg", "user-name", "<user>", KnownKind.USER)]
+    plain = [reference.Known("j\u00f6rg", "user-name", "<user>", reference.KnownKind.USER)]
+    for detector in (Detector(known), reference.Detector(plain)):
+        assert [text[h.start : h.end] for h in detector.scan_text(text)] == [
+            "/home/j&Atilde;&para;rg/x"
+        ]
 
 
 def test_an_html_reference_without_a_semicolon_reads_its_digits_greedily() -> None:
@@ -2122,6 +2178,13 @@ def test_a_key_or_a_number_after_a_secret_flag_is_still_a_token() -> None:
         ('command:\n- "--hf-token"\n- "hf2Q8wZ3xR5tB7nC9vD1"', ["hf2Q8wZ3xR5tB7nC9vD1"]),
         ("- --api-key\n- your-api-key\n- --api-key\n- --port\n- --token\n- Set it here", []),
         ("llama-server.exe --api-key^\r\n  Zq8Wm3Xr5Tb7", ["Zq8Wm3Xr5Tb7"]),
+        # (helper-130) past a comment, a blank line, a line of comment; a block scalar's
+        # line; a flow list's next item
+        ("args:\n  - --api-key  # the key\n\n  # here\n  - Zq8Wm3Xr5Tb7Nc9V", ["Zq8Wm3Xr5Tb7Nc9V"]),
+        ("args:\n  - --api-key\r\n  - >-\r\n    Zq8Wm3Xr5Tb7Nc9V\r\n", ["Zq8Wm3Xr5Tb7Nc9V"]),
+        ('args: [--api-key, Zq8Wm3Xr5Tb7Nc9V], ["--token", Ab12Cd34Ef56Gh78Ij90]',
+         ["Zq8Wm3Xr5Tb7Nc9V", "Ab12Cd34Ef56Gh78Ij90"]),
+        ("use --api-key, then restart; --api-key  # set it\n- your-key", []),
     ],
 )  # fmt: skip
 def test_a_secret_flags_value_in_quotes_across_lines_or_in_a_printed_list(

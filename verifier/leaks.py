@@ -294,23 +294,40 @@ _WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS
 # (and a name's middle dot, `ジョン・スミス`; `·` of `阿卜杜·买买提` is of `_MOJIBAKE_SYMBOLS`)
 _NAME_TAIL = rf"(?u:[\w.{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS}\u30fb-])"
 _GLUED_NAME = rf"(?=(?u:\w))[{_GLUED}]{_NAME_TAIL}++"
-# An apostrophe inside a name, before a letter (`o'brien`, `D’Angelo`): not a quote that
-# closes a path (`'C:\Users\bob'`, `['/home/al', ...]`).
-_APOSTROPHE = rf"['\u2019](?=[A-Za-z{_LETTER}])"
-# (A glued script's name also at its text's end, or its string's in a document: prose goes
-# on after a folder's name, not after the text; a quote may close prose, `C:\Users\下的"`.)
+# An apostrophe inside a name, before a letter (`o'brien`, `D’Angelo`, Hebrew's `ג'ון`): not
+# a quote that closes a path (`'C:\Users\bob'`, `['/home/al', ...]`). The name's run after
+# it goes whole, and only where what follows is not glued to a name as an address's next
+# part is (`@`, `:` and a hex digit): `C:\Users\bob'aa:bb:cc:dd:ee:ff` is `bob` and a MAC
+# address, `C:\Users\al'root@host` an account; `C:\Users\o'brien: denied` is `o'brien`.
+_APOSTROPHE = rf"['\u2019](?=[A-Za-z{_LETTER}{_SPACED}])"
+_AFTER_APOSTROPHE = r"(?!@|:[0-9A-Fa-f])"
+# A glued script's name of two characters or more (`_GLUED_NAME`) ends at a separator; also
+# at its text's end or its string's in a document, at white space, or at a quote that closes
+# it (`"C:\Users\李雷"`, not `C:\Users\下的"AppData"`): prose goes on glued after a
+# folder's name, not past those. Before a `:` that starts another path (`PATH=/home/李雷:
+# /usr/bin`) only where the name is the script's letters alone: a name that took ASCII
+# letters may have taken a URL's scheme (`/home/用户的网站http://u:pw@h`).
 _NAME_ENDS = r"[\x00-\x02]|\Z"
+_GLUED_END = rf"{_NAME_ENDS}|\s|[\"'](?!(?u:\w))"
+_GLUED_ONLY = rf"(?=(?u:\w))[{_GLUED}][{_GLUED}\u30fb]++"
+_HOME_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_SPACED}{_COMBINING}-]"
 _HOME_DIR = (
-    rf"(?:{_NAME_START}(?:[A-Za-z0-9._-]|{_APOSTROPHE})*|{_SPACED_START}"
-    rf"|{_GLUED_NAME}(?=/|{_NAME_ENDS}))"
+    rf"(?:(?:{_NAME_START}|{_SPACED_START}){_HOME_NAME_CHAR}*"
+    rf"(?:{_APOSTROPHE}{_HOME_NAME_CHAR}++{_AFTER_APOSTROPHE})*"
+    rf"|{_GLUED_NAME}(?=/|{_GLUED_END})|{_GLUED_ONLY}(?=:[/~$]))"
 )
 # A Windows home's name (`_WINDOWS_HOME`, `_WSL_HOME`, `/mnt/c/Users/`), before its words
 # after a space (a glued script's with its words: `C:\Users\山田 太郎\`, before a separator).
 _WIN_NAME = (
-    rf"(?:(?:{_NAME_START}|{_SPACED_START})(?:{_WIN_NAME_CHAR}|{_APOSTROPHE})*"
+    rf"(?:(?:{_NAME_START}|{_SPACED_START}){_WIN_NAME_CHAR}*"
+    rf"(?:{_APOSTROPHE}{_WIN_NAME_CHAR}++{_AFTER_APOSTROPHE})*"
     rf"(?:{_NAME_TAIL}++(?={_WIN_SEP}|[\"']|{_NAME_ENDS}))?"
-    rf"|{_GLUED_NAME}(?:\ {_NAME_TAIL}+)*(?={_WIN_SEP}|{_NAME_ENDS}))"
+    rf"|{_GLUED_NAME}(?:(?:\ {_NAME_TAIL}++)+(?={_WIN_SEP}|[\"'](?!(?u:\w)))"
+    rf"|(?={_WIN_SEP}|{_GLUED_END})))"
 )
+# A Windows home's words after its name's first (`Bob Smith`, `Mary O'Brien`), where a
+# separator or a quote follows them (a path with a space is quoted: `"C:\Users\Bob Smith"`).
+_WIN_WORDS = rf"(?:(?:\ (?:{_NAME_TAIL}|{_APOSTROPHE})++)+(?={_WIN_SEP}|[\"']))?"
 # /home/al, /var/home/al (Silverblue), /usr/home/al (FreeBSD), /Users/al and macOS's
 # /System/Volumes/Data/Users/al, /root; C:\Users\al as WSL (/mnt/c/...), Cygwin
 # (/cygdrive/c/...) and MSYS2 (/c/...) name it; ~al.
@@ -320,8 +337,8 @@ _HOME = _Lazy(
     | {_SLASH}(?:System{_S}Volumes{_S}Data{_S})?Users{_S}(?!Shared\b)
       {_HOME_DIR}{_PATH_REST}
     | {_SLASH}root/++{_PATH_REST}
-    | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users){_S}
-      {_WIN_NAME}(?:(?:\ {_NAME_TAIL}+)+(?=/|["']))?{_PATH_REST}  # (a name: `Bob Smith`)
+    | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users|documents\ and\ settings){_S}
+      {_WIN_NAME}{_WIN_WORDS}{_PATH_REST}  # (a name: `Bob Smith`)
     | ~(?<![\w~$]~)(?![A-Za-z]/[0-9]+(?:\.[0-9]+)?(?![\w/-]|\.\w))  # (`~n/2`: maths)
       [A-Za-z_{_LETTER}](?:{_NAME_CHAR}|{_APOSTROPHE})*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
     """,
@@ -340,16 +357,16 @@ _HOME = _Lazy(
 # the home's match leaves is a hit of its own (`Detector.scan_text`). What a name takes:
 # `_WIN_NAME`.
 _WINDOWS_HOME = _Lazy(
-    rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}(?i:users|documents\ and\ settings)
-    {_WIN_SEP}
-    {_WIN_NAME}(?:(?:\ {_NAME_TAIL}+)+(?={_WIN_SEP}|["']))?
+    rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}
+    (?i:users|documents\ and\ settings|docume~1){_WIN_SEP}
+    {_WIN_NAME}{_WIN_WORDS}
     (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
 # A WSL home as Windows reaches it: \\wsl$\Ubuntu\home\al, \\wsl.localhost\Ubuntu\root.
 _WSL_HOME = _Lazy(
     rf"""(?<![\\\w/])(?:\\\\?\\\\?|//)(?i:wsl\$|wsl\.localhost){_WIN_SEP}[A-Za-z0-9._-]+{_WIN_SEP}
-    (?:home{_WIN_SEP}{_WIN_NAME}|root)
+    (?:home{_WIN_SEP}{_WIN_NAME}{_WIN_WORDS}|root)
     (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
 )
@@ -422,25 +439,27 @@ _ACCOUNT = _Lazy(
     re.ASCII,
 )
 # A URL's credentials: a user name, which may hold an apostrophe before a letter
-# (`o'brien`) and no `?` or `#` (they end the authority: `http://localhost:3000?next=a@b` has
-# none); a password, after the first `:`, which may hold `@` written as it is (`p@ss`: the
-# last `@` before the host ends it, as URL parsers read it), `?` and `#`, and an apostrophe
-# not before the punctuation of a list (`'http://host:8080', 'a@b'`), but no port and the
-# query after it (`localhost:3000?next=a@b`).
-_URL_USER = r"(?:[^\s/:?#@\"'\x00-\x02]|'(?=[A-Za-z]))"
-_URL_PASSWORD = r"(?:[^\s/\"'\x00-\x02]|'(?![\s,;:)\]}]))"  # noqa: S105 - a pattern
-_NO_PORT = r"(?![0-9]{1,5}[?#])"
+# (`o'brien`), `@` (an e-mail address, `https://alice@corp.de:PW@host`), `?` and `#`, and
+# does not start as an IPv6 literal does (`http://[::1]:8080`); a password, after the first
+# `:`, which may hold `@` written as it is (`p@ss`: the last `@` before the host ends it,
+# as URL parsers read it), `?` and `#`, and an apostrophe not before the punctuation of a
+# list or of code (`'http://host:8080', 'a@b'`, `'...'+'a@b'`). After a user's name, no port
+# before a query or a quote (`localhost:3000?next=a@b`, `'http://host:8080'+'a@b'`); after
+# none (`redis://:PW@h`) there is no port.
+_URL_USER = r"(?:[^\s/:\"'\x00-\x02]|'(?=[A-Za-z]))"
+_URL_PASSWORD = r"(?:[^\s/\"'\x00-\x02]|'(?![\s,;:)\]}+.']))"  # noqa: S105 - a pattern
+_NO_PORT = r"(?:(?<=//:)|(?![0-9]{1,5}[?']))"
 _URL_HOST = _Lazy(
     rf"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{{0,31}}://"
-    rf"(?:{_URL_USER}*(?::{_NO_PORT}{_URL_PASSWORD}*)?@)?(?P<host>[A-Za-z][A-Za-z0-9.-]*)"
-    r"(?=[:/?#\]\s\"'\x00-\x02]|\Z)",
+    rf"(?:(?!\[){_URL_USER}*(?::{_NO_PORT}{_URL_PASSWORD}*)?@)?"
+    r"(?P<host>[A-Za-z][A-Za-z0-9.-]*)(?=[:/?#\]\s\"'\x00-\x02]|\Z)",
     re.ASCII,
 )
 # A password in a URL's credentials (`https://user:PASSWORD@host`, `redis://:PASSWORD@h`):
 # its secret part; and the user it is the password of, a name of its own. It starts where
 # `_URL_HOST` does.
 _URL_CREDENTIALS = _Lazy(
-    rf"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{{0,31}}://(?P<urluser>{_URL_USER}{{0,128}}):"
+    rf"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{{0,31}}://(?P<urluser>(?!\[){_URL_USER}{{0,128}}):"
     rf"{_NO_PORT}(?P<urlpassword>(?![<@]){_URL_PASSWORD}{{1,256}})@",
     re.ASCII,
 )
@@ -512,9 +531,16 @@ _SECRET_WORD = (  # a regular expression, not a password
 # one, they are most often a placeholder (`"your-api-key"`, `'sk-xxxx'`, `"abc123"`), and a
 # quoted value may hold spaces that a pattern cannot end it at. (A capture's own secrets
 # are known values, found anyway.)
-# (what leads from a flag to the next item of a list: a printed one's `', '` or a YAML
-# block list's next line, `- --api-key` and `- KEY`, as a container's `args:` hold them)
-_FLAG_ITEM_GAP = r"""(?:["'][ \t]*,\s*["']|["']?[ \t]*\r?\n[ \t]*-[ \t]+["']?)"""
+# (what leads from a flag to the next item of a list: a printed one's `', '`; a flow list's
+# `, ` (`[--api-key, KEY]`); a YAML block list's next item, `- --api-key` and `- KEY` as a
+# container's `args:` hold them, past a comment, blank lines and lines of comments, and a
+# block scalar's `|` or `>-` before the value's own line)
+_YAML_REST = r"[ \t]*(?:\#[^\r\n\x00-\x02]*)?"  # (spaces, and a comment to the line's end)
+_FLAG_ITEM_GAP = (
+    r"""(?:["'][ \t]*,\s*["']|["']?[ \t]*,[ \t]*"""
+    rf"""|["']?{_YAML_REST}(?:\r?\n{_YAML_REST})*?\r?\n[ \t]*-[ \t]+"""
+    rf"""(?:[|>][+-]?{_YAML_REST}\r?\n[ \t]*)?["']?)"""
+)
 _FLAG_GAP = r"(?:[ \t]+(?:[\\`^]\r?\n[ \t]*)?|[\\^]\r?\n[ \t]*)"
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
@@ -1181,7 +1207,9 @@ def _found(category: str, start: int, end: int, excerpt: str, placeholder: str =
 # regular expression engine checks fast, since it starts with a literal character (an engine
 # pass over a text that starts with a set of characters, or a lookbehind, costs ten times
 # more): a text without it skips the pattern, and a text with it tries the pattern only there.
-_HOME_OR_TEMP = re.compile(r"/(?:home|[Uu][Ss][Ee][Rr][Ss]|root|tmp|var|folders|shm)/")
+_HOME_OR_TEMP = re.compile(
+    r"/(?:home|[Uu][Ss][Ee][Rr][Ss]|root|tmp|var|folders|shm|(?i:documents and settings))/"
+)
 _IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the first number
 _IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
 _MAC_DASH = re.compile(r"-(?=[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){4})")  # the first separator
@@ -1807,18 +1835,18 @@ def _secret_flags(text: str, starts: list[int] | None) -> Iterator[re.Match[str]
         if _FLAG_EQUALS.match(text, end) is None and _FLAG_NEXT.match(text, end) is None:
             # `--name value`: a word of prose is not a value.
             # (Each way, a value too short is refused here: the pattern, tried on it, would
-            # try every shorter name before a secret word in the flag's run, as long as it is.)
-            if (blanks := _FLAG_BLANKS.match(text, end)) is not None:
-                value_start = blanks.end()
-                value_end = values(value_start)
-                if value_end - value_start < 6:
-                    continue
+            # try every shorter name before a secret word in the flag's run, as long as it is.
+            # One too short after blanks leaves the pattern to the next item of a list, as
+            # the pattern's alternatives do: `--api-key  # the key` and `- KEY` below.)
+            blanks = _FLAG_BLANKS.match(text, end)
+            value_start = blanks.end() if blanks is not None else end
+            value_end = values(value_start) if blanks is not None else end
+            if value_end - value_start >= 6:
                 if value_end - value_start < 16 and not _tokenish(text[value_start:value_end]):
                     continue
-            elif (item := _FLAG_ITEM.match(text, end)) is not None:
-                if values(item.end()) - item.end() < 6:
-                    continue
-            else:
+            elif (item := _FLAG_ITEM.match(text, end)) is None or values(
+                item.end()
+            ) - item.end() < 6:
                 continue
         if not _is_secret_name(text[name_start:end], flag=True):
             continue
@@ -2005,7 +2033,7 @@ _HOME_PARENT = (
     "(?:"
     + "|".join(
         rf"(?<=[/\\]{parent}{sep})"
-        for parent in ("home", "users")
+        for parent in ("home", "users", "documents and settings", "docume~1")
         for sep in (r"[/\\]", "//", r"\\\\")
     )
     + ")"
@@ -4340,8 +4368,9 @@ _DRIVE = _Lazy(r"[A-Za-z]:[\\/]")
 # directory before the name, a component of its own.
 _RELATIVE_HOME = _Lazy(r"(?:(?:var|usr)[/\\])?(?:home|Users|users)[/\\]\Z")
 _BELOW_FIRST = _Lazy(r"[^/\\][/\\]")
-# The home's parent before Vista, whose spaces end the word a name is in.
-_DOCUMENTS_HOME = _Lazy(r"(?i:[A-Za-z]:[/\\]{1,2}documents and settings[/\\]{1,2})\Z", re.ASCII)
+# The home's parent before Vista (and its short name), whose spaces end the word a name is
+# in: on any drive, below a mount or a share (`/mnt/c/...`, `\\\\srv\\c$\\...`), in a backup.
+_DOCUMENTS_HOME = _Lazy(r"(?i:(?:documents and settings|docume~1)[/\\]{1,2})\Z", re.ASCII)
 
 
 class _AccountNames:
@@ -4374,7 +4403,7 @@ class _AccountNames:
         self._at, self._begin = start, begin
         if text.startswith("://", start - 3):  # a URL's user (`http://al@127.0.0.1/`)
             return True
-        if _DOCUMENTS_HOME.search(text, max(0, start - 28), start) is not None:
+        if _DOCUMENTS_HOME.search(text, max(0, start - 24), start) is not None:
             return True
         if text.startswith("/path/to/", begin):
             return False
@@ -4532,6 +4561,20 @@ _LATIN_NAMES = (
 _LATIN_LETTERS = [chr(c) for c in range(0xC0, 0x100) if c not in (0xD7, 0xF7)] + [
     "\u0152", "\u0153", "\u0160", "\u0161", "\u0178"
 ]  # fmt: skip
+_LATIN_SYMBOL_NAMES = (
+    "iexcl cent pound curren yen brvbar sect uml copy ordf laquo not shy reg macr deg plusmn "
+    "sup2 sup3 acute micro para middot cedil sup1 ordm raquo frac14 frac12 frac34 iquest "
+    "times divide"
+)
+_LATIN_SYMBOLS = [chr(c) for c in range(0xA1, 0xC0)] + ["\u00d7", "\u00f7"]
+_WINDOWS_SYMBOL_NAMES = (
+    "euro sbquo fnof bdquo hellip dagger Dagger circ permil lsaquo lsquo rsquo ldquo rdquo "
+    "bull ndash mdash tilde trade rsaquo Zcaron zcaron"
+)
+_WINDOWS_SYMBOLS = list(
+    "\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u2039\u2018\u2019\u201c\u201d"
+    "\u2022\u2013\u2014\u02dc\u2122\u203a\u017d\u017e"
+)
 _ENTITIES = {
     "sol": "/", "bsol": "\\", "commat": "@", "colon": ":", "period": ".", "lowbar": "_",
     "UnderBar": "_", "plus": "+", "equals": "=", "percnt": "%", "num": "#",
@@ -4540,6 +4583,10 @@ _ENTITIES = {
     # what `html.escape` writes (a password's `"`, `'`, `<`, `>`)
     "quot": '"', "QUOT": '"', "apos": "'", "lt": "<", "LT": "<", "gt": ">", "GT": ">",
     **dict(zip(_LATIN_NAMES.split(), _LATIN_LETTERS, strict=True)),
+    # the symbols that mojibake puts after `Ã` or `Å` (`j&Atilde;&para;rg`, PHP's
+    # `htmlentities` of `jÃ¶rg`): Latin-1's, and the ones Windows-1252 has in their place
+    **dict(zip(_LATIN_SYMBOL_NAMES.split(), _LATIN_SYMBOLS, strict=True)),
+    **dict(zip(_WINDOWS_SYMBOL_NAMES.split(), _WINDOWS_SYMBOLS, strict=True)),
 }  # fmt: skip
 _ENTITY_NAMES = _trie_pattern(sorted(_ENTITIES))
 # (the `;` may be left out where HTML's parsers read a name without it: `&amp`, and the

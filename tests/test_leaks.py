@@ -700,12 +700,17 @@ def test_a_windows_home_does_not_run_on_into_the_prose_after_it(text: str, after
         ("/home/zo\u00eb'brien/x y", "/path/to/home y"),
         ("/home/\u05d2'\u05d5\u05df/x y", "/path/to/home y"),
         ("C:\\Users\\o'brien: permission denied", "/path/to/home: permission denied"),
+        # ... as a shell quotes it in a quoted word, and YAML and SQL (helper-131)
+        ("echo '/home/o'\"'\"'brien/x'", "echo '/path/to/home'"),
+        ("cd '/home/o'\\''brien' && ls", "cd '/path/to/home' && ls"),
+        ("'path': '/home/o''brien/x'", "'path': '/path/to/home'"),
         # ... not a quote that closes a path, nor one before a list's next item
         ("cd 'C:\\Users\\bob' && ls '/home/al', 'x'",
          "cd '/path/to/home' && ls '/path/to/home', 'x'"),
         # ... nor one glued to an address's start (helper-130)
         ("C:\\Users\\bob'aa:bb:cc:dd:ee:ff", "/path/to/home'<mac>"),
         ("C:\\Users\\al'root@buildhost", "/path/to/home'<user>@<host>"),
+        ("C:\\Users\\al'fe80::1ff:fe23:4567:890a", "/path/to/home'<ip>"),
         # a glued script's name at its text's end, at a line's end or a space, before a quote
         # that closes it (no prose follows it there)
         ("C:\\Users\\li\u674e\u96f7", "/path/to/home"),
@@ -716,10 +721,18 @@ def test_a_windows_home_does_not_run_on_into_the_prose_after_it(text: str, after
         ('cd "C:\\Users\\\u5c71\u7530 \u592a\u90ce"', 'cd "/path/to/home"'),
         ("C:\\Users\\\u674e\u96f7 found 10.0.0.5", "/path/to/home found <ip>"),
         ("PATH=/home/\u674e\u96f7:/usr/bin", "PATH=/path/to/home"),
+        # ... and before what ends a word of code or of a shell (helper-131)
+        ("C:\\Users\\\u674e\u96f7>dir", "/path/to/home>dir"),
+        ("ls /home/\u674e\u96f7|head; `/home/\u674e\u96f7`, (/home/\u674e\u96f7)",
+         "ls /path/to/home|head; `/path/to/home`, (/path/to/home)"),
+        ("ls /home/\u674e\u96f7,/home/\u97e9\u6885\u6885", "ls /path/to/home,/path/to/home"),
         ("/home/\u4e0b", "/home/\u4e0b"),  # (one character: prose's)
         # the home's parent before Vista, below a mount, by its short name
         ("/mnt/c/Documents and Settings/bob/x y", "/path/to/home y"),
         ("TEMP=C:\\DOCUME~1\\bob\\LOCALS~1\\Temp", "TEMP=/path/to/home"),
+        ("c:\\docume~1\\al\\x y", "/path/to/home y"),  # (as `os.path.normcase` writes it)
+        # an HTML reference after a Windows path's `\` is none of a shell's escapes
+        ("C:\\Users\\&Ouml;zil\\x y", "/path/to/home y"),
     ],
 )  # fmt: skip
 def test_a_homes_name_with_an_apostrophe_or_at_a_texts_end(text: str, published: str) -> None:
@@ -1160,6 +1173,12 @@ def test_the_symbols_of_mojibake_are_read_from_their_named_references() -> None:
         assert [text[h.start : h.end] for h in detector.scan_text(text)] == [
             "/home/j&Atilde;&para;rg/x"
         ]
+    # (helper-131) ... after a Windows path's `\`, which is no shell's escape of `&` there
+    text = "C:\\Users\\&Atilde;&lsquo;u&Atilde;&plusmn;o\\x"
+    known = [Known("\u00d1u\u00f1o", "user-name", "<user>", KnownKind.USER)]
+    plain = [reference.Known("\u00d1u\u00f1o", "user-name", "<user>", reference.KnownKind.USER)]
+    for detector in (Detector(known), reference.Detector(plain)):
+        assert _replaced(text, detector.scan_text(text)) == "/path/to/home<user>\\x"
 
 
 def test_an_html_reference_without_a_semicolon_reads_its_digits_greedily() -> None:
@@ -2185,6 +2204,14 @@ def test_a_key_or_a_number_after_a_secret_flag_is_still_a_token() -> None:
         ('args: [--api-key, Zq8Wm3Xr5Tb7Nc9V], ["--token", Ab12Cd34Ef56Gh78Ij90]',
          ["Zq8Wm3Xr5Tb7Nc9V", "Ab12Cd34Ef56Gh78Ij90"]),
         ("use --api-key, then restart; --api-key  # set it\n- your-key", []),
+        # (helper-131) a comment glued to its `#`; a flow list's quoted value, over lines;
+        # a block scalar's indentation; a shell's comment is no value
+        ("  - --api-key  #nosec\n  - Zx9Kq2Lm8Np4Rt6Vw1Yb3\n", ["Zx9Kq2Lm8Np4Rt6Vw1Yb3"]),
+        ("  - --api-key #from-vault-secret\n  - Zx9Kq2Lm8Np4Rt6Vw1Yb3", ["Zx9Kq2Lm8Np4Rt6Vw1Yb3"]),
+        ('args: [--api-key, "Zx9Kq2Lm8Np4Rt6Vw1Yb3"]', ["Zx9Kq2Lm8Np4Rt6Vw1Yb3"]),
+        ("args: [\n  --api-key,\n  Zx9Kq2Lm8Np4Rt6Vw1Yb3\n]", ["Zx9Kq2Lm8Np4Rt6Vw1Yb3"]),
+        ("args:\n  - --api-key\n  - |2-\n    Zx9Kq2Lm8Np4Rt6Vw1Yb3\n", ["Zx9Kq2Lm8Np4Rt6Vw1Yb3"]),
+        ("mysql --password #Zx9Kq2Lm8Np4Rt6Vw1Yb3", []),
     ],
 )  # fmt: skip
 def test_a_secret_flags_value_in_quotes_across_lines_or_in_a_printed_list(

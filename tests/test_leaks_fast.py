@@ -397,6 +397,12 @@ HOSTILE_UNITS = (
     # a key that is a flag too: each flag's keys after it read once (helper-121)
     "Ab12Cd34Ef56.--api-key ",
     "Ab12Cd34Ef56,API_KEY=",
+    # a flag at each line's end, read on to a YAML list's next item (helper-131: quadratic)
+    "# --api-key\n",
+    "--api-key #",
+    "--api-key,\n",
+    "--token\n\n",
+    "- --api-key\n- ",
     "token",
     "tokens",
     "auth",
@@ -867,6 +873,8 @@ HOSTILE_TAILS = (
     ' "x', ' "Zq8Wm3Xr5Tb7"', " \\\n x", " \\\n Zq8Wm3Xr5Tb7", "', 'x'", "', 'Zq8Wm3Xr5Tb7'",
     " ^\r\n x", " `\n Zq8Wm3Xr5Tb7", '",\n  "x', '",\n  "Zq8Wm3Xr5Tb7', "', 'Pa55wd'",
     "', 'Pa55word'", ' "Xk9#mP2$vL7!qR4', "`\nZq8Wm3Xr5Tb7",
+    # the next item of a YAML or a flow list, past comments; cmd's `^` with no space
+    "\n- x", "  # c\n\n  - Zq8Wm3Xr5Tb7", ", Zq8Wm3Xr5Tb7", ",\n x", "^\nZq8Wm3Xr5Tb7",
 )  # fmt: skip
 
 

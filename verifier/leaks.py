@@ -294,21 +294,25 @@ _WIN_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS
 # (and a name's middle dot, `ジョン・スミス`; `·` of `阿卜杜·买买提` is of `_MOJIBAKE_SYMBOLS`)
 _NAME_TAIL = rf"(?u:[\w.{_LETTER}{_SPACED}{_COMBINING}{_MOJIBAKE_SYMBOLS}\u30fb-])"
 _GLUED_NAME = rf"(?=(?u:\w))[{_GLUED}]{_NAME_TAIL}++"
-# An apostrophe inside a name, before a letter (`o'brien`, `D’Angelo`, Hebrew's `ג'ון`): not
-# a quote that closes a path (`'C:\Users\bob'`, `['/home/al', ...]`). The name's run after
-# it goes whole, and only where what follows is not glued to a name as an address's next
-# part is (`@`, `:` and a hex digit): `C:\Users\bob'aa:bb:cc:dd:ee:ff` is `bob` and a MAC
-# address, `C:\Users\al'root@host` an account; `C:\Users\o'brien: denied` is `o'brien`.
-_APOSTROPHE = rf"['\u2019](?=[A-Za-z{_LETTER}{_SPACED}])"
-_AFTER_APOSTROPHE = r"(?!@|:[0-9A-Fa-f])"
+# An apostrophe inside a name, before a letter (`o'brien`, `D’Angelo`, Hebrew's `ג'ון`; as a
+# shell quotes it in a quoted word, `'"'"'` and `'\''`, and YAML and SQL, `''`): not a quote
+# that closes a path (`'C:\Users\bob'`, `['/home/al', ...]`). The name's run after it goes
+# whole, and only where what follows is not glued to a name as an address's next part is
+# (`@`, `:` and a hex digit or `:`): `C:\Users\bob'aa:bb:cc:dd:ee:ff` is `bob` and a MAC
+# address, `C:\Users\al'fe80::1` an IPv6 one, `C:\Users\al'root@host` an account;
+# `C:\Users\o'brien: denied` is `o'brien`.
+_APOSTROPHE = rf"(?:'\"'\"'|'\\{{1,2}}''|''|['\u2019])(?=[A-Za-z{_LETTER}{_SPACED}])"
+_AFTER_APOSTROPHE = r"(?!@|:[0-9A-Fa-f:])"
 # A glued script's name of two characters or more (`_GLUED_NAME`) ends at a separator; also
-# at its text's end or its string's in a document, at white space, or at a quote that closes
-# it (`"C:\Users\李雷"`, not `C:\Users\下的"AppData"`): prose goes on glued after a
+# at its text's end or its string's in a document, at white space (the ideographic space
+# too), at what ends a word of code or of a shell (`` ` ``, `<`, `>`, `|`, `;`, `,`, `)`,
+# `]`: `C:\Users\李雷>dir`, `ls /home/李雷|head`), or at a quote that closes it
+# (`"C:\Users\李雷"`, not `C:\Users\下的"AppData"`): prose goes on glued after a
 # folder's name, not past those. Before a `:` that starts another path (`PATH=/home/李雷:
 # /usr/bin`) only where the name is the script's letters alone: a name that took ASCII
 # letters may have taken a URL's scheme (`/home/用户的网站http://u:pw@h`).
 _NAME_ENDS = r"[\x00-\x02]|\Z"
-_GLUED_END = rf"{_NAME_ENDS}|\s|[\"'](?!(?u:\w))"
+_GLUED_END = rf"{_NAME_ENDS}|[\s\u3000`<>|;,)\]]|[\"'](?!(?u:\w))"
 _GLUED_ONLY = rf"(?=(?u:\w))[{_GLUED}][{_GLUED}\u30fb]++"
 _HOME_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_SPACED}{_COMBINING}-]"
 _HOME_DIR = (
@@ -535,18 +539,21 @@ _SECRET_WORD = (  # a regular expression, not a password
 # `, ` (`[--api-key, KEY]`); a YAML block list's next item, `- --api-key` and `- KEY` as a
 # container's `args:` hold them, past a comment, blank lines and lines of comments, and a
 # block scalar's `|` or `>-` before the value's own line)
-_YAML_REST = r"[ \t]*(?:\#[^\r\n\x00-\x02]*)?"  # (spaces, and a comment to the line's end)
+# (A comment is read to 100 characters, and past 8 lines of comments or blank ones at most:
+# each flag at a line's end reads on from there, and `# --api-key` on every line of a
+# text would read the whole rest of it from each, helper-131.)
+_YAML_REST = r"[ \t]*+(?:\#[^\r\n\x00-\x02]{0,100}+)?+"  # (spaces, a comment to the line's end)
 _FLAG_ITEM_GAP = (
-    r"""(?:["'][ \t]*,\s*["']|["']?[ \t]*,[ \t]*"""
-    rf"""|["']?{_YAML_REST}(?:\r?\n{_YAML_REST})*?\r?\n[ \t]*-[ \t]+"""
-    rf"""(?:[|>][+-]?{_YAML_REST}\r?\n[ \t]*)?["']?)"""
+    r"""(?:["']?[ \t]*,[ \t]*(?:\r?\n[ \t]*)?["']?"""
+    rf"""|["']?{_YAML_REST}(?:\r?\n{_YAML_REST}){{0,8}}?\r?\n[ \t]*-[ \t]+"""
+    rf"""(?:[|>](?:[1-9]?[+-]?|[+-][1-9]){_YAML_REST}\r?\n[ \t]*)?["']?)"""
 )
 _FLAG_GAP = r"(?:[ \t]+(?:[\\`^]\r?\n[ \t]*)?|[\\^]\r?\n[ \t]*)"
 _SECRET_FLAG = _Lazy(
     rf"""(?<![\w-])-{{1,2}}(?P<flagname>(?:[A-Za-z][\w-]*?)?(?i:{_SECRET_WORD})[\w-]*)
       (?:=(?P<flagvalue>[^\s\"'<>\x00-\x02][^\s\"'\x00-\x02]*)
         |\x02(?P<flagnext>[^<\x00-\x02-][^\x00-\x02]*|-(?!-)[^\x00-\x02]*)
-        |{_FLAG_GAP}(?!--)(?:(?P<flagword>{_TOKEN_VALUE}{{5,}})|["'](?P<flagquoted>{_TOKEN_VALUE}{{5,}}))
+        |{_FLAG_GAP}(?!--|\#)(?:(?P<flagword>{_TOKEN_VALUE}{{5,}})|["'](?P<flagquoted>{_TOKEN_VALUE}{{5,}}))
         |{_FLAG_ITEM_GAP}(?P<flagitem>(?!-){_TOKEN_VALUE}{{5,}}))
     """,
     re.VERBOSE | re.ASCII,
@@ -1592,7 +1599,7 @@ _FLAG_HEAD = _Lazy(r"(?<![\w-])--?(?=[A-Za-z])", re.ASCII)
 _FLAG_RUN = _Lazy(r"[\w-]*", re.ASCII)
 _FLAG_EQUALS = _Lazy(r"""=(?=[^\s"'<>\x00-\x02])""", re.ASCII)
 _FLAG_NEXT = _Lazy(r"\x02(?=[^<\x00-\x02-]|-(?!-))")
-_FLAG_BLANKS = _Lazy(rf"{_FLAG_GAP}(?!--)[\"']?(?={_VALUE_FIRST})", re.ASCII)
+_FLAG_BLANKS = _Lazy(rf"{_FLAG_GAP}(?!--|\#)[\"']?(?={_VALUE_FIRST})", re.ASCII)
 _FLAG_ITEM = _Lazy(rf"""{_FLAG_ITEM_GAP}(?!-)(?={_VALUE_FIRST})""", re.ASCII)
 _TOKEN_PREFIX = _Lazy(
     r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|AIza|AKIA|ASIA|xox[abposr]-|eyJ"
@@ -1979,7 +1986,9 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
             yield _found(
                 category, match.start(), match.end(), _mask(text, match.start(), match.end())
             )
-    windows = colon and ("U" in text or "users" in places.low or "settings" in places.low)
+    windows = colon and (
+        "U" in text or "users" in places.low or "settings" in places.low or "~1" in text
+    )
     for match in _WINDOWS_HOME.finditer(text) if windows else ():
         start = match.start() - 1
         yield _found(HOME_PATH, start, match.end(), _mask(text, start, match.end()))
@@ -4607,6 +4616,8 @@ _SURROGATES = r"\\u([dD][89abAB][0-9A-Fa-f]{2})\\u([dD][c-fC-F][0-9A-Fa-f]{2})"
 # `\,`, `\;`, `\|` write as often (each escape counts towards a bounded scan's
 # `_MOST_ESCAPES`).
 _LITERAL = "[" + re.escape("/\\\"' !#$&*<>?^`~") + "]"
+# (... but not the `&` of an HTML reference after a Windows path's `\`: `C:\Users\&Ouml;zil`)
+_NOT_A_REFERENCE = r"(?!&(?:[A-Za-z][A-Za-z0-9]{1,31};|#))"
 
 
 def _character(digits: str, base: int) -> str:
@@ -4642,7 +4653,7 @@ class _Decoded:
     # `see` is no part of the path.
     _ESCAPE = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')}|{_UTF8_OCTAL_RUN})"
-        rf"|{_SURROGATES}|\\u([0-9A-Fa-f]{{4}})|\\({_LITERAL})|\\([nrtbf])"
+        rf"|{_SURROGATES}|\\u([0-9A-Fa-f]{{4}})|\\{_NOT_A_REFERENCE}({_LITERAL})|\\([nrtbf])"
         r"|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
         r"|%u(?P<wide4>[0-9A-Fa-f]{4})"
@@ -4652,7 +4663,7 @@ class _Decoded:
     )
     _SPACED = _Lazy(
         rf"(?P<utf8>{_utf8_run('%')}|{_utf8_run(chr(92) + 'x')}|{_UTF8_OCTAL_RUN})"
-        rf"|{_SURROGATES}|\\u([0-9A-Fa-f]{{4}})|\\({_LITERAL})|\\([nrtbf])"
+        rf"|{_SURROGATES}|\\u([0-9A-Fa-f]{{4}})|\\{_NOT_A_REFERENCE}({_LITERAL})|\\([nrtbf])"
         r"|(?:%|\\x)([0-9A-Fa-f]{2})"
         r"|\\u\{(?P<wide>[0-9A-Fa-f]{1,6})\}|\\U(?P<wide8>[0-9A-Fa-f]{8})"
         r"|%u(?P<wide4>[0-9A-Fa-f]{4})"

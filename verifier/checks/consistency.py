@@ -197,11 +197,7 @@ def _distinct_conditions(
     a bundle that does was not made by it as declared."""
     seen: dict[tuple[tuple[tuple[str, Any], ...], ...], str] = {}
     for ci, condition in enumerate(experiment.conditions):
-        key = (
-            tuple(sorted((name, _plain(value)) for name, value in condition.settings.items())),
-            _option_pairs(condition.server_args, profile),
-        )
-        first = seen.setdefault(key, condition.id)
+        first = seen.setdefault(_configuration(condition, profile), condition.id)
         if first != condition.id:
             yield _error(
                 f"conditions {first} and {condition.id} declare the same configuration: "
@@ -211,6 +207,33 @@ def _distinct_conditions(
                 pointer=json_pointer("conditions", ci), expected="a configuration of its own",
                 actual=condition.label or "the same as " + first,
             )  # fmt: skip
+
+
+def _configuration(
+    condition: Condition, profile: ServerProfile | None
+) -> tuple[tuple[tuple[str, Any], ...], ...]:
+    """What a condition declares, as its server reads it: its server arguments as
+    `_option_pairs` reads them, with each setting that an option sets too (the profile's
+    `toggle_options`: llama-server's LLAMA_ARG_FLASH_ATTN is its `-fa`) read as that option,
+    where no argument gives it (one that does decides, and the servers check says the
+    setting was overridden); an option given more than once with one value, once (`-fa on
+    -fa on` is `-fa on`); the other settings by name."""
+    read = _option_pairs(condition.server_args, profile)
+    options = {key: values for key, values in read if key}
+    settings: list[tuple[str, str]] = []
+    for name, value in condition.settings.items():
+        sets = profile.toggle_options(name) if profile is not None else ()
+        if sets and profile is not None:
+            options.setdefault(_option_key(sets[0], profile), (_plain(value),))
+        else:
+            settings.append((name, _plain(value)))
+    named = tuple(
+        sorted(
+            (key, values[:1] if len(set(values)) == 1 else values)
+            for key, values in options.items()
+        )
+    )
+    return tuple(sorted(settings)), named + tuple(pair for pair in read if not pair[0])
 
 
 # The values a server reads as one switch's on and off (llama.cpp's is_truthy and
@@ -239,20 +262,25 @@ def _option_pairs(
     while at < len(args):
         arg = args[at]
         if arg.startswith("-") and arg != "-":
-            name = profile.option_name(arg) if profile is not None else arg.partition("=")[0]
-            spellings = profile.spellings(name) if profile is not None else (name,)
             value = ""
             if "=" in arg:
                 value = arg.partition("=")[2]
             elif at + 1 < len(args) and not args[at + 1].startswith("-"):
                 at += 1
                 value = args[at]
-            key = min(spellings)
+            key = _option_key(arg, profile)
             options[key] = (*options.get(key, ()), _plain(value))
         else:
             positional.append(("", (arg,)))
         at += 1
     return tuple(sorted(options.items())) + tuple(positional)
+
+
+def _option_key(arg: str, profile: ServerProfile | None) -> str:
+    """The option an argument gives, one name for all its spellings (`-fa`, `--flash-attn`,
+    `--flash_attn`: the least of them)."""
+    name = profile.option_name(arg) if profile is not None else arg.partition("=")[0]
+    return min(profile.spellings(name) if profile is not None else (name,))
 
 
 def _the_named_server(

@@ -112,15 +112,19 @@ class _Moves:
     """_moves() between two snapshots, each counter worked out once: a request's proof
     asks for the same counters across it (or since the request before) several times."""
 
-    def __init__(self, before: Snapshot, after: Snapshot) -> None:
+    def __init__(self, before: Snapshot, after: Snapshot, unborn: Sequence[str] = ()) -> None:
         self.before = before
         self.after = after
+        self.unborn = unborn
         self.known: dict[str, list[float] | None] = {}
 
     def __call__(self, ref: str) -> list[float] | None:
         known = self.known
         if ref not in known:
-            known[ref] = _moves(ref, self.before, self.after)
+            moves = _moves(ref, self.before, self.after)
+            if moves is None and ref in self.unborn:
+                moves = _from_zero(ref, self.before, self.after)
+            known[ref] = moves
         return known[ref]
 
     def fell(self, ref: str) -> bool:
@@ -143,6 +147,14 @@ def _moves(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
         return [new.get(k, 0.0) - old.get(k, 0.0) for k in sorted(old.keys() | new.keys())]
     old_value, new_value = before.counter(ref), after.counter(ref)
     return None if old_value is None or new_value is None else [new_value - old_value]
+
+
+def _from_zero(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
+    """A counter its server creates on first use, not yet created before the request: from
+    zero, where both snapshots' metrics were read and the one before lacks it."""
+    if before.metrics is None or after.metrics is None or before.samples(ref):
+        return None
+    return list(after.samples(ref).values())
 
 
 def _contradiction(cached: int | None, hit_evidence: _Readings) -> str | None:
@@ -168,12 +180,18 @@ def prove_request(
     previous: Record | None,
     no_rules_reason: str = "no profile rules apply",
     attached: bool = False,
+    unborn: Sequence[str] = (),
+    unborn_since: Sequence[str] = (),
+    absent_is_zero: bool = False,
 ) -> RequestProof:
     """Apply the proof rule of the request's claimed arm to its recorded telemetry.
 
     `server_disabled` says the record's server instance is declared cache-off with the
     profile's flag in its command line; `previous` is the request before it on the same
-    server instance, for counters that must not move between requests.
+    server instance, for counters that must not move between requests; `unborn` and
+    `unborn_since`, the lazily created counters its server had not created before it and
+    before the request before it; `absent_is_zero`, that its server leaves a count of
+    cached tokens that is zero out of its answer.
     """
     failed: str | None = None
     failed = request_failed(record)
@@ -188,8 +206,9 @@ def prove_request(
         bad: tuple[str, ...] = (),
     ) -> RequestProof:
         return RequestProof(
-            record, cached, prompt, failed, capped, proven, reason, contradiction, bad
-        )
+            record, cached, prompt, failed, capped, proven, reason, contradiction, bad,
+            tuple(unborn),
+        )  # fmt: skip
 
     if failed is not None:
         return proof(False, f"request failed: {failed}")
@@ -243,11 +262,11 @@ def prove_request(
             "server wrote it",
         )
 
-    across = _Moves(record.before, record.after)
+    across = _Moves(record.before, record.after, unborn)
     backwards = [ref for ref in everything if across.fell(ref)]
     moved_between: list[str] = []
     if previous is not None:
-        since = _Moves(previous.after, record.before)
+        since = _Moves(previous.after, record.before, unborn_since)
         backwards += [
             f"{ref} (since the previous request)" for ref in everything if since.fell(ref)
         ]
@@ -278,6 +297,9 @@ def prove_request(
         return verdict(False, "prompt_tokens is absent: the prompt may not have been the same")
 
     hit_evidence = _Readings.of(signals.hit_evidence, across)
+    quiet = hit_evidence.still and not hit_evidence.moved and not hit_evidence.unread
+    if raw_cached is None and absent_is_zero and quiet:
+        cached = 0
     contradiction = _contradiction(cached, hit_evidence) or _cache_state_disagrees(
         record, rules, cached
     )
@@ -461,28 +483,56 @@ def prove_all(
     *,
     no_rules_reason: str = "no profile rules apply",
     attached: bool = False,
+    lazy: Sequence[str] = (),
+    zero_when_absent: dict[str, frozenset[int]] | None = None,
 ) -> list[RequestProof]:
     """Prove every record, in condition and sequence order.
 
     `disabled_instances` holds, per condition, the instances declared cache-off whose
-    command line shows the profile's flag.
+    command line shows the profile's flag; `lazy`, the counters the server creates on
+    first use; `zero_when_absent`, per condition, the instances whose answers leave out a
+    count of cached tokens that is zero.
     """
     proofs = []
-    previous: dict[tuple[str, int], Record] = {}
-    for record in sorted(records, key=lambda r: (r.condition, r.sequence)):
+    ordered = sorted(records, key=lambda r: (r.condition, r.sequence))
+    written = [
+        ref for ref in lazy if any(r.before.samples(ref) or r.after.samples(ref) for r in ordered)
+    ]
+
+    def unborn(index: int) -> list[str]:
+        """The lazy counters no snapshot of the record's server held, each read, up to its
+        `before` (the record at `index`)."""
+        record = ordered[index]
+        mine = [
+            r for r in ordered[: index + 1]
+            if (r.condition, r.server_instance) == (record.condition, record.server_instance)
+        ]  # fmt: skip
+        snapshots = [s for r in mine[:-1] for s in (r.before, r.after)] + [record.before]
+        return [
+            ref for ref in written
+            if all(s.metrics is not None and not s.samples(ref) for s in snapshots)
+        ]  # fmt: skip
+
+    previous: dict[tuple[str, int], int] = {}
+    for index, record in enumerate(ordered):
         key = (record.condition, record.server_instance)
+        before = previous.get(key)
         proofs.append(
             prove_request(
                 record,
                 rules,
                 server_disabled=record.server_instance
                 in disabled_instances.get(record.condition, frozenset()),
-                previous=previous.get(key),
+                previous=ordered[before] if before is not None else None,
                 no_rules_reason=no_rules_reason,
                 attached=attached,
+                unborn=unborn(index),
+                unborn_since=unborn(before) if before is not None else [],
+                absent_is_zero=record.server_instance
+                in (zero_when_absent or {}).get(record.condition, frozenset()),
             )
         )
-        previous[key] = record
+        previous[key] = index
     return proofs
 
 
@@ -497,13 +547,22 @@ def uneven_cache(proofs: Sequence[RequestProof], rules: ProfileRules | None) -> 
         members = [p for p in proofs if p.arm is arm]
         seen: dict[str, set[float | None]] = {"cached_tokens": {p.cached_tokens for p in members}}
         for ref in refs:
-            seen[ref] = {_delta(p.record, ref) for p in members}
+            seen[ref] = {_unborn_delta(p, ref) for p in members}
         for name, values in seen.items():
             if len(values) > 1:
                 shown = ", ".join(sorted("absent" if v is None else f"{v:g}" for v in values))
                 what = name if name == "cached_tokens" else f"{name.partition(':')[2]} moved by"
                 return f"the {arm} requests did not meet the same cache state: {what} {shown}"
     return None
+
+
+def _unborn_delta(proof: RequestProof, ref: str) -> float | None:
+    """`_delta`, or of a lazily created counter its server had not created, from zero."""
+    delta = _delta(proof.record, ref)
+    if delta is None and ref in proof.unborn:
+        moves = _from_zero(ref, proof.record.before, proof.record.after)
+        return None if moves is None else math.fsum(moves)
+    return delta
 
 
 def class_telemetry(
@@ -522,7 +581,7 @@ def class_telemetry(
         for proof in members:
             record = proof.record
             for ref in (*refs, *miss_reason_refs(record, rules)):
-                delta = _delta(record, ref)
+                delta = _unborn_delta(proof, ref)
                 if delta is not None:
                     deltas[ref].add(delta)
             for ref in paths:

@@ -11,14 +11,19 @@ test_soundness_audit77.py is)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_soundness import SEED_FILES, _archive_files
-from test_soundness_signals import _edited, _invalid
+from test_soundness_audit70 import _verify
+from test_soundness_signals import Files, _edited, _invalid
+from test_soundness_signals78 import _clean
+from test_soundness_states import _told_as, _vllm_files
 
 from verifier import layout
+from verifier.model import Verdict
 
 _FLIP = "llama-cpp-cuda-flip.tar.gz"
 
@@ -89,4 +94,191 @@ def test_configurations_that_differ_stay_apart(
     assert _configuration(condition(*first), llama) != _configuration(condition(*second), llama)
     assert _configuration(condition(["-fa", "1"], {}), llama) == _configuration(
         condition([], {"LLAMA_ARG_FLASH_ATTN": "on"}), llama
+    )
+
+
+# --- SGLang's counter of cached tokens, created at its first hit (helper-132's F2) ---------
+
+_LABELS = '{model_name="tiny"}'
+
+
+def _sglang_lazy(edit: Callable[[int, Any], None] | None = None, *, written: bool = True) -> Files:
+    """The llama-cpp-real capture told as SGLang tells it (`_told_as`): its counters labelled
+    with the model's name and created on first use, as its collector does: the counter of
+    cached tokens at the first request with cached tokens (none on a cache-off server), the
+    one of prompt tokens at the first request. `written=False`: a build without the first."""
+
+    def argv(off: bool) -> list[str]:
+        return [
+            "/path/to/python", "-m", "sglang.launch_server", "--model-path", "/path/to/model",
+            "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "51339",
+            "--enable-metrics", "--enable-cache-report",
+        ] + (["--disable-radix-cache"] if off else [])  # fmt: skip
+
+    def snapshot(state: dict[str, float], off: bool) -> dict[str, Any]:
+        metrics: dict[str, float] = {}
+        if written and state.get("cached", 0.0) > 0:
+            metrics["sglang:cached_tokens_total" + _LABELS] = state["cached"]
+        if state.get("requests", 0.0) > 0:
+            metrics["sglang:prompt_tokens_total" + _LABELS] = state["prompt"]
+        return {"cache_stats": None, "metrics": metrics}
+
+    def count(state: dict[str, float], usage: dict[str, Any], off: bool) -> None:
+        cached = usage.get("prompt_tokens_details", {}).get("cached_tokens", 0) or 0
+        state["cached"] = state.get("cached", 0.0) + cached
+        state["prompt"] = state.get("prompt", 0.0) + usage["prompt_tokens"]
+        state["requests"] = state.get("requests", 0.0) + 1
+
+    server = {"profile": "sglang", "name": "sglang", "version": "0.5.0"}
+    return _told_as(
+        server, "SGLang has no per-request radix-cache opt-out", argv, snapshot, count, edit
+    )
+
+
+def test_an_sglang_counter_created_at_its_first_hit_stood_at_zero(tmp_path: Path) -> None:
+    """Every fresh server's first cold and first warm request, and every request of the
+    cache-off server, were "not recorded": an honest SGLang capture was never more than
+    inconclusive."""
+    _clean(_verify(_sglang_lazy(), tmp_path))
+
+
+def _counter(record: Any, side: str) -> dict[str, Any]:
+    metrics: dict[str, Any] = record["telemetry"][side]["metrics"]
+    return metrics
+
+
+def _unproven(files: Files, tmp_path: Path, words: str) -> None:
+    result = _verify(files, tmp_path)
+    assert result.verdict is not Verdict.CACHE_STATE_DEPENDENT
+    reasons = [
+        r
+        for c in (result.classification.conditions if result.classification else ())
+        for r in c.reasons
+    ]
+    found = [f.message for f in result.findings] + reasons
+    assert any(words in m for m in found), found
+
+
+def test_a_counter_that_appears_across_a_cold_request_moved(tmp_path: Path) -> None:
+    # (the first request is a fresh server's cold one: a hit there, its counter created)
+    def hit(sequence: int, record: Any) -> None:
+        if sequence == 1:
+            _counter(record, "after")["sglang:cached_tokens_total" + _LABELS] = 7.0
+
+    _invalid(_sglang_lazy(hit), tmp_path, "telemetry", "show a hit, cached_tokens show none")
+
+
+def test_a_counter_taken_out_after_it_was_created_is_not_recorded(tmp_path: Path) -> None:
+    seen: dict[str, int] = {}
+
+    def dropped(sequence: int, record: Any) -> None:
+        for side in ("before", "after"):
+            metrics = _counter(record, side)
+            if "sglang:cached_tokens_total" + _LABELS in metrics:
+                seen[side] = seen.get(side, 0) + 1
+                if seen[side] > 1:
+                    del metrics["sglang:cached_tokens_total" + _LABELS]
+
+    _unproven(_sglang_lazy(dropped), tmp_path, "sglang:cached_tokens_total not recorded")
+
+
+def test_a_build_that_writes_no_counter_of_cached_tokens_proves_nothing_by_it(
+    tmp_path: Path,
+) -> None:
+    result = _verify(_sglang_lazy(written=False), tmp_path)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    _unproven(_sglang_lazy(written=False), tmp_path, "not recorded: no miss shown")
+
+
+def test_a_counter_absent_where_the_metrics_were_not_read_is_not_recorded(
+    tmp_path: Path,
+) -> None:
+    def unread(sequence: int, record: Any) -> None:
+        if sequence == 1:
+            record["telemetry"]["before"]["metrics"] = None
+
+    result = _verify(_sglang_lazy(unread), tmp_path)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    _unproven(_sglang_lazy(unread), tmp_path, "claimed cold not proven")
+
+
+def test_a_counter_created_between_two_requests_moved_between_them(tmp_path: Path) -> None:
+    # (the cache-off server's second request: its counter created before it, at 5)
+    def between(sequence: int, record: Any) -> None:
+        if sequence == 10:
+            for side in ("before", "after"):
+                _counter(record, side)["sglang:cached_tokens_total" + _LABELS] = 5.0
+
+    _unproven(_sglang_lazy(between), tmp_path, "moved between this request and the one before")
+
+
+# --- vLLM's answers leave out a count of cached tokens that is zero (helper-132's F3) ------
+
+
+def _without_zero_details(sequence: int, record: Any) -> None:
+    """As vLLM writes its answers: `prompt_tokens_details` only where it counts some."""
+    usage = record["response"]["usage"]
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and not details.get("cached_tokens"):
+        del usage["prompt_tokens_details"]
+        record["usage"] = usage
+
+
+def test_a_vllm_answer_that_leaves_out_no_cached_tokens_counts_none(tmp_path: Path) -> None:
+    """Every cold answer left `cached_tokens` out, and was "a miss is unknown": an honest
+    vLLM capture was never more than inconclusive."""
+    _clean(_verify(_vllm_files(edit=_without_zero_details), tmp_path))
+
+
+def test_a_vllm_answer_without_the_count_whose_counter_moved_is_unknown(tmp_path: Path) -> None:
+    # (the first request is a fresh server's cold one: its counter of hits moved)
+    def hit(sequence: int, record: Any) -> None:
+        _without_zero_details(sequence, record)
+        if sequence == 1:
+            record["telemetry"]["after"]["metrics"]["vllm:prefix_cache_hits_total"] = 16.0
+
+    _unproven(_vllm_files(edit=hit), tmp_path, "cached_tokens is absent: a miss is unknown")
+
+
+def test_a_vllm_server_not_asked_for_the_count_says_nothing_by_its_absence(
+    tmp_path: Path,
+) -> None:
+    def unasked(experiment: Any) -> None:
+        for condition in experiment["conditions"]:
+            for server in condition["servers"]:
+                server["argv"].remove("--enable-prompt-tokens-details")
+
+    files = _edited(_vllm_files(edit=_without_zero_details), layout.EXPERIMENT, unasked)
+    _unproven(files, tmp_path, "cached_tokens is absent: a miss is unknown")
+
+
+_BUILT: dict[str, Callable[[], Files]] = {
+    "sglang lazy": _sglang_lazy,
+    "sglang lazy, a hit on a cold request": lambda: _sglang_lazy(
+        lambda s, r: (
+            _counter(r, "after").update({"sglang:cached_tokens_total" + _LABELS: 7.0})
+            if s == 1
+            else None
+        )
+    ),
+    "sglang without the counter": lambda: _sglang_lazy(written=False),
+    "vllm without zero counts": lambda: _vllm_files(edit=_without_zero_details),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BUILT))
+def test_the_plain_proofs_prove_the_same(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import proofs_reference as reference
+
+    files = _BUILT[name]()
+    fast = _verify(files, tmp_path / "fast")
+    with monkeypatch.context() as patched:
+        reference.use_plain_paths(patched)
+        plain = _verify(files, tmp_path / "plain")
+    assert (fast.verdict, fast.findings, fast.classification) == (
+        plain.verdict,
+        plain.findings,
+        plain.classification,
     )

@@ -486,9 +486,10 @@ def _store_deltas(
     proofs: Sequence[RequestProof], rules: ProfileRules | None
 ) -> list[tuple[float | None, ...]]:
     """Each request's _delta of every store signal (rules.signals.store_access), in the
-    order of both: _uneven_cache and _class_telemetry read the same ones."""
+    order of both (`RequestProof.store_deltas`: a lazily created counter its server had
+    not created, from zero): _uneven_cache and _class_telemetry read the same ones."""
     refs = rules.signals.store_access if rules is not None else ()
-    return [p.record.before.deltas(p.record.after, refs) for p in proofs]
+    return [p.store_deltas(refs) for p in proofs]
 
 
 def _uneven_cache(

@@ -9,6 +9,7 @@ contradict itself.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,6 +52,20 @@ class RequestProof:
     reason: str  # one line: why the arm is proven, or why not
     contradiction: str | None = None  # set when the record's own signals disagree
     bad_numbers: tuple[str, ...] = ()  # response pointers whose value is not a count
+    # the lazily created counters its server had not created before it (`lazy_until`)
+    unborn: tuple[str, ...] = ()
+
+    def store_deltas(self, refs: tuple[str, ...]) -> tuple[float | None, ...]:
+        """How far each counter of `refs` moved across the request (`Snapshot.deltas`), a
+        lazily created one its server had not created before it from zero (`_from_zero`)."""
+        before, after = self.record.before, self.record.after
+        deltas = before.deltas(after, refs)
+        if not self.unborn:
+            return deltas
+        return tuple(
+            _sum(_from_zero(ref, before, after)) if delta is None and ref in self.unborn else delta
+            for ref, delta in zip(refs, deltas, strict=True)
+        )
 
     @property
     def arm(self) -> Arm:
@@ -336,6 +351,23 @@ def _label_pattern(label: str) -> re.Pattern[str]:
     return re.compile(r"[{,]\s*" + re.escape(label) + r'\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
+def _sum(moves: list[float] | None) -> float | None:
+    return None if moves is None else math.fsum(moves)
+
+
+def _from_zero(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
+    """The moves of a counter that its server creates on first use and had not created
+    before this request (`ServerProfile.lazy_counters`, `lazy_until`): absent from a
+    snapshot whose metrics were read, it stood at zero (SGLang creates its counter of
+    cached tokens at its first request with cached tokens, so a fresh server's cold
+    requests, and a cache-off server's every one, have none). Absent after too, it did
+    not move; there after, it moved from zero. None where a snapshot's metrics were not
+    read, or the counter is there before (then it is read as it is)."""
+    if before.metrics is None or after.metrics is None or before.samples(ref):
+        return None
+    return list(after.samples(ref).values())
+
+
 def _appeared(ref: str, before: Snapshot, after: Snapshot) -> list[float] | None:
     """The values of a counter absent before a request and there after it (None where it is
     not so), read as its moves from zero. Across one request the server is one instance (a
@@ -532,16 +564,23 @@ class _Moves:
     Which way each moved is what the proof reads; the moves themselves (counter_moves) are
     worked out only where it sums them."""
 
-    def __init__(self, before: Snapshot, after: Snapshot, refs: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        before: Snapshot,
+        after: Snapshot,
+        refs: Iterable[str] = (),
+        unborn: Collection[str] = (),
+    ) -> None:
         self.before = before
         self.after = after
+        self.unborn = unborn  # lazily created counters not yet created (`_from_zero`)
         self.known: dict[str, list[float] | None] = {}
         # the counters the proof will ask for in any case, worked out here in one go
         hows: dict[str, int | None] = {}
         fell = False
         for ref in refs:
             if ref not in hows:
-                how = hows[ref] = _how_between(ref, before, after)
+                how = hows[ref] = self._how(ref)
                 if how is not None and how & _FELL:
                     fell = True
         self.hows = hows
@@ -550,14 +589,23 @@ class _Moves:
     def __call__(self, ref: str) -> list[float] | None:
         known = self.known
         if ref not in known:
-            known[ref] = counter_moves(ref, self.before, self.after)
+            moves = counter_moves(ref, self.before, self.after)
+            if moves is None and ref in self.unborn:
+                moves = _from_zero(ref, self.before, self.after)
+            known[ref] = moves
         return known[ref]
+
+    def _how(self, ref: str) -> int | None:
+        how = _how_between(ref, self.before, self.after)
+        if how is None and ref in self.unborn:
+            return _how(_from_zero(ref, self.before, self.after))
+        return how
 
     def how(self, ref: str) -> int | None:
         """_how(self(ref)), worked out once."""
         hows = self.hows
         if ref not in hows:
-            hows[ref] = _how_between(ref, self.before, self.after)
+            hows[ref] = self._how(ref)
         return hows[ref]
 
     def fell(self, ref: str) -> bool:
@@ -695,15 +743,24 @@ def prove_request(
     previous: Record | None,
     no_rules_reason: str = "no profile rules apply",
     attached: bool = False,
+    unborn: Collection[str] = (),
+    unborn_since: Collection[str] = (),
+    absent_is_zero: bool = False,
 ) -> RequestProof:
     """Apply the proof rule of the request's claimed arm to its recorded telemetry.
 
     `server_disabled` says the record's server instance is declared cache-off with the
     profile's flag in its command line; `previous` is the request before it on the same
-    server instance, for counters that must not move between requests.
+    server instance, for counters that must not move between requests; `unborn`, the
+    lazily created counters its server had not created before it (`lazy_until`), and
+    `unborn_since`, those it had not created before the request before it;
+    `absent_is_zero`, that its server leaves a count of cached tokens that is zero out of
+    its answer (vLLM: `ServerProfile.omits_no_cached_tokens`), so that an answer without
+    one counts none, where every counter of reuse was read and stood still.
     """
     failed = request_failed(record)
     capped = unfinished(record) or _at_cap(record)
+    held = tuple(unborn)
 
     def proof(
         proven: bool,
@@ -714,7 +771,7 @@ def prove_request(
         bad: tuple[str, ...] = (),
     ) -> RequestProof:
         return RequestProof(
-            record, cached, prompt, failed, capped, proven, reason, contradiction, bad
+            record, cached, prompt, failed, capped, proven, reason, contradiction, bad, held
         )
 
     if failed is not None:
@@ -763,11 +820,11 @@ def prove_request(
             "server wrote it",
         )
 
-    across = _Moves(record.before, record.after, everything)
+    across = _Moves(record.before, record.after, everything, unborn)
     backwards = across.fallen(everything) if across.fell_any else []
     moved_between: list[str] = []
     if previous is not None and not unmoved_since(previous.after, record.before):
-        since = _Moves(previous.after, record.before, everything)
+        since = _Moves(previous.after, record.before, everything, unborn_since)
         if since.fell_any:
             backwards += [f"{ref} (since the previous request)" for ref in since.fallen(everything)]
         moved_between = since.moved(signals.store_access)
@@ -797,6 +854,14 @@ def prove_request(
         return verdict(False, "prompt_tokens is absent: the prompt may not have been the same")
 
     hit_evidence = _Readings.of(signals.hit_evidence, across)
+    if (
+        raw_cached is None
+        and absent_is_zero
+        and hit_evidence.still
+        and not hit_evidence.moved
+        and not hit_evidence.unread
+    ):
+        cached = 0  # (what the answer leaves out, its server's own counters say: none)
     contradiction = _contradiction(cached, hit_evidence) or _cache_state_disagrees(
         record, rules, cached
     )
@@ -1015,26 +1080,72 @@ def prove_all(
     *,
     no_rules_reason: str = "no profile rules apply",
     attached: bool = False,
+    lazy: Collection[str] = (),
+    zero_when_absent: Mapping[str, frozenset[int]] | None = None,
 ) -> list[RequestProof]:
     """Prove every record, in condition and sequence order.
 
     `disabled_instances` holds, per condition, the instances declared cache-off whose
-    command line shows the profile's flag.
+    command line shows the profile's flag; `lazy`, the profile's counters that its server
+    creates on first use (`lazy_until`); `zero_when_absent`, per condition, the instances
+    whose answers leave out a count of cached tokens that is zero (`prove_request`'s
+    `absent_is_zero`).
     """
     proofs = []
-    previous: dict[tuple[str, int], Record] = {}
-    for record in sorted(records, key=lambda r: (r.condition, r.sequence)):
+    previous: dict[tuple[str, int], tuple[int, Record]] = {}
+    ordered = sorted(records, key=lambda r: (r.condition, r.sequence))
+    until = lazy_until(ordered, lazy) if lazy else {}
+    for index, record in enumerate(ordered):
         key = (record.condition, record.server_instance)
+        before = previous.get(key)
         proofs.append(
             prove_request(
                 record,
                 rules,
                 server_disabled=record.server_instance
                 in disabled_instances.get(record.condition, frozenset()),
-                previous=previous.get(key),
+                previous=before[1] if before is not None else None,
                 no_rules_reason=no_rules_reason,
                 attached=attached,
+                unborn=[ref for ref, last in until.items() if index <= last.get(key, -1)],
+                unborn_since=[
+                    ref
+                    for ref, last in until.items()
+                    if before is not None and before[0] <= last.get(key, -1)
+                ],
+                absent_is_zero=zero_when_absent is not None
+                and record.server_instance in zero_when_absent.get(record.condition, ()),
             )
         )
-        previous[key] = record
+        previous[key] = (index, record)
     return proofs
+
+
+def lazy_until(
+    records: Sequence[Record], lazy: Collection[str]
+) -> dict[str, dict[tuple[str, int], int]]:
+    """Of each counter the server creates on first use (`lazy`), per server (condition,
+    instance), the index (in `records`, in condition and sequence order) of the last
+    request before which it had not created it: every snapshot of the server up to that
+    request's `before` lacks it, and each was read. Only a counter that some snapshot of the
+    bundle holds (the build writes it) is read so: one no snapshot holds may be of a build
+    without it, and stays not recorded. A snapshot of a server that lacks the counter after
+    one held it is no such request (it was taken out: not recorded)."""
+    until: dict[str, dict[tuple[str, int], int]] = {}
+    for ref in lazy:
+        if not any(r.before.samples(ref) or r.after.samples(ref) for r in records):
+            continue
+        last: dict[tuple[str, int], int] = {}
+        created: set[tuple[str, int]] = set()
+        for index, record in enumerate(records):
+            key = (record.condition, record.server_instance)
+            if key in created:
+                continue
+            if record.before.metrics is None or record.before.samples(ref):
+                created.add(key)  # (not read, or created: from here on read as it is)
+                continue
+            last[key] = index
+            if record.after.metrics is None or record.after.samples(ref):
+                created.add(key)
+        until[ref] = last
+    return until

@@ -276,6 +276,24 @@ class BundleContext:
         }
 
     @cached_property
+    def zero_when_absent(self) -> dict[str, frozenset[int]]:
+        """Per condition, the instances whose answers leave out a count of cached tokens
+        that is zero (`ServerProfile.omits_no_cached_tokens`): those whose recorded command
+        line holds the profile's switch that asks for the count, as the harness writes it."""
+        experiment, profile = self.experiment, self.profile
+        if experiment is None or profile is None or not profile.omits_no_cached_tokens:
+            return {}
+        switches = [
+            (flag,) for flag in profile.switches.get("cached_tokens", ()) if flag[:1] == "-"
+        ]
+        return {
+            c.id: frozenset(
+                s.instance for s in c.servers if any(has_args(s.argv, f) for f in switches)
+            )
+            for c in experiment.conditions
+        }
+
+    @cached_property
     def plan(self) -> ExpectedPlan | None:
         if self.experiment is None:
             return None
@@ -295,6 +313,8 @@ class BundleContext:
             self.cache_off_instances,
             no_rules_reason=self.rules_choice.note,
             attached=experiment.attached,
+            lazy=self.profile.lazy_counters if self.profile is not None else (),
+            zero_when_absent=self.zero_when_absent,
         )
         proofs = capped_by_servers(proofs, self.server_limits)
         profile = self.profile

@@ -165,6 +165,22 @@ class ServerProfile(ABC):
         as a positional argument (`vllm serve MODEL`), that argument too."""
         return self.option_values(argv, environment, self.model_options)
 
+    @property
+    def lazy_counters(self) -> tuple[str, ...]:
+        """The cache counters the server creates on first use, not at its start (labelled
+        Prometheus counters a server first increments where it has something to count):
+        absent before that from a snapshot whose metrics were read, one stands at zero
+        (`proofs.lazy_until`; none known, by default)."""
+        return ()
+
+    @property
+    def omits_no_cached_tokens(self) -> bool:
+        """Whether the server, started to report cached tokens (`switches`'s
+        `cached_tokens`), leaves the count out of an answer where it is zero rather than
+        writing 0 (`proofs.prove_request` reads it as 0 there only where the profile's
+        counters of reuse were read and stood still; none known, by default)."""
+        return False
+
     def toggle_options(self, toggle: str) -> tuple[str, ...]:
         """The command-line options that set what the environment toggle `toggle` sets: given
         beside it, they decide what the server ran with (none known, by default)."""

@@ -29,6 +29,14 @@ class SglangProfile(ServerProfile):
         return {"metrics": ("--enable-metrics",), "cached_tokens": ("--enable-cache-report",)}
 
     @property
+    def lazy_counters(self) -> tuple[str, ...]:
+        # its collector increments its counter of cached tokens, labelled, only for a
+        # request with cached tokens (`if cached_tokens > 0: ...labels(...).inc(...)`,
+        # metrics/collector.py): a fresh server's cold requests, and a cache-off server's
+        # every one, are served before it exists
+        return ("metric:sglang:cached_tokens_total",)
+
+    @property
     def counted_work(self) -> tuple[tuple[str, str], ...]:
         # its prompt counter (SERVERS.md), of which SERVERS.md does not say whether it counts
         # the cached tokens: only the bound both readings meet is read (its generation

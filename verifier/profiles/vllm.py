@@ -22,6 +22,13 @@ class VllmProfile(ServerProfile):
         return (CACHE_ON_FLAG,)
 
     @property
+    def omits_no_cached_tokens(self) -> bool:
+        # its chat answers carry `prompt_tokens_details` only `if
+        # self.enable_prompt_tokens_details and final_res.num_cached_tokens`
+        # (entrypoints/openai/serving_chat.py): a miss's answer has none
+        return True
+
+    @property
     def long_options_read_with_underscores(self) -> bool:
         # FlexibleArgumentParser reads `--max_num_batched_tokens` as `--max-num-batched-tokens`
         return True

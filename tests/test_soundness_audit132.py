@@ -19,7 +19,7 @@ import pytest
 from test_soundness import SEED_FILES, _archive_files
 from test_soundness_audit70 import _verify
 from test_soundness_signals import Files, _edited, _invalid
-from test_soundness_signals78 import _clean
+from test_soundness_signals78 import _clean, sglang_argv
 from test_soundness_states import _told_as, _vllm_files
 
 from verifier import layout
@@ -108,13 +108,6 @@ def _sglang_lazy(edit: Callable[[int, Any], None] | None = None, *, written: boo
     cached tokens at the first request with cached tokens (none on a cache-off server), the
     one of prompt tokens at the first request. `written=False`: a build without the first."""
 
-    def argv(off: bool) -> list[str]:
-        return [
-            "/path/to/python", "-m", "sglang.launch_server", "--model-path", "/path/to/model",
-            "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "51339",
-            "--enable-metrics", "--enable-cache-report",
-        ] + (["--disable-radix-cache"] if off else [])  # fmt: skip
-
     def snapshot(state: dict[str, float], off: bool) -> dict[str, Any]:
         metrics: dict[str, float] = {}
         if written and state.get("cached", 0.0) > 0:
@@ -131,7 +124,7 @@ def _sglang_lazy(edit: Callable[[int, Any], None] | None = None, *, written: boo
 
     server = {"profile": "sglang", "name": "sglang", "version": "0.5.0"}
     return _told_as(
-        server, "SGLang has no per-request radix-cache opt-out", argv, snapshot, count, edit
+        server, "SGLang has no per-request radix-cache opt-out", sglang_argv, snapshot, count, edit
     )
 
 

@@ -80,13 +80,6 @@ def _sglang_files(
     counting every prompt token (`prompt`) or only those computed (`computed`), or not
     written (None: a build without it), and the opt-out phase skipped (SGLang has none)."""
 
-    def argv(off: bool) -> list[str]:
-        return [
-            "/path/to/python", "-m", "sglang.launch_server", "--model-path", "/path/to/model",
-            "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "51339",
-            "--enable-metrics", "--enable-cache-report",
-        ] + (["--disable-radix-cache"] if off else [])  # fmt: skip
-
     def snapshot(state: dict[str, float], off: bool) -> dict[str, Any]:
         metrics = {"sglang:cached_tokens_total": state.get("cached", 0.0)}
         if work is not None:
@@ -101,7 +94,16 @@ def _sglang_files(
 
     server = {"profile": "sglang", "name": "sglang", "version": "0.5.0"}
     reason = "SGLang has no per-request radix-cache opt-out"
-    return _told_as(server, reason, argv, snapshot, count, edit)
+    return _told_as(server, reason, sglang_argv, snapshot, count, edit)
+
+
+def sglang_argv(off: bool) -> list[str]:
+    """SGLang's command line as the harness starts it (`SglangProfile.start_argv`)."""
+    return [
+        "/path/to/python", "-m", "sglang.launch_server", "--model-path", "/path/to/model",
+        "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "51339",
+        "--enable-metrics", "--enable-cache-report",
+    ] + (["--disable-radix-cache"] if off else [])  # fmt: skip
 
 
 @pytest.mark.parametrize("work", ["prompt", "computed", None])

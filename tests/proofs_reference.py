@@ -298,7 +298,8 @@ def prove_request(
 
     hit_evidence = _Readings.of(signals.hit_evidence, across)
     quiet = hit_evidence.still and not hit_evidence.moved and not hit_evidence.unread
-    if raw_cached is None and absent_is_zero and quiet:
+    holder = record.response_value(rules.cached_tokens_pointer.rpartition("/")[0])
+    if holder is None and absent_is_zero and quiet:
         cached = 0
     contradiction = _contradiction(cached, hit_evidence) or _cache_state_disagrees(
         record, rules, cached

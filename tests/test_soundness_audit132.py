@@ -78,6 +78,8 @@ def test_mlxcels_setting_and_the_option_it_sets_are_one_configuration(tmp_path: 
         ((["-ot", "a", "-ot", "b"], {}), (["-ot", "b"], {})),
         (([], {"LLAMA_ARG_FLASH_ATTN": "on"}), (["-fa", "off"], {})),
         (([], {"LLAMA_ARG_FLASH_ATTN": "on"}), ([], {"LLAMA_ARG_FLASH_ATTN": "off"})),
+        # (helper-133) a negative number is an option's value, not an option
+        ((["-ngl", "-1"], {}), (["-ngl", "1"], {})),
     ],
 )
 def test_configurations_that_differ_stay_apart(
@@ -94,6 +96,10 @@ def test_configurations_that_differ_stay_apart(
     assert _configuration(condition(*first), llama) != _configuration(condition(*second), llama)
     assert _configuration(condition(["-fa", "1"], {}), llama) == _configuration(
         condition([], {"LLAMA_ARG_FLASH_ATTN": "on"}), llama
+    )
+    # (helper-133) an option given without a value is a switch turned on
+    assert _configuration(condition(["--no-mmap"], {}), llama) == _configuration(
+        condition([], {"LLAMA_ARG_NO_MMAP": "1"}), llama
     )
 
 
@@ -233,16 +239,45 @@ def test_a_vllm_answer_without_the_count_whose_counter_moved_is_unknown(tmp_path
     _unproven(_vllm_files(edit=hit), tmp_path, "cached_tokens is absent: a miss is unknown")
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        lambda a: [x for x in a if x != "--enable-prompt-tokens-details"],
+        # (helper-133) turned off after, by its `--no-` form in any spelling; shortened
+        lambda a: [*a, "--no-enable-prompt-tokens-details"],
+        lambda a: [*a, "--no_enable_prompt_tokens_details"],
+        lambda a: [
+            x if x != "--enable-prompt-tokens-details" else "--enable-prompt-tok" for x in a
+        ],
+        lambda a: [*a, "--config", "/path/to/config.yaml"],
+    ],
+)
 def test_a_vllm_server_not_asked_for_the_count_says_nothing_by_its_absence(
-    tmp_path: Path,
+    tmp_path: Path, argv: Callable[[list[str]], list[str]]
 ) -> None:
     def unasked(experiment: Any) -> None:
         for condition in experiment["conditions"]:
             for server in condition["servers"]:
-                server["argv"].remove("--enable-prompt-tokens-details")
+                server["argv"] = argv(server["argv"])
 
     files = _edited(_vllm_files(edit=_without_zero_details), layout.EXPERIMENT, unasked)
     _unproven(files, tmp_path, "cached_tokens is absent: a miss is unknown")
+
+
+@pytest.mark.parametrize("details", [{}, {"cached_tokens": None}])
+def test_a_vllm_answer_whose_details_hold_no_count_is_unknown(
+    tmp_path: Path, details: dict[str, Any]
+) -> None:
+    """(helper-133) vLLM leaves the object out; one that is there without a count is not
+    vLLM's way of saying none."""
+
+    def emptied(sequence: int, record: Any) -> None:
+        _without_zero_details(sequence, record)
+        usage = record["response"]["usage"]
+        usage.setdefault("prompt_tokens_details", dict(details))
+        record["usage"] = usage
+
+    _unproven(_vllm_files(edit=emptied), tmp_path, "cached_tokens is absent: a miss is unknown")
 
 
 _BUILT: dict[str, Callable[[], Files]] = {

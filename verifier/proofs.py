@@ -855,12 +855,13 @@ def prove_request(
 
     hit_evidence = _Readings.of(signals.hit_evidence, across)
     if (
-        raw_cached is None
-        and absent_is_zero
+        absent_is_zero
+        and record.response_value(rules.cached_tokens_pointer.rpartition("/")[0]) is None
         and hit_evidence.still
         and not hit_evidence.moved
         and not hit_evidence.unread
     ):
+        # (the object that holds the count left out; not one that holds no count, or null)
         cached = 0  # (what the answer leaves out, its server's own counters say: none)
     contradiction = _contradiction(cached, hit_evidence) or _cache_state_disagrees(
         record, rules, cached

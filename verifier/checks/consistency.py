@@ -217,9 +217,10 @@ def _configuration(
     `toggle_options`: llama-server's LLAMA_ARG_FLASH_ATTN is its `-fa`) read as that option,
     where no argument gives it (one that does decides, and the servers check says the
     setting was overridden); an option given more than once with one value, once (`-fa on
-    -fa on` is `-fa on`); the other settings by name."""
+    -fa on` is `-fa on`), and one given without a value as a switch turned on (`--no-mmap`
+    is LLAMA_ARG_NO_MMAP=1); the other settings by name."""
     read = _option_pairs(condition.server_args, profile)
-    options = {key: values for key, values in read if key}
+    options = {key: tuple(v or "1" for v in values) for key, values in read if key}
     settings: list[tuple[str, str]] = []
     for name, value in condition.settings.items():
         sets = profile.toggle_options(name) if profile is not None else ()
@@ -265,7 +266,9 @@ def _option_pairs(
             value = ""
             if "=" in arg:
                 value = arg.partition("=")[2]
-            elif at + 1 < len(args) and not args[at + 1].startswith("-"):
+            elif at + 1 < len(args) and (
+                not args[at + 1].startswith("-") or _NEGATIVE.fullmatch(args[at + 1])
+            ):
                 at += 1
                 value = args[at]
             key = _option_key(arg, profile)
@@ -274,6 +277,9 @@ def _option_pairs(
             positional.append(("", (arg,)))
         at += 1
     return tuple(sorted(options.items())) + tuple(positional)
+
+
+_NEGATIVE = re.compile(r"-[0-9]+(?:\.[0-9]+)?")  # a value, not an option (`-ngl -1`)
 
 
 def _option_key(arg: str, profile: ServerProfile | None) -> str:

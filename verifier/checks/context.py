@@ -279,16 +279,14 @@ class BundleContext:
     def zero_when_absent(self) -> dict[str, frozenset[int]]:
         """Per condition, the instances whose answers leave out a count of cached tokens
         that is zero (`ServerProfile.omits_no_cached_tokens`): those whose recorded command
-        line holds the profile's switch that asks for the count, as the harness writes it."""
+        line certainly asks for the count (`_asks_for_sure`)."""
         experiment, profile = self.experiment, self.profile
         if experiment is None or profile is None or not profile.omits_no_cached_tokens:
             return {}
-        switches = [
-            (flag,) for flag in profile.switches.get("cached_tokens", ()) if flag[:1] == "-"
-        ]
+        switches = [f for f in profile.switches.get("cached_tokens", ()) if f.startswith("--")]
         return {
             c.id: frozenset(
-                s.instance for s in c.servers if any(has_args(s.argv, f) for f in switches)
+                s.instance for s in c.servers if _asks_for_sure(profile, s.argv, switches)
             )
             for c in experiment.conditions
         }
@@ -415,6 +413,28 @@ class EachAlone(Mapping[str, Any]):
 
 
 _NOT_PARSED: Any = object()
+
+
+def _asks_for_sure(profile: ServerProfile, argv: tuple[str, ...], switches: list[str]) -> bool:
+    """Whether a command line certainly turns one of `switches` (long options) on: the last
+    of them and their `--no-` forms (argparse's BooleanOptionalAction; in any spelling the
+    server reads, `ServerProfile.option_name`) is one of them as written. Not where it is
+    shortened (argparse takes a prefix of either form), nor where the command line is not
+    recorded or names a config file, which may set anything."""
+    if not argv or any(arg.partition("=")[0] in ("--config", "--config-file") for arg in argv):
+        return False
+    on = False
+    for arg in argv[1:]:
+        option = profile.option_name(arg)
+        if not option.startswith("--") or len(option) < 5:
+            continue
+        for switch in switches:
+            negated = "--no-" + switch[2:]
+            if option == switch:
+                on = True
+            elif switch.startswith(option) or negated.startswith(option):
+                on = False  # (the negation, or a prefix of either: not known to be on)
+    return on
 
 
 def has_args(argv: tuple[str, ...], wanted: tuple[str, ...]) -> bool:

@@ -731,6 +731,16 @@ def test_a_windows_home_does_not_run_on_into_the_prose_after_it(text: str, after
         ("/mnt/c/Documents and Settings/bob/x y", "/path/to/home y"),
         ("TEMP=C:\\DOCUME~1\\bob\\LOCALS~1\\Temp", "TEMP=/path/to/home"),
         ("c:\\docume~1\\al\\x y", "/path/to/home y"),  # (as `os.path.normcase` writes it)
+        # (helper-134) a Windows name's later words before a line's or a text's end, or what
+        # ends a word of code or a shell; a CJK name before CJK's closing punctuation or
+        # `: `; `DOCUME~1` below a mount; an apostrophe before a uid
+        ("USERPROFILE=C:\\Users\\Bob Smith\nHOME=x", "USERPROFILE=/path/to/home\nHOME=x"),
+        ("PS C:\\Users\\Mary O'Brien> ls", "PS /path/to/home> ls"),
+        ("\u300cC:\\Users\\\u5c71\u7530\u300d", "\u300c/path/to/home\u300d"),
+        ("**C:\\Users\\\u674e\u96f7**", "**/path/to/home**"),
+        ("bash: cd: /home/\u674e\u96f7: x", "bash: cd: /path/to/home x"),
+        ("/mnt/c/DOCUME~1/bob/x y", "/path/to/home y"),
+        ("/home/o'brien:1000 y", "/path/to/home y"),
         # an HTML reference after a Windows path's `\` is none of a shell's escapes
         ("C:\\Users\\&Ouml;zil\\x y", "/path/to/home y"),
     ],
@@ -753,6 +763,21 @@ def test_a_glued_scripts_name_at_a_strings_end_in_a_document() -> None:
             (("cwd",), "home-path"),
             (("home",), "home-path"),
         ]
+
+
+def test_a_known_value_with_an_apostrophe_in_doubled_single_quotes() -> None:
+    """(helper-134) YAML's, SQL's and PowerShell's single quotes double a `'`: a known
+    secret or user that holds one was published so."""
+    import leaks_reference as reference
+
+    text = "password: 'Xk9''mP2$vL7!qR4'\nCREATE USER 'o''brien'@'localhost';"
+    values = [("Xk9'mP2$vL7!qR4", KnownKind.SECRET, "<s>"), ("o'brien", KnownKind.USER, "<u>")]
+    known = [Known(v, "k", p, kind) for v, kind, p in values]
+    plain = [reference.Known(v, "k", p, reference.KnownKind(kind.value)) for v, kind, p in values]
+    for detector in (Detector(known), reference.Detector(plain)):
+        assert _replaced(text, detector.scan_text(text)) == (
+            "password: '<s>'\nCREATE USER '<u>'@'localhost';"
+        )
 
 
 def test_a_known_user_below_documents_and_settings_is_an_account() -> None:
@@ -1556,7 +1581,7 @@ def _replaced(text: str, hits: list[leaks.LeakHit]) -> str:
         (("o&brien",), "C:\\Users\\o&brien_old\\x", "/path/to/home<user>_old\\x"),  # (helper-127)
         (("o&brien",), "C:\\Users\\o&brien-PC\\x", "/path/to/home<user>-PC\\x"),
         (("o&brien",), "\\\\wsl$\\Ubuntu\\home\\o&brien.1\\x", "/path/to/home<user>.1\\x"),
-        (("Bob Smith",), "(C:\\Users\\Bob Smith)", "(/path/to/home<user>)"),
+        (("Bob Smith",), "(C:\\Users\\Bob Smith)", "(/path/to/home)"),  # (the home's, whole)
         # (a home's name now takes letters of every script: the home's match is the whole)
         (("li\u674e\u96f7",), "//wsl.localhost/Ubuntu/home/li\u674e\u96f7/b.log", "/path/to/home"),
         # a Windows home's name stops at `¡`, `«` (mojibake no name takes: they follow

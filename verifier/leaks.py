@@ -298,21 +298,26 @@ _GLUED_NAME = rf"(?=(?u:\w))[{_GLUED}]{_NAME_TAIL}++"
 # shell quotes it in a quoted word, `'"'"'` and `'\''`, and YAML and SQL, `''`): not a quote
 # that closes a path (`'C:\Users\bob'`, `['/home/al', ...]`). The name's run after it goes
 # whole, and only where what follows is not glued to a name as an address's next part is
-# (`@`, `:` and a hex digit or `:`): `C:\Users\bob'aa:bb:cc:dd:ee:ff` is `bob` and a MAC
-# address, `C:\Users\al'fe80::1` an IPv6 one, `C:\Users\al'root@host` an account;
-# `C:\Users\o'brien: denied` is `o'brien`.
+# (`@`, `::`, or `:` between hex digits): `C:\Users\bob'aa:bb:cc:dd:ee:ff` is `bob` and a
+# MAC address, `C:\Users\al'fe80::1` an IPv6 one, `C:\Users\al'root@host` an account;
+# `C:\Users\o'brien: denied` and `/home/o'brien:1000` are `o'brien`.
 _APOSTROPHE = rf"(?:'\"'\"'|'\\{{1,2}}''|''|['\u2019])(?=[A-Za-z{_LETTER}{_SPACED}])"
-_AFTER_APOSTROPHE = r"(?!@|:[0-9A-Fa-f:])"
+_AFTER_APOSTROPHE = r"(?!@|:[0-9A-Fa-f]{1,4}:|::)"
 # A glued script's name of two characters or more (`_GLUED_NAME`) ends at a separator; also
 # at its text's end or its string's in a document, at white space (the ideographic space
 # too), at what ends a word of code or of a shell (`` ` ``, `<`, `>`, `|`, `;`, `,`, `)`,
-# `]`: `C:\Users\李雷>dir`, `ls /home/李雷|head`), or at a quote that closes it
-# (`"C:\Users\李雷"`, not `C:\Users\下的"AppData"`): prose goes on glued after a
+# `]`, `}`, `!`, `?`, `*`, `: `: `C:\Users\李雷>dir`, `ls /home/李雷|head`, `cd: /home/李雷:
+# No such file`), at CJK's own closing quotes and punctuation (`“/home/李雷”`, `「...」`,
+# `。`, `、`, `，`), or at a quote that closes it (`"C:\Users\李雷"`, not
+# `C:\Users\下的"AppData"`): prose goes on glued after a
 # folder's name, not past those. Before a `:` that starts another path (`PATH=/home/李雷:
 # /usr/bin`) only where the name is the script's letters alone: a name that took ASCII
 # letters may have taken a URL's scheme (`/home/用户的网站http://u:pw@h`).
 _NAME_ENDS = r"[\x00-\x02]|\Z"
-_GLUED_END = rf"{_NAME_ENDS}|[\s\u3000`<>|;,)\]]|[\"'](?!(?u:\w))"
+_GLUED_END = (
+    rf"{_NAME_ENDS}|[\s\u3000`<>|;,)\]}}!?*]|:\s|[\"'](?!(?u:\w))"
+    "|[\u201d\u2019\u300d\u300f\u300b\uff09\u3011\u3002\u3001\uff0c\uff01\uff1f\uff1a\uff1b]"
+)
 _GLUED_ONLY = rf"(?=(?u:\w))[{_GLUED}][{_GLUED}\u30fb]++"
 _HOME_NAME_CHAR = rf"[A-Za-z0-9._{_LETTER}{_SPACED}{_COMBINING}-]"
 _HOME_DIR = (
@@ -330,8 +335,15 @@ _WIN_NAME = (
     rf"|(?={_WIN_SEP}|{_GLUED_END})))"
 )
 # A Windows home's words after its name's first (`Bob Smith`, `Mary O'Brien`), where a
-# separator or a quote follows them (a path with a space is quoted: `"C:\Users\Bob Smith"`).
-_WIN_WORDS = rf"(?:(?:\ (?:{_NAME_TAIL}|{_APOSTROPHE})++)+(?={_WIN_SEP}|[\"']))?"
+# separator or a quote follows them (a path with a space is quoted: `"C:\Users\Bob Smith"`),
+# or, each a capital's word as a name's are, what ends a word of code or of a shell, a line
+# or a text (`USERPROFILE=C:\Users\Bob Smith` on a line of its own, PowerShell's prompt
+# `PS C:\Users\Bob Smith>`; not prose's `C:\Users\bob and more`).
+_WIN_WORDS = (
+    rf"(?:(?:\ (?:{_NAME_TAIL}|{_APOSTROPHE})++)+(?={_WIN_SEP}|[\"'])"
+    rf"|(?:\ [A-Z\u00c0-\u00d6\u00d8-\u00de](?:{_NAME_TAIL}|{_APOSTROPHE})*+)+"
+    rf"(?=[`<>|)\]\r\n]|{_NAME_ENDS}))?"
+)
 # /home/al, /var/home/al (Silverblue), /usr/home/al (FreeBSD), /Users/al and macOS's
 # /System/Volumes/Data/Users/al, /root; C:\Users\al as WSL (/mnt/c/...), Cygwin
 # (/cygdrive/c/...) and MSYS2 (/c/...) name it; ~al.
@@ -341,7 +353,8 @@ _HOME = _Lazy(
     | {_SLASH}(?:System{_S}Volumes{_S}Data{_S})?Users{_S}(?!Shared\b)
       {_HOME_DIR}{_PATH_REST}
     | {_SLASH}root/++{_PATH_REST}
-    | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users|documents\ and\ settings){_S}
+    | {_SLASH}(?:(?:mnt|cygdrive){_S})?[A-Za-z]{_S}(?i:users|documents\ and\ settings|docume~[0-9])
+      {_S}
       {_WIN_NAME}{_WIN_WORDS}{_PATH_REST}  # (a name: `Bob Smith`)
     | ~(?<![\w~$]~)(?![A-Za-z]/[0-9]+(?:\.[0-9]+)?(?![\w/-]|\.\w))  # (`~n/2`: maths)
       [A-Za-z_{_LETTER}](?:{_NAME_CHAR}|{_APOSTROPHE})*(?:/{_PATH_REST}|(?=[\x00-\x02]|\Z))
@@ -362,7 +375,7 @@ _HOME = _Lazy(
 # `_WIN_NAME`.
 _WINDOWS_HOME = _Lazy(
     rf""":(?<=[A-Za-z]:)(?<![A-Za-z0-9][A-Za-z]:){_WIN_SEP}
-    (?i:users|documents\ and\ settings|docume~1){_WIN_SEP}
+    (?i:users|documents\ and\ settings|docume~[0-9]){_WIN_SEP}
     {_WIN_NAME}{_WIN_WORDS}
     (?:{_WIN_SEP}[^\s"'<>|\x00-\x02]*)?""",
     re.VERBOSE | re.ASCII,
@@ -1215,7 +1228,8 @@ def _found(category: str, start: int, end: int, excerpt: str, placeholder: str =
 # pass over a text that starts with a set of characters, or a lookbehind, costs ten times
 # more): a text without it skips the pattern, and a text with it tries the pattern only there.
 _HOME_OR_TEMP = re.compile(
-    r"/(?:home|[Uu][Ss][Ee][Rr][Ss]|root|tmp|var|folders|shm|(?i:documents and settings))/"
+    r"/(?:home|[Uu][Ss][Ee][Rr][Ss]|root|tmp|var|folders|shm"
+    r"|(?i:documents and settings|docume~[0-9]))/"
 )
 _IPV4_DOT = re.compile(r"\.(?=\d{1,3}\.\d{1,3}\.\d)", re.ASCII)  # after the first number
 _IPV6_COLON = re.compile(r":(?=[0-9A-Fa-f]{0,4}:)")  # the first colon: after 0 to 4 digits
@@ -1987,7 +2001,7 @@ def _generic(text: str, places: _Places) -> Iterator[_Found]:
                 category, match.start(), match.end(), _mask(text, match.start(), match.end())
             )
     windows = colon and (
-        "U" in text or "users" in places.low or "settings" in places.low or "~1" in text
+        "U" in text or "users" in places.low or "settings" in places.low or "e~" in places.low
     )
     for match in _WINDOWS_HOME.finditer(text) if windows else ():
         start = match.start() - 1
@@ -3323,11 +3337,16 @@ def quoted_printable(value: str) -> list[str]:
 def shell_quoted(value: str) -> list[str]:
     """A value that holds `'` as a shell's single quotes write it: each `'` closes the
     quotes, is given another way and opens them again, `'"'"'` (Python's `shlex.quote`) or
-    `'\\''` (bash's habit): `Tr0ub'"'"'4dor` for `Tr0ub'4dor`. None for a value without one.
-    Looked for as literals, as a secret is."""
+    `'\\''` (bash's habit): `Tr0ub'"'"'4dor` for `Tr0ub'4dor`; or doubled, as YAML's, SQL's
+    and PowerShell's single quotes write it (`'Tr0ub''4dor'`). None for a value without
+    one. Looked for as literals, as a secret is."""
     if "'" not in value:
         return []
-    return [value.replace("'", "'\"'\"'"), value.replace("'", "'\\''")]
+    return [
+        value.replace("'", "'\"'\"'"),
+        value.replace("'", "'\\''"),
+        value.replace("'", "''"),
+    ]
 
 
 # Windows-1252's characters for the bytes 0x80-0x9F; where it has none (0x81, 0x8D, 0x8F,

@@ -780,6 +780,20 @@ def test_a_known_value_with_an_apostrophe_in_doubled_single_quotes() -> None:
         )
 
 
+def test_a_known_user_in_a_python_repr_that_quotes_it_with_double_quotes() -> None:
+    """(helper-134) Python's repr writes a string that holds `'` in `"` among keys in `'`:
+    `environ({'USER': "o'brien"})` published the name."""
+    import leaks_reference as reference
+
+    text = "environ({'USER': \"o'brien\"}) {'users': [\"o'brien\"]}"
+    known = [Known("o'brien", "user-name", "<user>", KnownKind.USER)]
+    plain = [reference.Known("o'brien", "user-name", "<user>", reference.KnownKind.USER)]
+    for detector in (Detector(known), reference.Detector(plain)):
+        assert _replaced(text, detector.scan_text(text)) == (
+            "environ({'USER': \"<user>\"}) {'users': [\"<user>\"]}"
+        )
+
+
 def test_a_known_user_below_documents_and_settings_is_an_account() -> None:
     """A plain known name after `Documents and Settings`, whose spaces end the word the
     name is in, was no account's: the part a home's match left was published."""

@@ -2378,15 +2378,22 @@ _JSON_LIST_OPENS = (
 
 def _json_members(keys: Iterable[str], *, lists: bool) -> list[str]:
     """What stands before the value of a JSON member of each of `keys` (`_JSON_COLONS`),
-    and, with `lists`, before the first item of its list (`_JSON_LIST_OPENS`)."""
+    and, with `lists`, before the first item of its list (`_JSON_LIST_OPENS`). The value's
+    quote need not be the key's: Python's repr quotes a string that holds `'` with `"`
+    (`{'USER': "o'brien"}`)."""
     return [
-        *(q + key + q + colon + q for key in keys for q in "\"'" for colon in _JSON_COLONS),
+        *(
+            q + key + q + colon + v
+            for key in keys
+            for q in "\"'"
+            for colon in _JSON_COLONS
+            for v in "\"'"
+        ),
         *(
             q + key + q + opening
             for key in (keys if lists else ())
             for q in "\"'"
             for opening in _JSON_LIST_OPENS
-            if opening[-1] == q
         ),
     ]
 

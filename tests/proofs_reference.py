@@ -34,14 +34,18 @@ from verifier.proofs import (
     _Verdict,
     as_count,
     counter_deltas,
+    limited_otherwise,
     request_failed,
 )
 from verifier.records import Record, Snapshot
 
 
 def at_cap(record: Record) -> bool:
-    """`verifier.proofs._at_cap` as it was: the caps listed, then their least."""
+    """`verifier.proofs._at_cap` as it was: the caps listed, then their least (and a body
+    that limits its replies otherwise, `limited_otherwise`, shared)."""
     body = record.request_body
+    if limited_otherwise(body):
+        return True
     raw_caps = [body[name] for name in _CAP_FIELDS if body.get(name) is not None]
     if not raw_caps:
         return False

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from test_soundness import SEED_FILES, _archive_files
 from test_soundness_audit70 import _verify
-from test_soundness_signals import Files, _edited, _invalid
+from test_soundness_signals import Files, _edited, _invalid, _records
 from test_soundness_signals78 import _clean, sglang_argv
 from test_soundness_states import _told_as, _vllm_files
 
@@ -310,3 +310,53 @@ def test_the_plain_proofs_prove_the_same(
         plain.findings,
         plain.classification,
     )
+
+
+# --- helper-135's findings -----------------------------------------------------------------
+
+
+def test_one_number_spelled_two_ways_is_one_configuration(tmp_path: Path) -> None:
+    """`-ub 0512` is `-ub 512` to llama-server (std::stoi): two conditions so declared are
+    one configuration run twice."""
+
+    def declared(experiment: Any) -> None:
+        first, second = experiment["conditions"]
+        _declared(first, {}, ["-ub", "512"], "LLAMA_ARG_FLASH_ATTN")
+        _declared(second, {}, ["-ub", "+0512"], "LLAMA_ARG_FLASH_ATTN")
+
+    files = _edited(_archive_files(_FLIP), layout.EXPERIMENT, declared)
+    _invalid(files, tmp_path, "consistency", "declare the same configuration")
+
+
+@pytest.mark.parametrize(("name", "value"), [("t_max_predict_ms", 1), ("n_indent", 4)])
+def test_a_reply_under_a_limit_that_is_no_count_is_capped(
+    tmp_path: Path, name: str, value: int
+) -> None:
+    """llama-server stops a reply past its time or at a line's indentation and calls it a
+    limit's stop; relabelled `stop`, its count cannot show it was cut: every reply is
+    capped, and replies that agree say nothing past what they hold."""
+
+    def limited(document: Any) -> None:
+        document["request_body"][name] = value
+
+    files = _edited(_archive_files("llama-cpp-cuda-stable.tar.gz"), layout.EXPERIMENT, limited)
+    files = _records(files, limited)
+    result = _verify(files, tmp_path)
+    assert result.verdict is not Verdict.CACHE_STATE_INDEPENDENT
+    assert result.classification is not None
+    assert all(p.capped for p in result.classification.proofs)
+
+
+def test_the_cap_a_reason_names_is_the_least_the_bodies_set(tmp_path: Path) -> None:
+    """(helper-135) `n_predict: 22` beside `max_tokens: 128`: the replies hold 22 tokens,
+    and the reason said they agree in the first 128."""
+
+    def capped(document: Any) -> None:
+        document["request_body"]["n_predict"] = 22
+
+    files = _edited(_archive_files("llama-cpp-cuda-stable.tar.gz"), layout.EXPERIMENT, capped)
+    result = _verify(_records(files, capped), tmp_path)
+    assert result.classification is not None
+    reasons = [r for c in result.classification.conditions for r in c.reasons]
+    assert any("agree in the first 22 tokens" in r for r in reasons), reasons
+    assert not any("128" in r for r in reasons), reasons

@@ -17,7 +17,14 @@ from verifier.canonical import (
 )
 from verifier.model import Arm, Verdict
 from verifier.profiles.rules import ProfileRules
-from verifier.proofs import FINISHED, RequestProof, completion_count, miss_reason_refs
+from verifier.proofs import (
+    FINISHED,
+    RequestProof,
+    completion_count,
+    least_cap,
+    limited_otherwise,
+    miss_reason_refs,
+)
 from verifier.protocol import Phase
 from verifier.records import Condition, Record
 
@@ -561,6 +568,21 @@ def _class_telemetry(
     return tuple(result)
 
 
+def _cap_met(comparable: Sequence[RequestProof], protocol_cap: int | None) -> int | None:
+    """The one count of tokens the compared requests were capped at: the protocol's (or
+    their servers') and the least their bodies set by any name (`least_cap`: `n_predict`
+    or `max_completion_tokens` below `max_tokens`), where that is one count for them all;
+    None where it is not, where the protocol's is not known, or where a body limits its
+    replies otherwise (`limited_otherwise`)."""
+    if protocol_cap is None or any(limited_otherwise(p.record.request_body) for p in comparable):
+        return None
+    caps = {least_cap(p.record) for p in comparable}
+    if len(caps) > 1:
+        return None
+    body = caps.pop() if caps else None
+    return protocol_cap if body is None else min(body, protocol_cap)
+
+
 def _one_output_counted_twice(
     comparable: Sequence[RequestProof], labels: dict[str, str]
 ) -> str | None:
@@ -613,7 +635,12 @@ def classify_condition(
 
     context = context or ProtocolContext()
     not_greedy = context.sampled or context.sampled_in.get(condition.id)
-    cap_tokens = context.max_tokens_in.get(condition.id, context.max_tokens)
+    cap_tokens = _cap_met(comparable, context.max_tokens_in.get(condition.id, context.max_tokens))
+    limit = (
+        "a limit of their requests"
+        if any(limited_otherwise(p.record.request_body) for p in comparable)
+        else "the token cap"
+    )
     cold = by_arm[Arm.COLD]
     verdict: Verdict
     varying = [arm for arm, c in by_arm.items() if len(c) > 1]
@@ -701,7 +728,7 @@ def classify_condition(
             )
             if capped:
                 reasons.append(
-                    f"{capped} compared requests hit the token cap: the outputs already differ "
+                    f"{capped} compared requests hit {limit}: the outputs already differ "
                     "within it (truncated, so the full replies differ too)"
                 )
         elif capped:
@@ -711,7 +738,7 @@ def classify_condition(
             cap = f"first {cap_tokens} tokens" if cap_tokens is not None else "tokens before it"
             which = "every one" if capped == len(comparable) else f"{capped} of them"
             reasons.append(
-                f"every proven request gave {a}, but {which} hit the token cap: they agree "
+                f"every proven request gave {a}, but {which} hit {limit}: they agree "
                 f"in the {cap}, which proves nothing past it"
             )
         else:
@@ -722,7 +749,7 @@ def classify_condition(
             f"{len(unproven_warm)} claimed warm requests were not proven and were left out"
         )
     if capped and verdict not in (Verdict.INCONCLUSIVE, Verdict.CACHE_STATE_DEPENDENT):
-        reasons.append(f"{capped} compared requests hit the token cap: their outputs are truncated")
+        reasons.append(f"{capped} compared requests hit {limit}: their outputs are truncated")
     for arm in (Arm.REQUEST_DISABLED, Arm.SERVER_DISABLED):
         skipped = context.skipped.get(arm)
         if skipped is not None:

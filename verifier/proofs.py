@@ -114,7 +114,11 @@ def _at_cap(record: Record) -> bool:
     """A reply that used its whole token budget is capped, whatever its finish_reason says:
     finish_reason is not in the output hash, so a bundle could relabel it. Where the body
     sets a cap, a reply that does not count what it used (no completion_tokens, or one
-    that is not an integer: 22.0, "22") cannot show it stopped short of it: capped too."""
+    that is not an integer: 22.0, "22") cannot show it stopped short of it: capped too. So
+    is every reply whose body sets a limit that is no count of its tokens (`_OTHER_LIMITS`):
+    its count cannot show whether the limit cut it."""
+    if limited_otherwise(record.request_body):
+        return True
     least, some, uncounted = _body_caps(record)
     if not some:
         return False
@@ -122,6 +126,25 @@ def _at_cap(record: Record) -> bool:
     if used is None or uncounted or least is None:
         return True
     return used >= least
+
+
+# Limits of a body that llama-server stops a reply at and calls a limit's stop (`length`),
+# whatever it counted: a time to generate, past a line break (`t_max_predict_ms`), and an
+# indentation a new line must have (`n_indent`); each only where it is above zero.
+_OTHER_LIMITS = ("t_max_predict_ms", "n_indent")
+
+
+def limited_otherwise(body: Mapping[str, object]) -> bool:
+    """Whether a request body sets a limit in `_OTHER_LIMITS`: any value but none, false or a
+    number of zero or less (one that is not a number may be read as one: a limit)."""
+    for name in _OTHER_LIMITS:
+        value = body.get(name)
+        if value is None or value is False:
+            continue
+        if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
+            continue
+        return True
+    return False
 
 
 def _body_caps(record: Record) -> tuple[int | None, bool, bool]:

@@ -218,16 +218,17 @@ def _configuration(
     where no argument gives it (one that does decides, and the servers check says the
     setting was overridden); an option given more than once with one value, once (`-fa on
     -fa on` is `-fa on`), and one given without a value as a switch turned on (`--no-mmap`
-    is LLAMA_ARG_NO_MMAP=1); the other settings by name."""
+    is LLAMA_ARG_NO_MMAP=1); a whole number in any spelling its parser reads (`0512`,
+    `+512`, Python's `5_12`: `_whole`); the other settings by name."""
     read = _option_pairs(condition.server_args, profile)
-    options = {key: tuple(v or "1" for v in values) for key, values in read if key}
+    options = {key: tuple(_whole(v) or "1" for v in values) for key, values in read if key}
     settings: list[tuple[str, str]] = []
     for name, value in condition.settings.items():
         sets = profile.toggle_options(name) if profile is not None else ()
         if sets and profile is not None:
-            options.setdefault(_option_key(sets[0], profile), (_plain(value),))
+            options.setdefault(_option_key(sets[0], profile), (_whole(_plain(value)),))
         else:
-            settings.append((name, _plain(value)))
+            settings.append((name, _whole(_plain(value))))
     named = tuple(
         sorted(
             (key, values[:1] if len(set(values)) == 1 else values)
@@ -235,6 +236,17 @@ def _configuration(
         )
     )
     return tuple(sorted(settings)), named + tuple(pair for pair in read if not pair[0])
+
+
+_WHOLE = re.compile(r"\s*[+-]?[0-9][0-9_]*\s*")
+
+
+def _whole(value: str) -> str:
+    """A whole number as one spelling (`0512`, `+512`, ` 512`, `5_12`: `512`), as the
+    servers' parsers read it (C++'s std::stoi, Python's int); any other value as it is."""
+    if _WHOLE.fullmatch(value) and "__" not in value and not value.strip().endswith("_"):
+        return str(int(value.replace("_", "")))
+    return value
 
 
 # The values a server reads as one switch's on and off (llama.cpp's is_truthy and

@@ -360,3 +360,37 @@ def test_the_cap_a_reason_names_is_the_least_the_bodies_set(tmp_path: Path) -> N
     reasons = [r for c in result.classification.conditions for r in c.reasons]
     assert any("agree in the first 22 tokens" in r for r in reasons), reasons
     assert not any("128" in r for r in reasons), reasons
+
+
+def test_an_invalid_bundles_text_report_marks_what_it_claims(tmp_path: Path) -> None:
+    """(helper-135) The text and plain reports of a bundle that failed verification stated
+    its diagnostic reading, its telemetry and its finite-sample bound as found; Markdown
+    marked them as claims."""
+    import io
+
+    from make_samples import _resum
+    from rich.console import Console
+    from test_soundness import write
+
+    from verifier.report import plain
+    from verifier.report.common import printable
+    from verifier.report.document import BundleOutcome, build_report
+    from verifier.report.text import render_text
+    from verifier.verify import verify_path
+
+    def capped(experiment: Any) -> None:
+        experiment["protocol"]["max_tokens"] = 127
+
+    files = _edited(_archive_files("llama-cpp-real.tar.gz"), layout.EXPERIMENT, capped)
+    path = write(_resum(files), tmp_path / "b")
+    result = verify_path(path)
+    assert result.verdict is Verdict.INVALID and result.classification is not None
+    report = printable(build_report([BundleOutcome(str(path), result)]))
+    console = Console(file=io.StringIO(), width=100)
+    render_text(report, console)
+    assert isinstance(console.file, io.StringIO)
+    for shown in (console.file.getvalue(), plain.render(report, 100)):
+        assert shown is not None
+        assert "first divergent token" not in shown
+        assert "telemetry by output class and arm, as claimed (unverified)" in shown
+        assert "finite sample, as claimed (unverified)" in shown

@@ -274,3 +274,8 @@ def _noted(excerpt: str) -> tuple[str, str]:
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """`1 error`, `2 errors`: counts in reports always agree with their noun."""
     return f"{count} {noun if count == 1 else (many or noun + 's')}"
+
+
+def claimed(title: str, verified: bool) -> str:
+    """A title of what an unverified bundle says, marked as its claim (as Markdown's are)."""
+    return title if verified else title + ", as claimed (unverified)"

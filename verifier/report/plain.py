@@ -29,6 +29,7 @@ from verifier.report.common import (
     NAME_WIDTH,
     arm_cell,
     caveats,
+    claimed,
     class_telemetry_rows,
     condition_names,
     difference_notes,
@@ -400,7 +401,7 @@ def _diagnoses(classification: dict[str, Any], width: int) -> list[str]:
     return lines
 
 
-def _telemetry(classification: dict[str, Any], width: int) -> list[str]:
+def _telemetry(classification: dict[str, Any], width: int, verified: bool) -> list[str]:
     """report.text's telemetry rows: where every row fits on a line (as `_two_columns`
     there lays them out), the left cell padded and the right one right-justified."""
     rows: list[tuple[str, str]] = []
@@ -424,7 +425,7 @@ def _telemetry(classification: dict[str, Any], width: int) -> list[str]:
         (left.ljust(left_width) + "  " + right.rstrip().rjust(right_width)).rstrip(" ")
         for left, right in rows
     ]
-    return ["", "telemetry by output class and arm", *grid]
+    return ["", claimed("telemetry by output class and arm", verified), *grid]
 
 
 def _rule(title: str, width: int) -> str:
@@ -450,9 +451,11 @@ def _bundle(bundle: dict[str, Any], width: int) -> list[str]:
         verified = bundle["verified"]
         lines += _classes(classification, verified, width)
         lines += _differences(classification, width, verified)
-        lines += _diagnoses(classification, width)
-        lines += _telemetry(classification, width)
-        lines += ["", *wrap("finite sample: " + classification["bound"]["sentence"], width)]
+        if verified:
+            lines += _diagnoses(classification, width)
+        lines += _telemetry(classification, width, verified)
+        sample = claimed("finite sample", verified)
+        lines += ["", *wrap(f"{sample}: " + classification["bound"]["sentence"], width)]
     return [*lines, ""]
 
 

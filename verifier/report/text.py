@@ -29,6 +29,7 @@ from verifier.report.common import (
     NAME_WIDTH,
     arm_cell,
     caveats,
+    claimed,
     class_telemetry_rows,
     condition_names,
     difference_notes,
@@ -316,9 +317,9 @@ def _two_columns(rows: list[tuple[Text, Text]], width: int) -> RenderableType:
     return lines
 
 
-def _telemetry(classification: dict[str, Any], width: int) -> list[RenderableType]:
+def _telemetry(classification: dict[str, Any], width: int, verified: bool) -> list[RenderableType]:
     grid = _two_columns(_telemetry_rows(classification), width)
-    return [Text(""), _title("telemetry by output class and arm"), grid]
+    return [Text(""), _title(claimed("telemetry by output class and arm", verified)), grid]
 
 
 def _bundle(bundle: dict[str, Any], width: int) -> RenderableType:
@@ -336,9 +337,11 @@ def _bundle(bundle: dict[str, Any], width: int) -> RenderableType:
         verified = bundle["verified"]
         parts += _classes(classification, verified)
         parts += _differences(classification, width, verified)
-        parts += _diagnoses(classification)
-        parts += _telemetry(classification, width)
-        parts += [Text(""), Text("finite sample: " + classification["bound"]["sentence"])]
+        if verified:  # (a reading of the diagnostic phase of a bundle that failed: none)
+            parts += _diagnoses(classification)
+        parts += _telemetry(classification, width, verified)
+        sample = claimed("finite sample", verified)
+        parts += [Text(""), Text(f"{sample}: " + classification["bound"]["sentence"])]
     parts.append(Text(""))
     return Group(*parts)
 

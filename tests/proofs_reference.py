@@ -507,6 +507,8 @@ def prove_all(
     def unborn(index: int) -> list[str]:
         """The lazy counters no snapshot of the record's server held, each read, up to its
         `before` (the record at `index`)."""
+        if not written:
+            return []
         record = ordered[index]
         mine = [
             r for r in ordered[: index + 1]

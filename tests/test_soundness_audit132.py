@@ -24,6 +24,7 @@ from test_soundness_states import _told_as, _vllm_files
 
 from verifier import layout
 from verifier.model import Verdict
+from verifier.verify import VerificationResult
 
 _FLIP = "llama-cpp-cuda-flip.tar.gz"
 
@@ -146,7 +147,7 @@ def _counter(record: Any, side: str) -> dict[str, Any]:
     return metrics
 
 
-def _unproven(files: Files, tmp_path: Path, words: str) -> None:
+def _unproven(files: Files, tmp_path: Path, words: str) -> VerificationResult:
     result = _verify(files, tmp_path)
     assert result.verdict is not Verdict.CACHE_STATE_DEPENDENT
     reasons = [
@@ -156,6 +157,7 @@ def _unproven(files: Files, tmp_path: Path, words: str) -> None:
     ]
     found = [f.message for f in result.findings] + reasons
     assert any(words in m for m in found), found
+    return result
 
 
 def test_a_counter_that_appears_across_a_cold_request_moved(tmp_path: Path) -> None:
@@ -184,9 +186,8 @@ def test_a_counter_taken_out_after_it_was_created_is_not_recorded(tmp_path: Path
 def test_a_build_that_writes_no_counter_of_cached_tokens_proves_nothing_by_it(
     tmp_path: Path,
 ) -> None:
-    result = _verify(_sglang_lazy(written=False), tmp_path)
+    result = _unproven(_sglang_lazy(written=False), tmp_path, "not recorded: no miss shown")
     assert result.verdict is Verdict.INCONCLUSIVE
-    _unproven(_sglang_lazy(written=False), tmp_path, "not recorded: no miss shown")
 
 
 def test_a_counter_absent_where_the_metrics_were_not_read_is_not_recorded(
@@ -196,9 +197,8 @@ def test_a_counter_absent_where_the_metrics_were_not_read_is_not_recorded(
         if sequence == 1:
             record["telemetry"]["before"]["metrics"] = None
 
-    result = _verify(_sglang_lazy(unread), tmp_path)
+    result = _unproven(_sglang_lazy(unread), tmp_path, "claimed cold not proven")
     assert result.verdict is Verdict.INCONCLUSIVE
-    _unproven(_sglang_lazy(unread), tmp_path, "claimed cold not proven")
 
 
 def test_a_counter_created_between_two_requests_moved_between_them(tmp_path: Path) -> None:

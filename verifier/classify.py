@@ -572,9 +572,9 @@ def _cap_met(comparable: Sequence[RequestProof], protocol_cap: int | None) -> in
     """The one count of tokens the compared requests were capped at: the protocol's (or
     their servers') and the least their bodies set by any name (`least_cap`: `n_predict`
     or `max_completion_tokens` below `max_tokens`), where that is one count for them all;
-    None where it is not, where the protocol's is not known, or where a body limits its
-    replies otherwise (`limited_otherwise`)."""
-    if protocol_cap is None or any(limited_otherwise(p.record.request_body) for p in comparable):
+    None where it is not, or where the protocol's is not known (the caller reads a body
+    that limits its replies otherwise, `limited_otherwise`, as no count at all)."""
+    if protocol_cap is None:
         return None
     caps = {least_cap(p.record) for p in comparable}
     if len(caps) > 1:
@@ -635,12 +635,10 @@ def classify_condition(
 
     context = context or ProtocolContext()
     not_greedy = context.sampled or context.sampled_in.get(condition.id)
-    cap_tokens = _cap_met(comparable, context.max_tokens_in.get(condition.id, context.max_tokens))
-    limit = (
-        "a limit of their requests"
-        if any(limited_otherwise(p.record.request_body) for p in comparable)
-        else "the token cap"
-    )
+    limited = any(limited_otherwise(p.record.request_body) for p in comparable)
+    protocol_cap = context.max_tokens_in.get(condition.id, context.max_tokens)
+    cap_tokens = None if limited else _cap_met(comparable, protocol_cap)
+    limit = "a limit of their requests" if limited else "the token cap"
     cold = by_arm[Arm.COLD]
     verdict: Verdict
     varying = [arm for arm, c in by_arm.items() if len(c) > 1]
